@@ -1,0 +1,568 @@
+"""The YAML config: load, validate (every error, with its path and a fix), defaults.
+
+Load -> validate -> compile. The schema is a tree of dataclasses; every field is
+declared with :func:`setting`, whose ``doc`` is the config reference printed by
+``clefgate config-reference`` and embedded in the README (a test keeps them equal).
+Validation never stops at the first problem: it collects every one as
+``path: message`` and raises :class:`ConfigError` with all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import ipaddress
+import os
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal, Mapping
+from urllib.parse import urlsplit
+
+import yaml
+
+
+class ConfigError(Exception):
+    """A config (or a file it names) is invalid; ``problems`` lists every issue."""
+
+    def __init__(self, problems: list[str], source: str = "config") -> None:
+        self.problems = problems
+        self.source = source
+        super().__init__(f"{source}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
+
+
+Check = Callable[[Any], "str | None"]
+
+
+def setting(default: Any = dataclasses.MISSING, doc: str = "", *, check: Check | None = None,
+            coerce: Callable[[Any], Any] | None = None, secret: bool = False,
+            factory: Callable[[], Any] | None = None) -> Any:
+    """Declare a config field with its documentation and an optional check.
+
+    ``check(value)`` returns an error message (without the path) or None.
+    ``coerce(raw)`` rewrites a raw YAML value before type validation (shorthands).
+    ``secret`` fields are redacted in ``/admin/config``.
+    """
+    meta = {"doc": doc, "check": check, "coerce": coerce, "secret": secret}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    if isinstance(default, (list, dict)):
+        frozen = default
+        return field(default_factory=lambda: type(frozen)(frozen), metadata=meta)  # type: ignore[call-arg]
+    return field(default=default, metadata=meta)
+
+
+# ---------------------------------------------------------------------------- checks
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]i?[bB]?|[bB])?\s*$")
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "ki": 1024, "kib": 1024, "m": 1000**2, "mb": 1000**2,
+               "mi": 1024**2, "mib": 1024**2, "g": 1000**3, "gb": 1000**3, "gi": 1024**3, "gib": 1024**3,
+               "t": 1000**4, "tb": 1000**4, "ti": 1024**4, "tib": 1024**4}
+
+
+def parse_size(raw: Any) -> Any:
+    """Coerce ``"10MiB"``/``"1GB"``/``4096`` into an int of bytes (other values pass through)."""
+    if isinstance(raw, str):
+        m = _SIZE_RE.match(raw)
+        if m:
+            return int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()])
+    return raw
+
+
+def positive(v: Any) -> str | None:
+    return None if v > 0 else f"must be > 0 (got {v!r})"
+
+
+def non_negative(v: Any) -> str | None:
+    return None if v >= 0 else f"must be >= 0 (got {v!r})"
+
+
+def fraction(v: Any) -> str | None:
+    return None if 0.0 <= v <= 1.0 else f"must be between 0 and 1 (got {v!r})"
+
+
+def host_port(v: str) -> str | None:
+    try:
+        split_host_port(v)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def split_host_port(v: str) -> tuple[str, int]:
+    """``"127.0.0.1:8080"`` / ``"[::1]:8080"`` / ``":8080"`` -> (host, port)."""
+    if not isinstance(v, str) or ":" not in v:
+        raise ValueError(f"{v!r} is not HOST:PORT (for example 127.0.0.1:8080)")
+    host, _, port = v.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{v!r} has no valid port (0-65535)")
+    return host, int(port)
+
+
+def http_url(v: str) -> str | None:
+    parts = urlsplit(v) if isinstance(v, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{v!r} is not an http(s) URL (for example http://127.0.0.1:8000)"
+    try:
+        parts.port
+    except ValueError:
+        return f"{v!r} has an invalid port"
+    return None
+
+
+def cidr(v: str) -> str | None:
+    try:
+        ipaddress.ip_network(v, strict=False)
+    except ValueError:
+        return f"{v!r} is not an IP address or CIDR (for example 10.0.0.0/8)"
+    return None
+
+
+def each(check: Check) -> Check:
+    def run(values: Any) -> str | None:
+        problems = [p for p in (check(v) for v in values) if p]
+        return "; ".join(problems) or None
+    return run
+
+
+def one_of(*choices: str) -> Check:
+    def run(v: Any) -> str | None:
+        return None if v in choices else f"{v!r} is not one of {', '.join(choices)}"
+    return run
+
+
+def status_range(v: str) -> str | None:
+    if not re.fullmatch(r"\d{3}(-\d{3})?(,\d{3}(-\d{3})?)*", str(v)):
+        return f"{v!r} is not a status list like '200-399' or '200,204'"
+    return None
+
+
+def _server_shorthand(raw: Any) -> Any:
+    if isinstance(raw, list):
+        return [{"url": s} if isinstance(s, str) else s for s in raw]
+    return raw
+
+
+def _csv_list(raw: Any) -> Any:
+    if isinstance(raw, str):
+        return [s.strip() for s in raw.split(",") if s.strip()]
+    return raw
+
+
+# ---------------------------------------------------------------------------- schema
+
+@dataclass(kw_only=True)
+class ServerConfig:
+    """One upstream server of a backend pool."""
+
+    url: str = setting(dataclasses.MISSING, "Base URL of the server (http://host:port); a path prefix is prepended to forwarded paths.", check=http_url)
+    weight: int = setting(1, "Relative share of requests for weighted round-robin.", check=positive)
+
+
+@dataclass(kw_only=True)
+class HealthCheckConfig:
+    """Active health checks of every server of a backend."""
+
+    enabled: bool = setting(True, "Probe each server periodically; unhealthy servers get no traffic.")
+    path: str = setting("/", "Path requested with GET by the probe.")
+    interval_s: float = setting(5.0, "Seconds between probes of one server.", check=positive)
+    timeout_s: float = setting(2.0, "Probe deadline in seconds.", check=positive)
+    healthy_threshold: int = setting(2, "Consecutive successes that mark a server healthy again.", check=positive)
+    unhealthy_threshold: int = setting(3, "Consecutive failures that mark a server unhealthy.", check=positive)
+    expect_status: str = setting("200-399", "Status codes that count as healthy, e.g. '200-399' or '200,204'.", check=status_range)
+
+
+@dataclass(kw_only=True)
+class BackendConfig:
+    """A named pool of upstream servers."""
+
+    servers: list[ServerConfig] = setting(dataclasses.MISSING, "Servers of the pool: URLs, or {url, weight} maps.", coerce=_server_shorthand)
+    balance: str = setting("round_robin", "Server selection: round_robin (weighted) or least_outstanding.", check=one_of("round_robin", "least_outstanding"))
+    max_idle_connections: int = setting(128, "Idle keep-alive connections kept per server.", check=non_negative)
+    max_connections: int = setting(1024, "Open connections allowed per server; further requests wait for one.", check=positive)
+    retries: int = setting(1, "Retries of an idempotent request on another server when nothing was sent yet.", check=non_negative)
+    eject_after_failures: int = setting(3, "Consecutive connection failures that eject a server (passive health).", check=positive)
+    eject_s: float = setting(10.0, "Seconds an ejected server rests before it gets traffic again.", check=positive)
+    health_check: HealthCheckConfig = setting(factory=HealthCheckConfig, doc="Active health checking.")
+
+
+@dataclass(kw_only=True)
+class RouteConfig:
+    """Sends requests matching a host and path prefix to a backend."""
+
+    name: str = setting("", "Route name used in metrics and logs (defaults to the backend name).")
+    host: str = setting("", "Host to match (exact, or '*.example.com'); empty matches any host.")
+    path_prefix: str = setting("/", "Path prefix to match; the longest matching prefix wins.")
+    backend: str = setting(dataclasses.MISSING, "Backend that serves the route.")
+    policy: str = setting("", "Named policy (under policy.routes) used when the model scores requests of this route.")
+
+
+@dataclass(kw_only=True)
+class LimitsConfig:
+    """Request size limits; exceeding one gets a clear 4xx."""
+
+    max_request_line_bytes: int = setting(8192, "Longest request line (method, target, version); longer gets 431 (414 semantics).", check=positive, coerce=parse_size)
+    max_header_bytes: int = setting(65536, "Largest header block; larger gets 431.", check=positive, coerce=parse_size)
+    max_headers: int = setting(100, "Most header fields in a request; more gets 431.", check=positive)
+    max_body_bytes: int = setting(1 << 30, "Largest request body (accepts 10MiB style sizes); larger gets 413. 0 disables the limit.", check=non_negative, coerce=parse_size)
+    body_prefix_bytes: int = setting(2048, "Bytes of a request body read before deciding, for rules and the model (then streamed).", check=non_negative, coerce=parse_size)
+    max_pipelined: int = setting(16, "Pipelined requests buffered per connection before reading pauses.", check=positive)
+
+
+@dataclass(kw_only=True)
+class TimeoutsConfig:
+    """Deadlines, in seconds."""
+
+    header_read_s: float = setting(10.0, "Time allowed to receive a complete request head; slower gets 408.", check=positive)
+    keepalive_s: float = setting(75.0, "Idle client keep-alive connections are closed after this.", check=positive)
+    client_body_s: float = setting(60.0, "Longest pause while reading a request body.", check=positive)
+    upstream_connect_s: float = setting(3.0, "Upstream connect deadline; a failure is 502 (or a retry).", check=positive)
+    upstream_response_s: float = setting(60.0, "Time to the first byte of the upstream response; exceeded gets 504.", check=positive)
+    upstream_idle_s: float = setting(60.0, "Longest pause inside an upstream response body.", check=positive)
+    upstream_keepalive_s: float = setting(30.0, "Idle pooled upstream connections are closed after this.", check=positive)
+    tunnel_idle_s: float = setting(3600.0, "Idle WebSocket/upgrade tunnels are closed after this.", check=positive)
+    drain_s: float = setting(30.0, "On SIGTERM, in-flight requests get this long to finish.", check=non_negative)
+
+
+@dataclass(kw_only=True)
+class AdminConfig:
+    """The admin/API listener (aiohttp): health, metrics, config, reload, decision API."""
+
+    listen: str = setting("127.0.0.1:9090", "HOST:PORT of the admin listener; empty disables it.", check=lambda v: None if v == "" else host_port(v))
+    token: str = setting("", "Bearer token required for /admin/* when set (env:NAME or file:PATH accepted).", secret=True)
+
+
+@dataclass(kw_only=True)
+class LoggingConfig:
+    """Process logs and the per-request access log."""
+
+    level: str = setting("info", "Log level: debug, info, warning, error.", check=one_of("debug", "info", "warning", "error"))
+    access_log: str = setting("-", "Access log: '-' for stdout, a file path, or 'off'.")
+    debug_headers: bool = setting(False, "Add X-Clefgate-Verdict/Rule/Score/Reason headers to responses sent to clients.")
+
+
+@dataclass(kw_only=True)
+class RulesConfig:
+    """The deterministic rule table (rules/*.yaml)."""
+
+    files: list[str] = setting(factory=list, doc="Rule files evaluated in order (first match wins); empty allows everything.")
+    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules; defaults to the rule file's folder.")
+
+
+@dataclass(kw_only=True)
+class Config:
+    """The whole gateway configuration."""
+
+    listen: str = setting("127.0.0.1:8080", "HOST:PORT of the proxied (data) listener.", check=host_port)
+    workers: int = setting(1, "Worker processes sharing the listener with SO_REUSEPORT.", check=positive)
+    trusted_proxies: list[str] = setting(factory=list, doc="CIDRs whose X-Forwarded-For/Forwarded headers are believed.", check=each(cidr), coerce=_csv_list)
+    public_scheme: str = setting("", "Scheme clients used (http/https) when a TLS terminator is in front; empty = trust X-Forwarded-Proto from trusted proxies, else http.", check=lambda v: None if v in ("", "http", "https") else f"{v!r} is not http or https")
+    via: str = setting("clefgate", "Pseudonym added to the Via header.")
+    request_id_header: str = setting("X-Request-Id", "Header carrying the request id; propagated when a client or proxy sent one, created otherwise.")
+    backends: dict[str, BackendConfig] = setting(factory=dict, doc="Named backend pools.")
+    routes: list[RouteConfig] = setting(factory=list, doc="Host/path-prefix routes to backends, longest prefix first.")
+    default_backend: str = setting("", "Backend for requests no route matches (defaults to the only or first backend).")
+    limits: LimitsConfig = setting(factory=LimitsConfig, doc="Request size limits.")
+    timeouts: TimeoutsConfig = setting(factory=TimeoutsConfig, doc="Deadlines.")
+    admin: AdminConfig = setting(factory=AdminConfig, doc="Admin/API listener.")
+    logging: LoggingConfig = setting(factory=LoggingConfig, doc="Logs.")
+    rules: RulesConfig = setting(factory=RulesConfig, doc="Rule table.")
+
+    # The file this config came from (not a YAML key).
+    source: str = field(default="<defaults>", metadata={"internal": True})
+
+    def backend_for_route(self) -> str:
+        return self.default_backend
+
+
+# ---------------------------------------------------------------------------- validation engine
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (list,):
+        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return "a map"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
+    if _is_dataclass_type(tp):
+        return "a map"
+    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(tp, str(tp))
+
+
+def _convert(value: Any, tp: Any, path: str, problems: list[str]) -> Any:
+    """Convert a raw YAML value to ``tp``; append problems; return the value or None."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        sub: list[str] = []
+        for a in args:
+            sub = []
+            out = _convert(value, a, path, sub)
+            if not sub:
+                return out
+        problems.extend(sub)
+        return None
+    if origin is Literal:
+        if value in typing.get_args(tp):
+            return value
+        problems.append(f"{path}: {value!r} is not {_type_name(tp)}")
+        return None
+    if origin is list:
+        if not isinstance(value, list):
+            problems.append(f"{path}: expected {_type_name(tp)}, got {type(value).__name__}")
+            return None
+        (item_tp,) = typing.get_args(tp)
+        return [_convert(v, item_tp, f"{path}[{i}]", problems) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            problems.append(f"{path}: expected a map, got {type(value).__name__}")
+            return None
+        _, val_tp = typing.get_args(tp)
+        return {str(k): _convert(v, val_tp, f"{path}.{k}", problems) for k, v in value.items()}
+    if _is_dataclass_type(tp):
+        return build(tp, value, path, problems)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        problems.append(f"{path}: expected true or false, got {value!r}")
+        return None
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        problems.append(f"{path}: expected an integer, got {value!r}")
+        return None
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        problems.append(f"{path}: expected a number, got {value!r}")
+        return None
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        problems.append(f"{path}: expected a string, got {value!r}")
+        return None
+    raise TypeError(f"unsupported config type {tp!r} at {path}")
+
+
+def build(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
+    """Build dataclass ``cls`` from a raw mapping, collecting every problem."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path or '<top>'}: expected a map, got {type(raw).__name__}")
+        return None
+    hints = _hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
+    kwargs: dict[str, Any] = {}
+    for key in raw:
+        if key not in fields:
+            where = f"{path}.{key}" if path else str(key)
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known keys: {', '.join(fields)})"
+            problems.append(f"{where}: unknown key{hint}")
+    for name, f in fields.items():
+        where = f"{path}.{name}" if path else name
+        if name not in raw:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                problems.append(f"{where}: required ({f.metadata.get('doc', '')})".rstrip(" ()"))
+            continue
+        value = raw[name]
+        coerce = f.metadata.get("coerce")
+        if coerce is not None:
+            value = coerce(value)
+        before = len(problems)
+        out = _convert(value, hints[name], where, problems)
+        if len(problems) == before:
+            check = f.metadata.get("check")
+            if check is not None and out is not None:
+                msg = check(out)
+                if msg:
+                    problems.append(f"{where}: {msg}")
+            kwargs[name] = out
+    try:
+        return cls(**kwargs)
+    except TypeError:
+        return None  # a required field was missing; already reported
+
+
+def _cross_check(cfg: Config, problems: list[str]) -> None:
+    names = set(cfg.backends)
+    if cfg.default_backend and cfg.default_backend not in names:
+        problems.append(f"default_backend: unknown backend {cfg.default_backend!r} (known: {', '.join(sorted(names)) or 'none'})")
+    for i, route in enumerate(cfg.routes):
+        if route.backend not in names:
+            problems.append(f"routes[{i}].backend: unknown backend {route.backend!r} (known: {', '.join(sorted(names)) or 'none'})")
+        if not route.path_prefix.startswith("/"):
+            problems.append(f"routes[{i}].path_prefix: {route.path_prefix!r} must start with '/'")
+    for name, b in cfg.backends.items():
+        if not b.servers:
+            problems.append(f"backends.{name}.servers: a backend needs at least one server")
+    if cfg.admin.listen and cfg.admin.listen == cfg.listen:
+        problems.append(f"admin.listen: {cfg.admin.listen!r} is also the data listener; give the admin its own port")
+
+
+def validate(raw: Any, source: str = "<inline>", extra_checks: list[Callable[[Config, list[str]], None]] | None = None) -> Config:
+    """Validate a raw config mapping; raise ConfigError listing every problem."""
+    problems: list[str] = []
+    cfg = build(Config, raw, "", problems)
+    if cfg is not None:
+        _cross_check(cfg, problems)
+        for check in extra_checks or ():
+            check(cfg, problems)
+    if problems or cfg is None:
+        raise ConfigError(problems or ["<top>: invalid config"], source)
+    if not cfg.backends:
+        raise ConfigError(["backends: no backend configured (add one, or pass --upstream URL)"], source)
+    if not cfg.default_backend:
+        cfg.default_backend = next(iter(cfg.backends))
+    cfg.source = source
+    base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
+    cfg.rules.files = [str((base / f).resolve()) if not os.path.isabs(f) else f for f in cfg.rules.files]
+    if cfg.rules.lists_dir and not os.path.isabs(cfg.rules.lists_dir):
+        cfg.rules.lists_dir = str((base / cfg.rules.lists_dir).resolve())
+    return cfg
+
+
+def read_yaml(path: str) -> Any:
+    """Read a YAML file; a syntax error becomes a ConfigError with line and column."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"cannot read: {exc.strerror}"], path) from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError([f"{where}{getattr(exc, 'problem', None) or exc}"], path) from exc
+
+
+def apply_overrides(raw: dict[str, Any], *, upstream: str | None = None, listen: str | None = None,
+                    admin: str | None = None, workers: int | None = None,
+                    trusted_proxies: str | None = None) -> dict[str, Any]:
+    """Apply ``clefgate serve`` flags on top of a raw config mapping (flags win)."""
+    raw = dict(raw or {})
+    if upstream:
+        raw["backends"] = {"default": {"servers": [upstream]}}
+        raw["default_backend"] = "default"
+        raw["routes"] = []
+    if listen:
+        raw["listen"] = listen
+    if admin is not None:
+        raw["admin"] = {**(raw.get("admin") or {}), "listen": admin}
+    if workers is not None:
+        raw["workers"] = workers
+    if trusted_proxies is not None:
+        raw["trusted_proxies"] = _csv_list(trusted_proxies)
+    return raw
+
+
+def load(path: str | None, **overrides: Any) -> Config:
+    """Load, override and validate a config file (None: flags and defaults only)."""
+    raw = read_yaml(path) if path else {}
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError([f"<top>: expected a map, got {type(raw).__name__}"], path or "<flags>")
+    return validate(apply_overrides(raw or {}, **overrides), path or "<flags>")
+
+
+def resolve_secret(value: str) -> str:
+    """``env:NAME`` reads an environment variable, ``file:PATH`` a file; anything else is literal."""
+    if value.startswith("env:"):
+        return os.environ.get(value[4:], "")
+    if value.startswith("file:"):
+        try:
+            return Path(value[5:]).read_text(encoding="utf-8").strip()
+        except OSError:
+            return ""
+    return value
+
+
+def redacted(cfg: Any) -> Any:
+    """The config as plain data with secret fields replaced by '***'."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        out = {}
+        for f in dataclasses.fields(cfg):
+            if f.metadata.get("internal"):
+                continue
+            v = getattr(cfg, f.name)
+            out[f.name] = "***" if f.metadata.get("secret") and v else redacted(v)
+        return out
+    if isinstance(cfg, dict):
+        return {k: redacted(v) for k, v in cfg.items()}
+    if isinstance(cfg, list):
+        return [redacted(v) for v in cfg]
+    return cfg
+
+
+def reference(cls: type = Config, prefix: str = "") -> list[tuple[str, str, str, str]]:
+    """(path, type, default, doc) for every field: the config reference."""
+    rows: list[tuple[str, str, str, str]] = []
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        path = f"{prefix}{f.name}"
+        tp = hints[f.name]
+        if f.default is not dataclasses.MISSING:
+            default = repr(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            d = f.default_factory()
+            default = "" if dataclasses.is_dataclass(d) else repr(d)
+        else:
+            default = "required"
+        rows.append((path, _short_type(tp), default, f.metadata.get("doc", "")))
+        origin = typing.get_origin(tp)
+        if _is_dataclass_type(tp):
+            rows.extend(reference(tp, path + "."))
+        elif origin is dict and _is_dataclass_type(typing.get_args(tp)[1]):
+            rows.extend(reference(typing.get_args(tp)[1], path + ".<name>."))
+        elif origin is list and _is_dataclass_type(typing.get_args(tp)[0]):
+            rows.extend(reference(typing.get_args(tp)[0], path + "[]."))
+    return rows
+
+
+def _short_type(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is list:
+        return f"list[{_short_type(typing.get_args(tp)[0])}]"
+    if origin is dict:
+        return f"map[str, {_short_type(typing.get_args(tp)[1])}]"
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_short_type(a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp)).replace("Config", "")
+
+
+def reference_markdown() -> str:
+    """The config reference as a Markdown table (embedded in the README)."""
+    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for path, tp, default, doc in reference():
+        d = default.replace("|", "\\|")
+        lines.append(f"| `{path}` | {tp} | {f'`{d}`' if d else ''} | {doc.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,69 @@
+"""The three small values that carry every decision: Action, Source and Verdict.
+
+A stage of the decision chain is ``(Features) -> Verdict | None``; ``None`` means
+"continue with the next stage". Only the server turns a verdict into a response.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+class Action(enum.Enum):
+    """What happens to a request."""
+
+    FORWARD = "forward"
+    CHALLENGE = "challenge"
+    BLOCK = "block"
+
+
+class Source(enum.Enum):
+    """Which part of the gateway produced a verdict."""
+
+    RULE = "rule"
+    MODEL = "model"
+    CACHE = "cache"
+    FALLBACK = "fallback"
+    SHADOW = "shadow"
+    DEFAULT = "default"
+
+
+# question id -> option -> probability (each question's options sum to 1)
+Probabilities = Mapping[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A decision about one request.
+
+    ``action`` is what the gateway enforces. In shadow mode ``action`` is FORWARD,
+    ``source`` is SHADOW and ``shadow_action`` keeps what would have happened.
+    """
+
+    action: Action
+    source: Source
+    reason: str
+    probabilities: Probabilities | None = None
+    backend: str | None = None
+    rule: str | None = None
+    # block: HTTP status of the block page; challenge: proof-of-work difficulty (bits)
+    status: int | None = None
+    difficulty: int | None = None
+    # human-readable evidence: the rule's description, or the model's top features
+    explanation: tuple[str, ...] = ()
+    policy: str | None = None
+    shadow_action: Action | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def score(self) -> float | None:
+        """P(bad_bot) + P(attack) when the model decided, else None."""
+        if not self.probabilities or "class" not in self.probabilities:
+            return None
+        cls = self.probabilities["class"]
+        return float(cls.get("bad_bot", 0.0)) + float(cls.get("attack", 0.0))
+
+
+ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default allow")
