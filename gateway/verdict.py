@@ -67,3 +67,23 @@ class Verdict:
 
 
 ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default allow")
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRequest:
+    """A rule's answer "ask the model": which rule sent it, and with which policy/backend."""
+
+    rule: str | None = None
+    policy: str | None = None
+    backend: str | None = None
+    reason: str = "scored by the model"
+
+
+@dataclass(frozen=True, slots=True)
+class LocalResponse:
+    """A response the gateway makes itself (challenge page, block page, verify endpoint)."""
+
+    status: int
+    body: bytes = b""
+    headers: tuple[tuple[str, str], ...] = ()
+    content_type: str = "text/html; charset=utf-8"
