@@ -1,0 +1,4 @@
+"""The decider: everything between "ask the model" and calibrated probabilities.
+
+Layers, each small and testable alone: ``CachedScorer(BreakerScorer(BatchingScorer(OnnxScorer)))``.
+"""
