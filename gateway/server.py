@@ -1,0 +1,577 @@
+"""Wiring and lifecycles: the runtime, the admin app, reloads, signals and workers.
+
+One *worker* owns an event loop, the data plane (``gateway.proxy``), the backend
+pools and the compiled decision pipeline. With ``workers: 1`` the worker also
+serves the admin app. With more, a *supervisor* process serves the admin app,
+starts the workers (each binds the data port with SO_REUSEPORT), restarts any that
+die, and talks to them over pipes: metrics snapshots, readiness, reload, drain.
+
+A reload (SIGHUP, ``POST /admin/reload``) builds a complete new ``Runtime`` beside
+the running one and swaps the reference in one assignment; requests already in
+flight finish on the runtime they started with. If anything fails to load, the
+running runtime stays in force and every problem is logged and returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from gateway import __version__, metrics
+from gateway import config as configmod
+from gateway.accesslog import AccessLog
+from gateway.backends import BackendSet
+from gateway.config import Config, ConfigError
+from gateway.pipeline import Pipeline
+from gateway.pipeline import build as build_pipeline
+
+log = logging.getLogger("clefgate.server")
+
+READY = metrics.gauge("clefgate_ready", "1 when this gateway is ready for traffic (started, warmed, not draining).", merge="min")
+CONFIG_GENERATION = metrics.gauge("clefgate_config_generation", "Generation of the running config (increments on each successful reload).",
+                                  merge="max")
+WORKER_RESTARTS = metrics.counter("clefgate_worker_restarts_total", "Worker processes restarted by the supervisor after they died.")
+BUILD_INFO = metrics.gauge("clefgate_build_info", "Version of the running gateway (value is always 1).", ("version",), merge="max")
+BUILD_INFO.set(1.0, __version__)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """One compiled configuration: everything a request needs, swapped whole on reload."""
+
+    config: Config
+    pipeline: Pipeline
+    backends: BackendSet
+    access_log: AccessLog
+    generation: int
+
+
+class RuntimeRef:
+    """The current runtime. Read ``current`` once per request and keep using that object."""
+
+    __slots__ = ("current",)
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.current = runtime
+
+
+@dataclass
+class ConfigSource:
+    """Where the config comes from: a file (or none) plus ``clefgate serve`` flag overrides."""
+
+    path: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Config:
+        return configmod.load(self.path, **self.overrides)
+
+
+def configure_logging(level: str) -> None:
+    """Process logs as JSON lines on stderr (the access log has its own writer)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            "pid": record.process,
+        }
+        extra = getattr(record, "fields", None)
+        if isinstance(extra, dict):
+            out.update(extra)
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
+async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime:
+    """Compile a config into a runtime. Raises ConfigError with every problem; starts nothing."""
+    pipeline = build_pipeline(cfg)
+    backends = BackendSet.build(cfg, previous.backends if previous else None)
+    access_log = AccessLog.from_config(cfg.logging)
+    return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1)
+
+
+class Worker:
+    """One event loop's gateway: runtime, data plane, reloads and drain."""
+
+    def __init__(self, source: ConfigSource, cfg: Config, *, reuse_port: bool, index: int = 0) -> None:
+        self.source = source
+        self.initial = cfg
+        self.reuse_port = reuse_port
+        self.index = index
+        self.ref: RuntimeRef | None = None
+        self.plane: Any = None
+        self.ready = False
+        self.draining = False
+        self._reload_lock = asyncio.Lock()
+
+    @property
+    def runtime(self) -> Runtime:
+        assert self.ref is not None, "worker not started"
+        return self.ref.current
+
+    async def start(self) -> None:
+        from gateway import proxy
+
+        runtime = await build_runtime(self.initial)
+        await runtime.backends.start()
+        self.ref = RuntimeRef(runtime)
+        host, port = configmod.split_host_port(runtime.config.listen)
+        self.plane = await proxy.serve(self.ref, host, port, reuse_port=self.reuse_port)
+        CONFIG_GENERATION.set(runtime.generation)
+        self.ready = True
+        READY.set(1.0)
+        log.info("data plane listening", extra={"fields": {"listen": f"{host}:{self.plane.port}", "worker": self.index,
+                                                           "pipeline": runtime.pipeline.description}})
+
+    async def reload(self) -> list[str]:
+        """Load the config again and swap it in; on any problem keep the running one."""
+        async with self._reload_lock:
+            old = self.runtime
+            try:
+                cfg = self.source.load()
+                if cfg.listen != old.config.listen:
+                    raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
+                                      cfg.source)
+                new = await build_runtime(cfg, old)
+                await new.backends.start()
+            except ConfigError as exc:
+                metrics.CONFIG_RELOADS.inc("error")
+                log.error("reload rejected; the running config stays in force",
+                          extra={"fields": {"source": exc.source, "problems": exc.problems}})
+                return [f"{exc.source}: {p}" for p in exc.problems]
+            except Exception as exc:  # a reload must never take the running gateway down
+                metrics.CONFIG_RELOADS.inc("error")
+                log.exception("reload failed; the running config stays in force")
+                return [f"reload failed: {exc!r}"]
+            assert self.ref is not None
+            self.ref.current = new
+            CONFIG_GENERATION.set(new.generation)
+            metrics.CONFIG_RELOADS.inc("ok")
+            log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
+            # Old pools that the new set did not take over close once in-flight requests are done.
+            self._retire(old, new)
+            return []
+
+    def _retire(self, old: Runtime, new: Runtime) -> None:
+        async def retire() -> None:
+            await asyncio.sleep(max(old.config.timeouts.drain_s, 1.0))
+            await old.backends.close(keep=new.backends)
+            if old.access_log is not new.access_log:
+                old.access_log.close()
+        task = asyncio.get_running_loop().create_task(retire())
+        _BACKGROUND.add(task)
+        task.add_done_callback(_BACKGROUND.discard)
+
+    async def drain(self, deadline_s: float | None = None) -> int:
+        """Stop accepting, finish in-flight requests up to the deadline, then close everything."""
+        if self.draining:
+            return 0
+        self.draining = True
+        self.ready = False
+        READY.set(0.0)
+        runtime = self.runtime
+        deadline = runtime.config.timeouts.drain_s if deadline_s is None else deadline_s
+        log.info("draining", extra={"fields": {"deadline_s": deadline, "worker": self.index}})
+        cut = await self.plane.drain(deadline) if self.plane is not None else 0
+        await runtime.backends.close()
+        runtime.access_log.close()
+        log.info("drained", extra={"fields": {"cut_off": cut, "worker": self.index}})
+        return int(cut)
+
+    def status(self) -> dict[str, Any]:
+        rt = self.ref.current if self.ref else None
+        return {
+            "worker": self.index,
+            "pid": os.getpid(),
+            "ready": self.ready and not self.draining,
+            "generation": rt.generation if rt else 0,
+            "backends": rt.backends.healthy if rt else {},
+            "pipeline": rt.pipeline.description if rt else "",
+        }
+
+
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+# ------------------------------------------------------------------------------ admin app
+
+class Control(Protocol):
+    """What the admin app asks of the gateway: one worker in-process, or a supervisor."""
+
+    async def statuses(self) -> list[dict[str, Any]]: ...
+
+    async def reload(self) -> list[str]: ...
+
+    def config(self) -> Config: ...
+
+
+class LocalControl:
+    """Admin control of the single worker running in this process."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def statuses(self) -> list[dict[str, Any]]:
+        return [self.worker.status()]
+
+    async def reload(self) -> list[str]:
+        return await self.worker.reload()
+
+    def config(self) -> Config:
+        return self.worker.runtime.config
+
+
+def _authorized(request: web.Request, cfg: Config) -> bool:
+    token = configmod.resolve_secret(cfg.admin.token) if cfg.admin.token else ""
+    if not token:
+        return True
+    return request.headers.get("Authorization", "") == f"Bearer {token}"
+
+
+def admin_app(control: Control, extra: Callable[[web.Application], None] | None = None) -> web.Application:
+    """The admin/API aiohttp app: health, readiness, metrics, redacted config, reload."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.json_response({"status": "ok", "version": __version__})
+
+    async def readyz(_: web.Request) -> web.Response:
+        statuses = await control.statuses()
+        ready = bool(statuses) and all(s["ready"] for s in statuses)
+        return web.json_response({"ready": ready, "workers": statuses}, status=200 if ready else 503)
+
+    async def metrics_view(_: web.Request) -> web.Response:
+        body = metrics.REGISTRY.render()
+        return web.Response(body=body, headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+    async def config_view(request: web.Request) -> web.Response:
+        cfg = control.config()
+        if not _authorized(request, cfg):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        return web.json_response({"source": cfg.source, "config": configmod.redacted(cfg)})
+
+    async def reload_view(request: web.Request) -> web.Response:
+        cfg = control.config()
+        if not _authorized(request, cfg):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        problems = await control.reload()
+        if problems:
+            return web.json_response({"reloaded": False, "problems": problems}, status=422)
+        return web.json_response({"reloaded": True, "generation": (await control.statuses())[0]["generation"]})
+
+    app = web.Application(client_max_size=4 << 20)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_view)
+    app.router.add_get("/admin/config", config_view)
+    app.router.add_post("/admin/reload", reload_view)
+    if extra is not None:
+        extra(app)
+    return app
+
+
+async def start_admin(app: web.Application, listen: str) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    host, port = configmod.split_host_port(listen)
+    await web.TCPSite(runner, host, port, reuse_address=True).start()
+    log.info("admin listening", extra={"fields": {"listen": listen}})
+    return runner
+
+
+# ------------------------------------------------------------------------------ single process
+
+async def _serve_single(source: ConfigSource, cfg: Config) -> int:
+    loop = asyncio.get_running_loop()
+    worker = Worker(source, cfg, reuse_port=False)
+    stop = asyncio.Event()
+    _install_signals(loop, on_reload=lambda: _spawn(worker.reload()), on_stop=stop.set)
+    await worker.start()
+    runner = await start_admin(admin_app(LocalControl(worker)), cfg.admin.listen) if cfg.admin.listen else None
+    await stop.wait()
+    await worker.drain()
+    if runner is not None:
+        await runner.cleanup()
+    return 0
+
+
+def _spawn(coro: Awaitable[Any]) -> None:
+    task = asyncio.ensure_future(coro)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
+def _install_signals(loop: asyncio.AbstractEventLoop, *, on_reload: Callable[[], None], on_stop: Callable[[], None]) -> None:
+    loop.add_signal_handler(signal.SIGHUP, on_reload)
+    loop.add_signal_handler(signal.SIGTERM, on_stop)
+    loop.add_signal_handler(signal.SIGINT, on_stop)
+
+
+# ------------------------------------------------------------------------------ workers
+
+def _worker_main(source: ConfigSource, index: int, conn: multiprocessing.connection.Connection) -> None:
+    """Entry point of a worker process (spawned by the supervisor)."""
+    import uvloop
+
+    cfg = source.load()
+    configure_logging(cfg.logging.level)
+    # The supervisor handles SIGINT from a terminal; a worker drains only when told.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    uvloop.run(_worker_loop(source, cfg, index, conn))
+
+
+async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: multiprocessing.connection.Connection) -> None:
+    loop = asyncio.get_running_loop()
+    worker = Worker(source, cfg, reuse_port=True, index=index)
+    done = asyncio.Event()
+
+    async def answer(msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        try:
+            if kind == "status":
+                conn.send(("status", worker.status()))
+            elif kind == "snapshot":
+                conn.send(("snapshot", metrics.REGISTRY.snapshot()))
+            elif kind == "reload":
+                conn.send(("reload", await worker.reload()))
+            elif kind == "drain":
+                cut = await worker.drain(msg[1])
+                conn.send(("drained", cut))
+                done.set()
+        except (BrokenPipeError, EOFError, OSError):
+            done.set()
+
+    def readable() -> None:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            # The supervisor is gone: drain and exit rather than serve unsupervised.
+            loop.remove_reader(conn.fileno())
+            _spawn(_drain_and_stop(worker, done))
+            return
+        _spawn(answer(msg))
+
+    # SIGTERM sent straight to a worker (e.g. by an operator) drains it too.
+    loop.add_signal_handler(signal.SIGTERM, lambda: _spawn(_drain_and_stop(worker, done)))
+    loop.add_signal_handler(signal.SIGHUP, lambda: None)  # reloads are coordinated by the supervisor
+    await worker.start()
+    loop.add_reader(conn.fileno(), readable)
+    conn.send(("started", worker.status()))
+    await done.wait()
+
+
+async def _drain_and_stop(worker: Worker, done: asyncio.Event) -> None:
+    await worker.drain()
+    done.set()
+
+
+class _WorkerHandle:
+    def __init__(self, index: int, process: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection) -> None:
+        self.index = index
+        self.process = process
+        self.conn = conn
+        self.lock = asyncio.Lock()
+        self.last_status: dict[str, Any] = {"worker": index, "ready": False, "generation": 0}
+
+    async def ask(self, *msg: Any, timeout: float = 5.0) -> Any:
+        """Send one request and wait for its answer (one conversation at a time per worker)."""
+        async with self.lock:
+            loop = asyncio.get_running_loop()
+            self.conn.send(msg)
+            fut: asyncio.Future[Any] = loop.create_future()
+
+            def readable() -> None:
+                if fut.done():
+                    return
+                try:
+                    fut.set_result(self.conn.recv())
+                except (EOFError, OSError) as exc:
+                    fut.set_exception(exc)
+
+            loop.add_reader(self.conn.fileno(), readable)
+            try:
+                kind, payload = await asyncio.wait_for(fut, timeout)
+            finally:
+                loop.remove_reader(self.conn.fileno())
+            return payload
+
+
+class Supervisor:
+    """Starts N worker processes, restarts dead ones, and answers the admin app for all."""
+
+    def __init__(self, source: ConfigSource, cfg: Config) -> None:
+        self.source = source
+        self.cfg = cfg
+        self.ctx = multiprocessing.get_context("spawn")
+        self.workers: list[_WorkerHandle] = []
+        self.stopping = False
+        self._snapshots: list[dict[str, Any]] = []
+        metrics.REGISTRY.remote = lambda: self._snapshots
+
+    def _start_worker(self, index: int) -> _WorkerHandle:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker_main, args=(self.source, index, child), name=f"clefgate-worker-{index}", daemon=False)
+        proc.start()
+        child.close()
+        return _WorkerHandle(index, proc, parent)
+
+    async def start(self) -> None:
+        for i in range(self.cfg.workers):
+            self.workers.append(self._start_worker(i))
+        for w in self.workers:
+            await self._await_started(w)
+        watch = asyncio.get_running_loop().create_task(self._watch())
+        _BACKGROUND.add(watch)
+
+    async def _await_started(self, w: _WorkerHandle, timeout: float = 120.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not w.conn.poll():
+            if not w.process.is_alive():
+                raise RuntimeError(f"worker {w.index} exited during start-up (exit code {w.process.exitcode})")
+            if loop.time() > deadline:
+                raise RuntimeError(f"worker {w.index} did not start within {timeout:.0f}s")
+            await asyncio.sleep(0.05)
+        kind, payload = w.conn.recv()
+        w.last_status = payload
+
+    async def _watch(self) -> None:
+        """Restart workers that die (unless we are stopping)."""
+        while not self.stopping:
+            await asyncio.sleep(0.5)
+            for i, w in enumerate(self.workers):
+                if not w.process.is_alive() and not self.stopping:
+                    log.error("worker died; restarting", extra={"fields": {"worker": w.index, "exit_code": w.process.exitcode}})
+                    WORKER_RESTARTS.inc()
+                    w.conn.close()
+                    nw = self._start_worker(w.index)
+                    self.workers[i] = nw
+                    try:
+                        await self._await_started(nw)
+                    except RuntimeError:
+                        log.exception("worker restart failed")
+
+    async def statuses(self) -> list[dict[str, Any]]:
+        out = []
+        for w in self.workers:
+            try:
+                w.last_status = await w.ask("status", timeout=2.0)
+            except (TimeoutError, EOFError, OSError):
+                w.last_status = {**w.last_status, "ready": False}
+            out.append(w.last_status)
+        return out
+
+    async def refresh_snapshots(self) -> None:
+        snaps = [metrics.REGISTRY.snapshot()]
+        for w in self.workers:
+            with contextlib.suppress(TimeoutError, EOFError, OSError):
+                snaps.append(await w.ask("snapshot", timeout=2.0))
+        self._snapshots = snaps
+
+    async def reload(self) -> list[str]:
+        # Validate here first so a bad file never reaches any worker.
+        try:
+            cfg = self.source.load()
+            build_pipeline(cfg)
+        except ConfigError as exc:
+            metrics.CONFIG_RELOADS.inc("error")
+            log.error("reload rejected; the running config stays in force",
+                      extra={"fields": {"source": exc.source, "problems": exc.problems}})
+            return [f"{exc.source}: {p}" for p in exc.problems]
+        if cfg.workers != self.cfg.workers:
+            log.warning("workers changed in the config; it takes effect on restart")
+        problems: list[str] = []
+        for w in self.workers:
+            try:
+                problems += [f"worker {w.index}: {p}" for p in await w.ask("reload", timeout=120.0)]
+            except (TimeoutError, EOFError, OSError) as exc:
+                problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
+        if not problems:
+            self.cfg = cfg
+            metrics.CONFIG_RELOADS.inc("ok")
+        return problems
+
+    def config(self) -> Config:
+        return self.cfg
+
+    async def drain(self) -> None:
+        self.stopping = True
+        deadline = self.cfg.timeouts.drain_s
+        await asyncio.gather(*(self._drain_one(w, deadline) for w in self.workers))
+
+    async def _drain_one(self, w: _WorkerHandle, deadline: float) -> None:
+        with contextlib.suppress(TimeoutError, EOFError, OSError):
+            await w.ask("drain", deadline, timeout=deadline + 10.0)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, w.process.join, 5.0)
+        if w.process.is_alive():
+            w.process.kill()
+
+
+async def _serve_supervised(source: ConfigSource, cfg: Config) -> int:
+    loop = asyncio.get_running_loop()
+    sup = Supervisor(source, cfg)
+    stop = asyncio.Event()
+    _install_signals(loop, on_reload=lambda: _spawn(sup.reload()), on_stop=stop.set)
+    await sup.start()
+
+    @web.middleware
+    async def refresh(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+        if request.path == "/metrics":
+            await sup.refresh_snapshots()
+        return await handler(request)
+
+    app = admin_app(sup)
+    app.middlewares.append(refresh)
+    runner = await start_admin(app, cfg.admin.listen) if cfg.admin.listen else None
+    await stop.wait()
+    await sup.drain()
+    if runner is not None:
+        await runner.cleanup()
+    return 0
+
+
+def serve(source: ConfigSource) -> int:
+    """Run the gateway until SIGTERM/SIGINT; returns the process exit code."""
+    import uvloop
+
+    try:
+        cfg = source.load()
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    configure_logging(cfg.logging.level)
+    try:
+        if cfg.workers > 1:
+            return uvloop.run(_serve_supervised(source, cfg))
+        return uvloop.run(_serve_single(source, cfg))
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except OSError as exc:
+        log.error("cannot start", extra={"fields": {"error": str(exc)}})
+        return 1
