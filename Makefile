@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test serve check model bench lint typecheck system-deps clean
+.PHONY: demo test model bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,3 +47,8 @@ bench: $(VENV)/.stamp-all system-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+
+# regenerate the README's config reference from the schema
+readme: $(VENV)/.stamp-serve
+	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('README.md'); s=p.read_text(); \
+	p.write_text(re.sub(r'(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)', lambda m: m.group(1)+c.reference_markdown()+m.group(2), s, flags=re.S))"

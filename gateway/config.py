@@ -389,7 +389,8 @@ def build(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
         where = f"{path}.{name}" if path else name
         if name not in raw:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                problems.append(f"{where}: required ({f.metadata.get('doc', '')})".rstrip(" ()"))
+                doc = f.metadata.get("doc", "")
+                problems.append(f"{where}: required ({doc})" if doc else f"{where}: required")
             continue
         value = raw[name]
         coerce = f.metadata.get("coerce")

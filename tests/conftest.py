@@ -1,0 +1,58 @@
+"""Shared fixtures: real origins and real gateway processes (see tests/harness.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.features import Features, make_header_map
+from tests.harness import Gateway, Origin
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def demo_origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Origin]:
+    """The bundled demo site, running for the whole session."""
+    origin = Origin(tmp_path_factory.mktemp("demo-origin"), "demo")
+    yield origin
+    origin.stop()
+
+
+@pytest.fixture
+def start_gateway(tmp_path: Path) -> Iterator[Callable[..., Gateway]]:
+    """Start `clefgate serve` processes with a config dict; all are stopped at teardown."""
+    started: list[Gateway] = []
+
+    def start(config: dict[str, Any], name: str = "gw", **kw: Any) -> Gateway:
+        gw = Gateway(tmp_path / f"{name}-{len(started)}", config, **kw)
+        started.append(gw)
+        return gw
+
+    yield start
+    for gw in started:
+        gw.stop()
+
+
+def make_features(method: str = "GET", target: str = "/", headers: list[tuple[str, str]] | None = None,
+                  client_ip: str = "203.0.113.7", body: bytes = b"", http_version: str = "1.1", **kw: Any) -> Features:
+    """A Features factory for unit tests (browser-like headers unless given)."""
+    if headers is None:
+        headers = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+                   ("Accept", "text/html,application/xhtml+xml"), ("Accept-Language", "en-GB,en;q=0.5")]
+    path, _, query = target.partition("?")
+    hdrs = tuple(headers)
+    hmap = make_header_map(hdrs)
+    return Features(method=method, path=path, query=query, http_version=http_version, headers=hdrs, header_map=hmap,
+                    client_ip=client_ip, peer_ip=kw.pop("peer_ip", client_ip), host=hmap.get("host", ""),
+                    user_agent=hmap.get("user-agent", ""), body_prefix=body,
+                    content_length=len(body) if body else None, **kw)
+
+
+@pytest.fixture
+def features_factory() -> Callable[..., Features]:
+    return make_features
