@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gateway.config import Config
 from gateway.features import Features
 from gateway.verdict import ALLOW_ALL, Action, LocalResponse, ScoreRequest, Source, Verdict
 
@@ -82,3 +83,8 @@ class Pipeline:
     def observe(self, features: Features, verdict: Verdict, status: int) -> None:
         for observer in self.observers:
             observer(features, verdict, status)
+
+
+def build(cfg: Config, scorer: ScoreStage | None = None) -> Pipeline:
+    """Compile the decision chain for ``cfg`` (grows with rules, policy and challenge)."""
+    return Pipeline(scorer=scorer, body_prefix_bytes=cfg.limits.body_prefix_bytes if cfg.rules.files else 0)
