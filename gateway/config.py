@@ -253,6 +253,52 @@ class RulesConfig:
 
 
 @dataclass(kw_only=True)
+class ModelConfig:
+    """Which Clef-flash model scores requests, and how its ONNX session runs."""
+
+    enabled: bool = setting(True, "Score requests that rules send to the model; false means rules only (score rules fall back).")
+    repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
+    name: str = setting("clef-flash", "Model name (a folder under the repository).")
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest version present.")
+    variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16.", check=one_of("auto", "fp32", "int8", "fp16"))
+    providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
+    intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
+    graph_optimization: str = setting("all", "onnxruntime graph optimisation level: disable, basic, extended, all.", check=one_of("disable", "basic", "extended", "all"))
+
+
+@dataclass(kw_only=True)
+class DeciderConfig:
+    """Micro-batching, the decision cache and the circuit breaker around the model."""
+
+    timeout_ms: float = setting(800.0, "Deadline of one model decision; a slower one gets the fallback and counts as a failure.", check=positive)
+    fallback: str = setting("forward", "What a request gets when the model times out, fails or the breaker is open: forward, challenge or rules-only.",
+                            check=one_of("forward", "challenge", "rules-only"))
+    failure_threshold: int = setting(5, "Failures within window_s that open the breaker.", check=positive)
+    window_s: float = setting(10.0, "Sliding window in which failures are counted.", check=positive)
+    cooldown_s: float = setting(5.0, "Seconds the open breaker skips the model before half-open trial calls.", check=positive)
+    half_open_probes: int = setting(3, "Successful trial calls that close a half-open breaker (one failure re-opens it).", check=positive)
+    max_batch: int = setting(64, "Most requests scored in one model run.", check=positive)
+    max_wait_us: int = setting(500, "Longest wait (microseconds) for more requests to fill a batch.", check=non_negative)
+    max_queue: int = setting(4096, "Requests waiting for the model beyond which new ones get the fallback at once (load shedding).", check=positive)
+    inference_threads: int = setting(1, "Worker threads running model batches (the event loop never runs inference).", check=positive)
+    cache_ttl_s: float = setting(600.0, "Lifetime of a cached decision.", check=non_negative)
+    cache_size: int = setting(100_000, "Most cached decisions; 0 disables the cache.", check=non_negative)
+
+
+@dataclass(kw_only=True)
+class DecisionLogConfig:
+    """The JSONL decision log: one line per scored or ruled request (the retraining feed)."""
+
+    path: str = setting("", "File to append to; empty disables the decision log.")
+    max_bytes: int = setting(100 << 20, "Rotate when the file passes this size (accepts 100MiB style sizes).", check=positive, coerce=parse_size)
+    backups: int = setting(5, "Rotated files kept (path.1 ... path.N).", check=non_negative)
+    queue_size: int = setting(10_000, "Lines waiting for the writer; when full, lines are dropped and counted, requests never wait.", check=positive)
+    rules: str = setting("decisive", "Which rule decisions to log besides every model decision: all, decisive (challenge/block/route), none.",
+                         check=one_of("all", "decisive", "none"))
+    sample: float = setting(1.0, "Fraction of loggable decisions written (a stable hash of the request id).", check=fraction)
+
+
+@dataclass(kw_only=True)
 class Config:
     """The whole gateway configuration."""
 
@@ -270,6 +316,9 @@ class Config:
     admin: AdminConfig = setting(factory=AdminConfig, doc="Admin/API listener.")
     logging: LoggingConfig = setting(factory=LoggingConfig, doc="Logs.")
     rules: RulesConfig = setting(factory=RulesConfig, doc="Rule table.")
+    model: ModelConfig = setting(factory=ModelConfig, doc="The Clef-flash model.")
+    decider: DeciderConfig = setting(factory=DeciderConfig, doc="Batching, cache and circuit breaker around the model.")
+    decision_log: DecisionLogConfig = setting(factory=DecisionLogConfig, doc="The JSONL decision log.")
 
     # The file this config came from (not a YAML key).
     source: str = field(default="<defaults>", metadata={"internal": True})
@@ -444,6 +493,10 @@ def validate(raw: Any, source: str = "<inline>", extra_checks: list[Callable[[Co
     cfg.source = source
     base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     cfg.rules.files = [str((base / f).resolve()) if not os.path.isabs(f) else f for f in cfg.rules.files]
+    if cfg.model.repository and not os.path.isabs(cfg.model.repository):
+        cfg.model.repository = str((base / cfg.model.repository).resolve())
+    if cfg.decision_log.path and not os.path.isabs(cfg.decision_log.path):
+        cfg.decision_log.path = str((base / cfg.decision_log.path).resolve())
     if cfg.rules.lists_dir and not os.path.isabs(cfg.rules.lists_dir):
         cfg.rules.lists_dir = str((base / cfg.rules.lists_dir).resolve())
     return cfg
