@@ -249,7 +249,113 @@ class RulesConfig:
     """The deterministic rule table (rules/*.yaml)."""
 
     files: list[str] = setting(factory=list, doc="Rule files evaluated in order (first match wins); empty allows everything.")
-    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules; defaults to the rule file's folder.")
+    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules; defaults to lists/ beside the first rule file.")
+    default: str = setting("score", "What happens when no rule matches: score (ask the model; forwarded when no model is configured), allow, challenge or block.",
+                           check=one_of("score", "allow", "challenge", "block"))
+    disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. block-wordpress-probes when WordPress runs behind this gateway.",
+                                  coerce=_csv_list)
+    actions: dict[str, str] = setting(factory=dict, doc="Action overrides by rule name: {rule: allow/block/challenge/score}, e.g. {ai-training-crawlers: block}.")
+
+
+@dataclass(kw_only=True)
+class RoutePolicyConfig:
+    """A named model policy (routes name it in ``routes[].policy``, rules in ``policy:``); unset fields inherit from ``policy``."""
+
+    block_attack: float | None = setting(None, "Block when P(attack) >= this.", check=fraction)
+    block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this.", check=fraction)
+    challenge_risk: float | None = setting(None, "Challenge when P(bad_bot) + P(attack) >= this.", check=fraction)
+    difficulty_min: int | None = setting(None, "Proof-of-work difficulty (bits) at challenge_risk.", check=lambda v: _bits(v))
+    difficulty_max: int | None = setting(None, "Proof-of-work difficulty (bits) at risk 1.0.", check=lambda v: _bits(v))
+    shadow: bool | None = setting(None, "Shadow mode for this policy: decide and log, enforce nothing.")
+    rollout_percent: float | None = setting(None, "Enforce for this share of clients (0-100, stable hash of the client id); the rest run in shadow.",
+                                            check=lambda v: _percent(v))
+
+
+@dataclass(kw_only=True)
+class PolicyConfig:
+    """How the model's calibrated probabilities become actions: thresholds, shadow mode, rollout."""
+
+    block_attack: float = setting(0.95, "Block when P(attack) >= this.", check=fraction)
+    block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this; null never blocks on combined risk alone.", check=fraction)
+    challenge_risk: float = setting(0.6, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded.", check=fraction)
+    difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
+    difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))
+    shadow: bool = setting(False, "Shadow mode for every policy: decide and log what would happen, forward everything (one switch, also in metrics).")
+    rollout_percent: float = setting(100.0, "Enforce model verdicts for this share of clients (stable hash of the client id); the others run in shadow.",
+                                     check=lambda v: _percent(v))
+    rollout_key: str = setting("ip", "Client id for the rollout hash: ip, or header:NAME (e.g. header:X-Api-Key; the IP when absent).",
+                               check=lambda v: None if v == "ip" or (v.startswith("header:") and len(v) > 7) else f"{v!r} is not ip or header:NAME")
+    routes: dict[str, RoutePolicyConfig] = setting(factory=dict, doc="Named policies (e.g. checkout with lower thresholds); unset fields inherit the values above.")
+
+
+@dataclass(kw_only=True)
+class ChallengeKeyConfig:
+    """One HMAC key; the first key of ``challenge.keys`` signs, all of them verify (rotation)."""
+
+    id: str = setting(dataclasses.MISSING, "Key id written into tokens and cookies (letters, digits, - and _).",
+                      check=lambda v: None if re.fullmatch(r"[A-Za-z0-9_-]{1,32}", v) else f"{v!r} is not 1-32 letters, digits, - or _")
+    secret: str = setting(dataclasses.MISSING, "HMAC-SHA256 secret, at least 32 characters (env:NAME or file:PATH accepted).", secret=True)
+
+
+@dataclass(kw_only=True)
+class ChallengeConfig:
+    """The proof-of-work challenge, its signed tokens and the pass cookie."""
+
+    keys: list[ChallengeKeyConfig] = setting(factory=list, doc="HMAC keys; the first signs, all verify. Required when a rule or the policy can challenge.")
+    dev_generate_secret: bool = setting(False, "Development only: generate a random key at start when none is configured (passes do not survive a restart "
+                                        "and are not shared between workers).")
+    difficulty: int = setting(16, "Difficulty (leading zero bits) of challenges from rules that name none.", check=lambda v: _bits(v))
+    token_ttl_s: float = setting(300.0, "Seconds a challenge may take to be solved.", check=positive)
+    pass_ttl_s: float = setting(86400.0, "Lifetime of the pass cookie in seconds.", check=positive)
+    cookie_name: str = setting("clefgate_pass", "Name of the pass cookie.", check=lambda v: None if re.fullmatch(r"[A-Za-z0-9_-]+", v) else f"{v!r} is not a cookie name")
+    cookie_secure: str = setting("auto", "Secure cookie flag: auto (when the client used https), always or never.", check=one_of("auto", "always", "never"))
+    cookie_domain: str = setting("", "Domain attribute of the pass cookie; empty binds it to the host that set it.")
+    bind_ipv4_prefix: int = setting(24, "The pass is bound to the client's IPv4 network of this prefix length: 32 exact, 24 default, 0 any address "
+                                    "(users behind CGNAT or roaming).", check=lambda v: None if 0 <= v <= 32 else f"{v} is not 0-32")
+    bind_ipv6_prefix: int = setting(64, "Same for IPv6: 128 exact, 64 default, 0 any address.", check=lambda v: None if 0 <= v <= 128 else f"{v} is not 0-128")
+    bind_user_agent: bool = setting(True, "Bind the pass to a hash of the User-Agent as well.")
+    page_status: int = setting(403, "HTTP status of the challenge page.", check=lambda v: None if 200 <= v <= 599 else f"{v} is not an HTTP status")
+    block_status: int = setting(403, "HTTP status of the block page (rules may set their own).", check=lambda v: None if 400 <= v <= 599 else f"{v} is not a 4xx/5xx status")
+    nojs_max_difficulty: int = setting(16, "Challenges up to this difficulty also offer a no-JavaScript path (a signed meta refresh after nojs_wait_s); 0 disables it.",
+                                       check=non_negative)
+    nojs_wait_s: float = setting(5.0, "Seconds the no-JavaScript path makes the client wait.", check=non_negative)
+    pass_max_rate_per_min: float = setting(600.0, "A client holding a pass is challenged again when its request rate exceeds this (0 disables).", check=non_negative)
+    pass_max_error_ratio: float = setting(0.5, "A client holding a pass is challenged again when this share of its recent answers were 4xx (after at least 20 requests; 1 disables).", check=fraction)
+    max_nonces: int = setting(100000, "Solved-challenge nonces remembered in memory for replay protection (oldest evicted first, counted).", check=positive)
+    contact: str = setting("", "How people can reach the site operator, shown on block and no-JavaScript pages (e.g. an e-mail address).")
+
+
+@dataclass(kw_only=True)
+class ClientsConfig:
+    """Per-client sliding windows and rate-limit buckets (bounded, measured)."""
+
+    window_s: float = setting(60.0, "Length of the per-client sliding window (rate, 4xx ratio, path diversity, timing).", check=positive)
+    max_clients: int = setting(100000, "Clients tracked at once; the least recently seen is dropped first (counted).", check=positive)
+    max_buckets: int = setting(100000, "Rate-limit buckets kept at once; the least recently used is dropped first (counted).", check=positive)
+    ipv4_prefix: int = setting(24, "Prefix length of the 'prefix' rate-limit key for IPv4.", check=lambda v: None if 1 <= v <= 32 else f"{v} is not 1-32")
+    ipv6_prefix: int = setting(64, "Prefix length of the 'prefix' rate-limit key for IPv6.", check=lambda v: None if 1 <= v <= 128 else f"{v} is not 1-128")
+
+
+@dataclass(kw_only=True)
+class RedisConfig:
+    """Optional Redis for state shared by gateway replicas: windows, rate limits, challenge replay."""
+
+    url: str = setting("", "redis://HOST:PORT/DB; empty keeps all state in this process (per worker).",
+                       check=lambda v: None if v == "" or v.startswith(("redis://", "rediss://", "unix://")) else f"{v!r} is not a redis:// URL")
+    password: str = setting("", "Redis password (env:NAME or file:PATH accepted).", secret=True)
+    key_prefix: str = setting("clefgate:", "Prefix of every key the gateway writes.")
+    sync_interval_s: float = setting(0.5, "How often local windows and buckets are reconciled with Redis (decisions never wait for Redis).", check=positive)
+    timeout_s: float = setting(0.25, "Deadline of each Redis call; on failure local state decides (counted in clefgate_shared_state_fallback_total).",
+                               check=positive)
+    retry_s: float = setting(2.0, "After a failure, Redis is tried again after this long.", check=positive)
+
+
+def _bits(v: int) -> str | None:
+    return None if 1 <= v <= 32 else f"{v} is not a difficulty between 1 and 32 bits"
+
+
+def _percent(v: float) -> str | None:
+    return None if 0.0 <= v <= 100.0 else f"{v} is not a percentage (0-100)"
 
 
 @dataclass(kw_only=True)
@@ -316,6 +422,10 @@ class Config:
     admin: AdminConfig = setting(factory=AdminConfig, doc="Admin/API listener.")
     logging: LoggingConfig = setting(factory=LoggingConfig, doc="Logs.")
     rules: RulesConfig = setting(factory=RulesConfig, doc="Rule table.")
+    policy: PolicyConfig = setting(factory=PolicyConfig, doc="Model policy: thresholds, shadow mode, rollout.")
+    challenge: ChallengeConfig = setting(factory=ChallengeConfig, doc="Proof-of-work challenge and pass cookie.")
+    clients: ClientsConfig = setting(factory=ClientsConfig, doc="Per-client windows and rate limits.")
+    redis: RedisConfig = setting(factory=RedisConfig, doc="Shared state in Redis (optional).")
     model: ModelConfig = setting(factory=ModelConfig, doc="The Clef-flash model.")
     decider: DeciderConfig = setting(factory=DeciderConfig, doc="Batching, cache and circuit breaker around the model.")
     decision_log: DecisionLogConfig = setting(factory=DecisionLogConfig, doc="The JSONL decision log.")
