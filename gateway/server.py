@@ -397,7 +397,7 @@ class _WorkerHandle:
         self.lock = asyncio.Lock()
         self.last_status: dict[str, Any] = {"worker": index, "ready": False, "generation": 0}
 
-    async def ask(self, *msg: Any, timeout: float = 5.0) -> Any:
+    async def ask(self, *msg: Any, wait_s: float = 5.0) -> Any:
         """Send one request and wait for its answer (one conversation at a time per worker)."""
         async with self.lock:
             loop = asyncio.get_running_loop()
@@ -414,7 +414,7 @@ class _WorkerHandle:
 
             loop.add_reader(self.conn.fileno(), readable)
             try:
-                kind, payload = await asyncio.wait_for(fut, timeout)
+                _kind, payload = await asyncio.wait_for(fut, wait_s)
             finally:
                 loop.remove_reader(self.conn.fileno())
             return payload
@@ -447,16 +447,16 @@ class Supervisor:
         watch = asyncio.get_running_loop().create_task(self._watch())
         _BACKGROUND.add(watch)
 
-    async def _await_started(self, w: _WorkerHandle, timeout: float = 120.0) -> None:
+    async def _await_started(self, w: _WorkerHandle, wait_s: float = 120.0) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + wait_s
         while not w.conn.poll():
             if not w.process.is_alive():
                 raise RuntimeError(f"worker {w.index} exited during start-up (exit code {w.process.exitcode})")
             if loop.time() > deadline:
-                raise RuntimeError(f"worker {w.index} did not start within {timeout:.0f}s")
+                raise RuntimeError(f"worker {w.index} did not start within {wait_s:.0f}s")
             await asyncio.sleep(0.05)
-        kind, payload = w.conn.recv()
+        _kind, payload = w.conn.recv()
         w.last_status = payload
 
     async def _watch(self) -> None:
@@ -479,7 +479,7 @@ class Supervisor:
         out = []
         for w in self.workers:
             try:
-                w.last_status = await w.ask("status", timeout=2.0)
+                w.last_status = await w.ask("status", wait_s=2.0)
             except (TimeoutError, EOFError, OSError):
                 w.last_status = {**w.last_status, "ready": False}
             out.append(w.last_status)
@@ -489,7 +489,7 @@ class Supervisor:
         snaps = [metrics.REGISTRY.snapshot()]
         for w in self.workers:
             with contextlib.suppress(TimeoutError, EOFError, OSError):
-                snaps.append(await w.ask("snapshot", timeout=2.0))
+                snaps.append(await w.ask("snapshot", wait_s=2.0))
         self._snapshots = snaps
 
     async def reload(self) -> list[str]:
@@ -507,7 +507,7 @@ class Supervisor:
         problems: list[str] = []
         for w in self.workers:
             try:
-                problems += [f"worker {w.index}: {p}" for p in await w.ask("reload", timeout=120.0)]
+                problems += [f"worker {w.index}: {p}" for p in await w.ask("reload", wait_s=120.0)]
             except (TimeoutError, EOFError, OSError) as exc:
                 problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
         if not problems:
@@ -525,7 +525,7 @@ class Supervisor:
 
     async def _drain_one(self, w: _WorkerHandle, deadline: float) -> None:
         with contextlib.suppress(TimeoutError, EOFError, OSError):
-            await w.ask("drain", deadline, timeout=deadline + 10.0)
+            await w.ask("drain", deadline, wait_s=deadline + 10.0)
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, w.process.join, 5.0)
         if w.process.is_alive():

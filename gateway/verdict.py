@@ -7,8 +7,8 @@ A stage of the decision chain is ``(Features) -> Verdict | None``; ``None`` mean
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 
 class Action(enum.Enum):
@@ -56,6 +56,9 @@ class Verdict:
     policy: str | None = None
     shadow_action: Action | None = None
     headers: tuple[tuple[str, str], ...] = field(default=())
+    # the model that scored the request (name@version) and how long the decision took
+    model: str | None = None
+    decision_ms: float | None = None
 
     @property
     def score(self) -> float | None:

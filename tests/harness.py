@@ -75,7 +75,7 @@ class Origin:
             cmd = [sys.executable, "-m", "gateway.demo", "--port", str(self.port)]
         else:
             cmd = [sys.executable, str(ROOT / "tests" / "origin.py"), "--port", str(self.port), *(args or [])]
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=_env(), cwd=ROOT)
         health = "/healthz"
         try:
@@ -115,8 +115,8 @@ class Gateway:
         self.write_config(self.config)
         self.stdout_path = workdir / "gateway.stdout"
         self.stderr_path = workdir / "gateway.stderr"
-        self._out = open(self.stdout_path, "wb")  # noqa: SIM115 - closed in stop()
-        self._err = open(self.stderr_path, "wb")  # noqa: SIM115
+        self._out = open(self.stdout_path, "wb")
+        self._err = open(self.stderr_path, "wb")
         cmd = [sys.executable, "-m", "gateway", "serve", "--config", str(self.config_path), *(args or [])]
         self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=self._err, env=_env(env), cwd=ROOT)
         if wait_ready:

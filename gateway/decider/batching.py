@@ -1,0 +1,125 @@
+"""Micro-batching: gather concurrent score calls into one model run in a worker thread.
+
+Calls arriving while the inference threads are busy accumulate and go together in
+the next run, so batches grow with load (up to ``max_batch``) and latency stays low
+when traffic is light (a lone call waits at most ``max_wait_us``). The event loop
+never runs inference. A failed or invalid batch fails only its own callers; a call
+whose caller already gave up (deadline) is dropped before it reaches the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import Executor
+from typing import Any
+
+from gateway import metrics
+from gateway.decider.scoring import BatchModel, InvalidOutput, ModelError, ModelOverloaded, Scored, check_probabilities
+from gateway.features import Features
+from gateway.verdict import Probabilities
+
+BATCH_SIZE = metrics.histogram("clefgate_model_batch_size", "Requests per model run.", ("model",),
+                               buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512))
+INFERENCE_SECONDS = metrics.histogram("clefgate_model_inference_seconds", "Time of one model run (a whole batch) in its worker thread.",
+                                      ("model",))
+QUEUE_DEPTH = metrics.gauge("clefgate_model_queue", "Requests waiting for or inside a model run.", ("model",))
+
+
+class BatchingScorer:
+    """Adapts a synchronous ``BatchModel`` to the async ``Scorer`` protocol, batching calls."""
+
+    def __init__(self, model: BatchModel, executor: Executor, *, max_batch: int = 64, max_wait_us: int = 500,
+                 max_queue: int = 4096, threads: int = 1, questions: dict[str, tuple[str, ...]] | None = None) -> None:
+        self.model = model
+        self.executor = executor
+        self.max_batch = max_batch
+        self.max_wait_s = max_wait_us / 1e6
+        self.max_queue = max_queue
+        self.threads = threads
+        self.questions = questions
+        self.label = model.label
+        self._pending: list[tuple[Features, asyncio.Future[Scored]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._running = 0
+        self._queued = 0
+
+    @property
+    def queued(self) -> int:
+        """Calls accepted and not yet answered."""
+        return self._queued
+
+    async def score(self, features: Features) -> Scored:
+        if self._queued >= self.max_queue:
+            raise ModelOverloaded(f"{self._queued} requests already wait for the model")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Scored] = loop.create_future()
+        self._pending.append((features, fut))
+        self._queued += 1
+        QUEUE_DEPTH.set(self._queued, self.label)
+        if self._running < self.threads:
+            if len(self._pending) >= self.max_batch:
+                self._flush()
+            elif self._timer is None:
+                self._timer = loop.call_later(self.max_wait_s, self._flush)
+        return await fut
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._running >= self.threads or not self._pending:
+            return
+        take, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch:]
+        live = []
+        for item in take:
+            if item[1].done():  # the caller's deadline passed before the batch started
+                self._queued -= 1
+            else:
+                live.append(item)
+        QUEUE_DEPTH.set(self._queued, self.label)
+        if not live:
+            self._flush_more()
+            return
+        self._running += 1
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self.executor, self._run, [f for f, _ in live])
+        job.add_done_callback(lambda done: self._resolve(live, done))
+
+    def _run(self, batch: list[Features]) -> tuple[list[Probabilities], float]:
+        start = time.perf_counter()
+        out = self.model.run_batch(batch)
+        return out, time.perf_counter() - start
+
+    def _resolve(self, batch: list[tuple[Features, asyncio.Future[Scored]]], done: asyncio.Future[Any]) -> None:
+        self._running -= 1
+        self._queued -= len(batch)
+        QUEUE_DEPTH.set(self._queued, self.label)
+        exc = done.exception() if not done.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            outputs, seconds = done.result()
+            BATCH_SIZE.observe(len(batch), self.label)
+            INFERENCE_SECONDS.observe(seconds, self.label)
+            if not isinstance(outputs, list) or len(outputs) != len(batch):
+                exc = InvalidOutput(f"model returned {len(outputs) if isinstance(outputs, list) else type(outputs).__name__} "
+                                    f"results for a batch of {len(batch)}")
+        for i, (_, fut) in enumerate(batch):
+            if fut.done():
+                continue
+            if exc is not None:
+                err = exc if isinstance(exc, ModelError) else ModelError(f"model run failed: {exc!r}")
+                fut.set_exception(err)
+                continue
+            probs = outputs[i]
+            try:
+                check_probabilities(probs, self.questions)
+            except InvalidOutput as bad:
+                fut.set_exception(bad)
+                continue
+            fut.set_result(Scored(probs, model=self.label))
+        self._flush_more()
+
+    def _flush_more(self) -> None:
+        """Start the next batch at once if calls piled up while the threads were busy."""
+        if self._pending and self._running < self.threads:
+            self._flush()

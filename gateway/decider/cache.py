@@ -1,0 +1,88 @@
+"""The decision cache: a bounded TTL cache of model answers keyed by the model's input.
+
+The key is a hash of exactly what the model reads (``key_fn``; by default the
+canonical serialization and numeric vector from ``gateway.features``), never of
+volatile values such as request ids or timestamps, so identical requests share one
+answer. Concurrent misses for the same key share one model call (single flight),
+which keeps a flood of identical requests from becoming a flood of inferences.
+Hits, misses, evictions and expirations are counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from cachetools import TTLCache
+
+from gateway import metrics
+from gateway.decider.scoring import ModelError, Scored, Scorer
+from gateway.features import Features
+from gateway.verdict import Source
+
+CACHE_REQUESTS = metrics.counter("clefgate_decision_cache_requests_total", "Decision cache lookups by result (hit, miss, coalesced).",
+                                 ("result",))
+CACHE_EVICTIONS = metrics.counter("clefgate_decision_cache_evictions_total",
+                                  "Entries removed from the decision cache, by reason (size, expired).", ("reason",))
+CACHE_ENTRIES = metrics.gauge("clefgate_decision_cache_entries", "Entries in the decision cache.")
+
+
+class _CountingTTLCache(TTLCache):  # type: ignore[type-arg]
+    """A TTLCache that counts what it drops."""
+
+    def popitem(self) -> tuple[Any, Any]:
+        item = super().popitem()
+        CACHE_EVICTIONS.inc("size")
+        return item
+
+    def expire(self, time: float | None = None) -> list[tuple[Any, Any]]:
+        expired = super().expire(time)
+        if expired:
+            CACHE_EVICTIONS.inc("expired", amount=len(expired))
+        return expired  # type: ignore[no-any-return]
+
+
+class CachedScorer:
+    """Answers repeated inputs from the cache; everything else goes to ``inner``."""
+
+    def __init__(self, inner: Scorer, key_fn: Callable[[Features], Hashable], *, ttl_s: float = 600.0, maxsize: int = 100_000,
+                 timer: Callable[[], float] = time.monotonic) -> None:
+        self.inner = inner
+        self.key_fn = key_fn
+        self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
+        self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
+
+    def __len__(self) -> int:
+        return len(self.cache)
+
+    async def score(self, features: Features) -> Scored:
+        key = self.key_fn(features)
+        hit = self.cache.get(key)
+        if hit is not None:
+            CACHE_REQUESTS.inc("hit")
+            return hit  # type: ignore[no-any-return]
+        waiting = self._inflight.get(key)
+        if waiting is not None:
+            CACHE_REQUESTS.inc("coalesced")
+            return dataclasses.replace(await asyncio.shield(waiting), source=Source.CACHE)
+        CACHE_REQUESTS.inc("miss")
+        fut: asyncio.Future[Scored] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            scored = await self.inner.score(features)
+        except BaseException as exc:
+            if not fut.done():
+                # followers get the leader's failure (their fallback applies); a cancelled leader
+                # (client gone) must not cancel them, so they see a model error instead
+                fut.set_exception(exc if isinstance(exc, Exception) else ModelError("the shared model call was cancelled"))
+                fut.exception()  # mark retrieved: followers re-raise it themselves
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        fut.set_result(scored)
+        self.cache[key] = dataclasses.replace(scored, source=Source.CACHE)
+        CACHE_ENTRIES.set(len(self.cache))
+        return scored

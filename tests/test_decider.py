@@ -1,0 +1,308 @@
+"""Decider layers with fault-injecting models: batching, deadline + breaker, cache, stage, no leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import math
+import threading
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from gateway.decider.batching import BatchingScorer
+from gateway.decider.breaker import CLOSED, HALF_OPEN, OPEN, BreakerScorer, CircuitBreaker
+from gateway.decider.cache import CachedScorer
+from gateway.decider.scoring import BreakerOpen, InvalidOutput, ModelError, ModelOverloaded, ModelTimeout, Scored
+from gateway.decider.stage import ModelStage
+from gateway.features import Features
+from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
+from tests.conftest import make_features
+
+QUESTIONS = {"class": ("human", "good_bot", "bad_bot", "attack")}
+
+
+def probs_for(f: Features) -> Probabilities:
+    bad = 0.9 if "attack" in f.path else 0.05
+    rest = (1.0 - bad) / 3
+    return {"class": {"human": rest, "good_bot": rest, "bad_bot": rest, "attack": bad}}
+
+
+class FakeModel:
+    """A BatchModel whose behaviour per call is scripted: ok, raise, hang, nan, short, slow."""
+
+    label = "fake@1"
+
+    def __init__(self, behaviour: str = "ok", delay: float = 0.0) -> None:
+        self.behaviour = behaviour
+        self.delay = delay
+        self.batches: list[int] = []
+        self.release = threading.Event()
+        self.calls = 0
+
+    def run_batch(self, batch: list[Features]) -> list[Probabilities]:
+        self.calls += 1
+        self.batches.append(len(batch))
+        behaviour = self.behaviour
+        if behaviour == "sometimes_slow":
+            behaviour = "hang" if self.calls % 3 == 0 else "ok"
+        if any("poison" in f.path for f in batch):
+            raise RuntimeError("poisoned batch")
+        if behaviour == "raise":
+            raise RuntimeError("model exploded")
+        if behaviour == "hang":
+            self.release.wait(30)
+        if self.delay:
+            self.release.wait(self.delay)
+        out = [probs_for(f) for f in batch]
+        if behaviour == "nan":
+            out[0] = {"class": {"human": math.nan, "good_bot": 0.0, "bad_bot": 0.0, "attack": 1.0}}
+        if behaviour == "short":
+            out = out[:-1]
+        if behaviour == "wrong_options":
+            out = [{"class": {"yes": 1.0}} for _ in batch]
+        return out
+
+
+@pytest.fixture
+def executor():
+    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-model")
+    yield ex
+    ex.shutdown(wait=False, cancel_futures=True)
+
+
+def batching(model: FakeModel, executor: ThreadPoolExecutor, **kw: Any) -> BatchingScorer:
+    return BatchingScorer(model, executor, questions=QUESTIONS, **{"max_batch": 8, "max_wait_us": 2000, **kw})
+
+
+async def test_concurrent_calls_share_one_run(executor) -> None:
+    model = FakeModel()
+    scorer = batching(model, executor)
+    results = await asyncio.gather(*(scorer.score(make_features(target=f"/p{i}")) for i in range(8)))
+    assert model.batches == [8]
+    assert all(r.source is Source.MODEL and r.model == "fake@1" for r in results)
+    assert scorer.queued == 0
+
+
+async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
+    model = FakeModel(delay=0.05)
+    scorer = batching(model, executor, max_batch=16, max_wait_us=0)
+    results = await asyncio.gather(*(scorer.score(make_features(target=f"/p{i}")) for i in range(40)))
+    assert len(results) == 40
+    assert max(model.batches) <= 16
+    assert sum(model.batches) == 40
+    assert len(model.batches) < 40  # calls piled up while a run was busy went together
+
+
+async def test_failed_batch_fails_only_its_callers(executor) -> None:
+    model = FakeModel()
+    scorer = batching(model, executor, max_batch=2)
+    calls = [scorer.score(make_features(target=p)) for p in ("/poison", "/a", "/b", "/c")]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert isinstance(results[0], ModelError) and isinstance(results[1], ModelError)
+    assert isinstance(results[2], Scored) and isinstance(results[3], Scored)
+
+
+@pytest.mark.parametrize("behaviour", ["nan", "short", "wrong_options"])
+async def test_invalid_outputs_are_refused(executor, behaviour: str) -> None:
+    scorer = batching(FakeModel(behaviour), executor, max_batch=1)
+    with pytest.raises(InvalidOutput):
+        await scorer.score(make_features())
+
+
+async def test_queue_bound_sheds_load(executor) -> None:
+    model = FakeModel("hang")
+    scorer = batching(model, executor, max_batch=1, max_queue=3)
+    waiting = [asyncio.ensure_future(scorer.score(make_features(target=f"/{i}"))) for i in range(3)]
+    await asyncio.sleep(0.01)
+    with pytest.raises(ModelOverloaded):
+        await scorer.score(make_features())
+    model.release.set()
+    await asyncio.gather(*waiting)
+
+
+def test_breaker_state_machine() -> None:
+    now = [0.0]
+    b = CircuitBreaker("m", failure_threshold=3, window_s=10, cooldown_s=5, half_open_probes=2, clock=lambda: now[0])
+    for _ in range(2):
+        assert b.allow()
+        b.failure()
+    assert b.state == CLOSED
+    now[0] = 11.0  # the first two failures leave the window
+    b.failure()
+    assert b.state == CLOSED
+    b.failure()
+    b.failure()
+    assert b.state == OPEN
+    assert not b.allow()
+    now[0] = 16.5
+    assert b.allow() and b.state == HALF_OPEN
+    assert not b.allow()  # one trial at a time
+    b.success()
+    assert b.allow()
+    b.success()
+    assert b.state == CLOSED
+    # a failed trial opens it again
+    for _ in range(3):
+        b.failure()
+    now[0] = 30.0
+    assert b.allow() and b.state == HALF_OPEN
+    b.failure()
+    assert b.state == OPEN and not b.allow()
+
+
+async def test_hanging_model_gets_a_deadline_and_opens_the_breaker(executor) -> None:
+    model = FakeModel("hang")
+    breaker = CircuitBreaker("hang@1", failure_threshold=2, cooldown_s=60)
+    scorer = BreakerScorer(batching(model, executor, max_batch=1), breaker, timeout_s=0.05)
+    loop = asyncio.get_running_loop()
+    for _ in range(2):
+        began = loop.time()
+        with pytest.raises(ModelTimeout):
+            await scorer.score(make_features())
+        # correctness bound, not a speed check: without the deadline this call never returns
+        assert loop.time() - began < 5.0
+    assert breaker.state == OPEN
+    calls_before = model.calls
+    with pytest.raises(BreakerOpen):
+        await scorer.score(make_features())
+    assert model.calls == calls_before  # open: the model is not called at all
+    model.release.set()
+
+
+async def test_breaker_recovers_through_half_open(executor) -> None:
+    now = [0.0]
+    model = FakeModel("raise")
+    breaker = CircuitBreaker("r@1", failure_threshold=2, cooldown_s=5, half_open_probes=2, clock=lambda: now[0])
+    scorer = BreakerScorer(batching(model, executor, max_batch=1), breaker, timeout_s=1.0)
+    for _ in range(2):
+        with pytest.raises(ModelError):
+            await scorer.score(make_features())
+    assert breaker.state == OPEN
+    model.behaviour = "ok"
+    now[0] = 6.0
+    await scorer.score(make_features())
+    assert breaker.state == HALF_OPEN
+    await scorer.score(make_features())
+    assert breaker.state == CLOSED
+
+
+async def test_sometimes_slow_model_only_costs_the_slow_calls(executor) -> None:
+    model = FakeModel("sometimes_slow")
+    breaker = CircuitBreaker("s@1", failure_threshold=100)
+    scorer = BreakerScorer(batching(model, executor, max_batch=1, max_wait_us=0), breaker, timeout_s=0.05)
+    outcomes = []
+    for i in range(6):
+        try:
+            await scorer.score(make_features(target=f"/{i}"))
+            outcomes.append("ok")
+        except ModelTimeout:
+            outcomes.append("timeout")
+            model.release.set()  # let the stuck thread go so the next call runs
+            await asyncio.sleep(0.01)
+            model.release.clear()
+    assert outcomes.count("timeout") >= 1 and outcomes.count("ok") >= 3
+
+
+class CountingScorer:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def score(self, features: Features) -> Scored:
+        self.calls += 1
+        await asyncio.sleep(0.01)
+        return Scored(probs_for(features), model="count@1")
+
+
+def key(f: Features) -> tuple[str, str]:
+    return (f.method, f.target)
+
+
+async def test_cache_hits_misses_and_single_flight() -> None:
+    inner = CountingScorer()
+    cache = CachedScorer(inner, key, ttl_s=60, maxsize=10)
+    first = await asyncio.gather(*(cache.score(make_features(target="/same")) for _ in range(5)))
+    assert inner.calls == 1
+    assert first[0].source is Source.MODEL and all(r.source is Source.CACHE for r in first[1:])
+    again = await cache.score(make_features(target="/same", request_id="other-id"))
+    assert again.source is Source.CACHE and inner.calls == 1
+    await cache.score(make_features(target="/different"))
+    assert inner.calls == 2
+
+
+async def test_cache_is_bounded_and_expires() -> None:
+    now = [0.0]
+    inner = CountingScorer()
+    cache = CachedScorer(inner, key, ttl_s=10, maxsize=3, timer=lambda: now[0])
+    for i in range(5):
+        await cache.score(make_features(target=f"/{i}"))
+    assert len(cache) == 3
+    now[0] = 11.0
+    await cache.score(make_features(target="/4"))
+    assert inner.calls == 6  # expired entry scored again
+
+
+class FakePolicy:
+    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest) -> Verdict:
+        p = probabilities["class"]["attack"]
+        action = Action.BLOCK if p > 0.5 else Action.FORWARD
+        return Verdict(action, Source.MODEL, f"P(attack)={p:.2f}", probabilities=probabilities, rule=request.rule)
+
+    def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
+        action = {"forward": Action.FORWARD, "challenge": Action.CHALLENGE, "rules-only": Action.FORWARD}[mode]
+        return Verdict(action, Source.FALLBACK, f"fallback {mode}", rule=request.rule)
+
+
+@pytest.mark.parametrize("mode,action", [("forward", Action.FORWARD), ("challenge", Action.CHALLENGE)])
+async def test_stage_turns_every_failure_into_the_configured_fallback(executor, mode: str, action: Action) -> None:
+    model = FakeModel("raise")
+    scorer = BreakerScorer(batching(model, executor, max_batch=1), CircuitBreaker("x@1", failure_threshold=1000), 0.5)
+    stage = ModelStage(scorer, FakePolicy(), fallback=mode, model_label="x@1")
+    verdict = await stage.decide(make_features(), ScoreRequest(rule="score-rest"))
+    assert verdict.action is action
+    assert verdict.source is Source.FALLBACK
+    assert "model unavailable: error" in verdict.reason
+    assert verdict.rule == "score-rest"
+
+
+async def test_stage_marks_cached_decisions(executor) -> None:
+    scorer = CachedScorer(BatchingScorer(FakeModel(), executor, questions=QUESTIONS), key)
+    stage = ModelStage(scorer, FakePolicy(), model_label="fake@1")
+    first = await stage.decide(make_features(target="/attack"), ScoreRequest())
+    second = await stage.decide(make_features(target="/attack"), ScoreRequest())
+    assert first.action is Action.BLOCK and first.source is Source.MODEL
+    assert second.action is Action.BLOCK and second.source is Source.CACHE
+    assert first.model == "fake@1" and first.decision_ms is not None
+
+
+async def test_ten_thousand_requests_leak_nothing(executor) -> None:
+    """Every request gets a verdict under mixed faults; tasks, threads and memory stay flat."""
+    model = FakeModel("ok")
+    breaker = CircuitBreaker("leak@1", failure_threshold=5, cooldown_s=0.05, half_open_probes=1)
+    scorer = CachedScorer(BreakerScorer(batching(model, executor, max_batch=64, max_wait_us=200), breaker, 0.2), key, maxsize=256)
+    stage = ModelStage(scorer, FakePolicy(), fallback="forward", model_label="leak@1")
+
+    async def wave(start: int, n: int) -> list[Verdict]:
+        return await asyncio.gather(*(stage.decide(make_features(target=f"/{'poison' if i % 97 == 0 else 'p'}{i % 500}"),
+                                                   ScoreRequest()) for i in range(start, start + n)))
+
+    await wave(0, 1000)  # warm caches and allocator
+    gc.collect()
+    tracemalloc.start()
+    before_mem = tracemalloc.get_traced_memory()[0]
+    before_tasks = len(asyncio.all_tasks())
+    before_threads = threading.active_count()
+    total = 0
+    for w in range(9):
+        verdicts = await wave(1000 + w * 1000, 1000)
+        total += len(verdicts)
+        assert all(isinstance(v, Verdict) for v in verdicts)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - before_mem
+    tracemalloc.stop()
+    assert total == 9000
+    assert len(asyncio.all_tasks()) <= before_tasks
+    assert threading.active_count() <= before_threads
+    assert grown < 2 * 1024 * 1024, f"memory grew by {grown} bytes over 9000 decisions"
