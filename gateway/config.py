@@ -16,9 +16,10 @@ import os
 import re
 import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -107,7 +108,7 @@ def http_url(v: str) -> str | None:
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         return f"{v!r} is not an http(s) URL (for example http://127.0.0.1:8000)"
     try:
-        parts.port
+        _ = parts.port
     except ValueError:
         return f"{v!r} has an invalid port"
     return None
@@ -225,6 +226,7 @@ class TimeoutsConfig:
     upstream_keepalive_s: float = setting(30.0, "Idle pooled upstream connections are closed after this.", check=positive)
     tunnel_idle_s: float = setting(3600.0, "Idle WebSocket/upgrade tunnels are closed after this.", check=positive)
     drain_s: float = setting(30.0, "On SIGTERM, in-flight requests get this long to finish.", check=non_negative)
+    lingering_close_s: float = setting(2.0, "After an error or early response, unread request bytes are drained this long before closing, so the client sees the response instead of a reset.", check=non_negative)
 
 
 @dataclass(kw_only=True)
@@ -242,6 +244,8 @@ class LoggingConfig:
     level: str = setting("info", "Log level: debug, info, warning, error.", check=one_of("debug", "info", "warning", "error"))
     access_log: str = setting("-", "Access log: '-' for stdout, a file path, or 'off'.")
     debug_headers: bool = setting(False, "Add X-Clefgate-Verdict/Rule/Score/Reason headers to responses sent to clients.")
+    access_log_flush_s: float = setting(1.0, "Longest time an access-log line waits in the buffer before it is written.", check=positive)
+    access_log_max_pending_bytes: int = setting(8 << 20, "Access-log bytes allowed to wait for a slow writer; beyond this lines are dropped and counted.", check=positive, coerce=parse_size)
 
 
 @dataclass(kw_only=True)
