@@ -1,0 +1,633 @@
+"""Per-client state: sliding windows, token-bucket rate limits, and their sync through Redis.
+
+Three things live here, all keyed by who the client is:
+
+* :class:`ClientWindows` — per-client sliding-window statistics (request rate, share of
+  4xx answers, path diversity, timing) that become ``features.ClientStats``;
+* :class:`RateLimiter` — token buckets keyed by client IP, IP prefix or a header value,
+  read by the ``rate:`` rule condition;
+* :class:`ClientState` — owns both, bounds them (least recently used entries go first,
+  counted), exports their size, and optionally reconciles them with a shared backend
+  (:class:`RedisBackend`) so that several gateway replicas see one another's traffic.
+
+Rules are evaluated synchronously on the hot path, so nothing here ever waits for
+Redis: decisions use the local windows and buckets, and a background task pushes the
+local deltas every ``redis.sync_interval_s`` and folds the other replicas' deltas back
+in. The shared view is therefore approximate by at most one sync interval. When Redis
+is down, the local state decides alone; every failed call is counted in
+``clefgate_redis_errors_total`` and every round served locally in
+``clefgate_shared_state_fallback_total``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import socket
+import sys
+import time
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gateway import metrics
+from gateway.config import ClientsConfig, RedisConfig, resolve_secret
+from gateway.features import ClientStats
+
+log = logging.getLogger("clefgate.clients")
+
+Clock = Callable[[], float]
+
+# ----------------------------------------------------------------------------- client identity
+
+
+def parse_ip(text: str) -> tuple[int, int] | None:
+    """``"203.0.113.7"`` -> (4, int); ``"2001:db8::1"`` -> (6, int); anything else -> None.
+
+    socket.inet_pton is several times faster than ``ipaddress.ip_address`` and this runs
+    once or twice per request. An IPv4-mapped IPv6 address counts as IPv4.
+    """
+    try:
+        if ":" in text:
+            value = int.from_bytes(socket.inet_pton(socket.AF_INET6, text.split("%", 1)[0]), "big")
+            if value >> 32 == 0xFFFF:
+                return 4, value & 0xFFFFFFFF
+            return 6, value
+        return 4, int.from_bytes(socket.inet_pton(socket.AF_INET, text), "big")
+    except (OSError, ValueError, UnicodeEncodeError):
+        return None
+
+
+def network_of(ip: str, v4_prefix: int, v6_prefix: int) -> str:
+    """The client's network as a short stable string (``"4:203.0.113.0/24"``); the text itself when not an IP."""
+    parsed = parse_ip(ip)
+    if parsed is None:
+        return ip
+    version, value = parsed
+    bits, plen = (32, v4_prefix) if version == 4 else (128, v6_prefix)
+    return f"{version}:{value >> (bits - plen) if plen else 0:x}/{plen}"
+
+
+def rate_key(spec: str, client_ip: str, header_value: str, cfg: ClientsConfig) -> str:
+    """The bucket key of a request for a rate condition keyed by ``spec`` (ip, prefix, header:NAME)."""
+    if spec == "ip":
+        return client_ip
+    if spec == "prefix":
+        return network_of(client_ip, cfg.ipv4_prefix, cfg.ipv6_prefix)
+    if header_value:
+        # Header values (API keys, tokens) are hashed: bounded memory, and no secret in Redis.
+        return "h:" + hashlib.blake2b(header_value.encode("latin-1", "replace"), digest_size=8).hexdigest()
+    return client_ip  # no such header: the client IP is the key
+
+
+# ----------------------------------------------------------------------------- metrics
+
+_LIVE: weakref.WeakSet[ClientState] = weakref.WeakSet()
+
+
+def _sizes() -> Iterable[tuple[tuple[str, ...], float]]:
+    windows = sum(len(s.windows) for s in _LIVE)
+    buckets = sum(len(s.limiter) for s in _LIVE)
+    return [(("windows",), float(windows)), (("rate_buckets",), float(buckets))]
+
+
+def _bytes() -> Iterable[tuple[tuple[str, ...], float]]:
+    windows = sum(len(s.windows) * s.windows.entry_bytes for s in _LIVE)
+    buckets = sum(len(s.limiter) * s.limiter.entry_bytes for s in _LIVE)
+    return [(("windows",), float(windows)), (("rate_buckets",), float(buckets))]
+
+
+ENTRIES = metrics.gauge("clefgate_client_state_entries", "Entries in the per-client tables (windows, rate_buckets) of this worker.",
+                        ("table",), callback=_sizes)
+ENTRY_BYTES = metrics.gauge("clefgate_client_state_bytes", "Estimated memory of the per-client tables (entries x measured entry size).",
+                            ("table",), callback=_bytes)
+EVICTIONS = metrics.counter("clefgate_client_state_evictions_total",
+                            "Least recently used entries dropped because a per-client table was full.", ("table",))
+RATE_LIMITED = metrics.counter("clefgate_rate_limited_total", "Requests over a rate limit, by rule.", ("rule",))
+REDIS_ERRORS = metrics.counter("clefgate_redis_errors_total", "Failed or timed-out Redis calls, by operation (sync, claim).", ("op",))
+FALLBACKS = metrics.counter("clefgate_shared_state_fallback_total",
+                            "Operations served from local state because Redis was unavailable, by kind (sync, replay).", ("kind",))
+SHARED_UP = metrics.gauge("clefgate_shared_state_up",
+                          "0 while the configured shared-state backend (Redis) fails and local state decides alone; 1 otherwise.", merge="min")
+SHARED_UP.set(1.0)
+
+
+# ----------------------------------------------------------------------------- windows
+
+_SLOTS = 6  # a window is six slots: it slides in steps of window_s / 6
+_PATHS = 16  # recent paths kept per client for path diversity
+
+
+class _Window:
+    """One client's counters: a ring of slots, recent path hashes and timing."""
+
+    __slots__ = ("err", "gap", "last", "passed", "paths", "remote_err", "remote_req", "req", "sent_err", "sent_req", "slot", "synced")
+
+    def __init__(self) -> None:
+        self.slot = [-1] * _SLOTS          # absolute slot number each ring position holds
+        self.req = [0] * _SLOTS            # requests in that slot (local + folded-in remote)
+        self.err = [0] * _SLOTS            # 4xx answers in that slot
+        self.sent_req = [0] * _SLOTS       # local requests already pushed to the shared backend
+        self.sent_err = [0] * _SLOTS
+        self.remote_req = [0] * _SLOTS     # last global totals read back (own contributions included)
+        self.remote_err = [0] * _SLOTS
+        self.paths: deque[int] = deque(maxlen=_PATHS)
+        self.last = 0.0
+        self.gap = 0.0                     # exponentially weighted mean gap between requests
+        self.passed = 0
+        self.synced = False                # older slots pulled from the shared backend once
+
+
+class ClientWindows:
+    """Sliding-window statistics per client, at most ``max_clients`` of them (LRU)."""
+
+    def __init__(self, window_s: float = 60.0, max_clients: int = 100_000, clock: Clock = time.monotonic) -> None:
+        self.window_s = window_s
+        self.slot_s = window_s / _SLOTS
+        self.max_clients = max_clients
+        self.clock = clock
+        self._table: OrderedDict[str, _Window] = OrderedDict()
+        # clients with local changes not yet pushed to the shared backend (None: not shared)
+        self.dirty: set[str] | None = None
+        self.entry_bytes = _measure_window()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def _get(self, client: str) -> _Window:
+        table = self._table
+        w = table.get(client)
+        if w is None:
+            if len(table) >= self.max_clients:
+                table.popitem(last=False)
+                EVICTIONS.inc("windows")
+            w = table[client] = _Window()
+        else:
+            table.move_to_end(client)
+        return w
+
+    def _position(self, w: _Window, now: float) -> int:
+        slot = int(now // self.slot_s)
+        pos = slot % _SLOTS
+        if w.slot[pos] != slot:
+            w.slot[pos] = slot
+            w.req[pos] = w.err[pos] = w.sent_req[pos] = w.sent_err[pos] = w.remote_req[pos] = w.remote_err[pos] = 0
+        return pos
+
+    def record(self, client: str, path: str, status: int) -> None:
+        """Count one answered request of ``client`` (``status`` as sent)."""
+        now = self.clock()
+        w = self._get(client)
+        pos = self._position(w, now)
+        w.req[pos] += 1
+        if 400 <= status < 500:
+            w.err[pos] += 1
+        w.paths.append(hash(path))
+        if w.last:
+            w.gap = (now - w.last) if w.gap == 0.0 else 0.8 * w.gap + 0.2 * (now - w.last)
+        w.last = now
+        if self.dirty is not None:
+            self.dirty.add(client)
+
+    def passed(self, client: str) -> None:
+        """Count a solved challenge for ``client``."""
+        self._get(client).passed += 1
+
+    def counts(self, client: str) -> tuple[int, int]:
+        """(requests, 4xx answers) in the client's window; (0, 0) for an unknown client."""
+        w = self._table.get(client)
+        if w is None:
+            return 0, 0
+        oldest = int(self.clock() // self.slot_s) - _SLOTS + 1
+        requests = errors = 0
+        for pos in range(_SLOTS):
+            if w.slot[pos] >= oldest:
+                requests += w.req[pos]
+                errors += w.err[pos]
+        return requests, errors
+
+    def stats(self, client: str) -> ClientStats:
+        """The client's window as ``ClientStats`` (zeros for an unknown client)."""
+        w = self._table.get(client)
+        if w is None:
+            return ClientStats()
+        oldest = int(self.clock() // self.slot_s) - _SLOTS + 1
+        requests = errors = 0
+        for pos in range(_SLOTS):
+            if w.slot[pos] >= oldest:
+                requests += w.req[pos]
+                errors += w.err[pos]
+        paths = w.paths
+        return ClientStats(
+            requests=requests,
+            rate_per_min=requests * 60.0 / self.window_s,
+            error_ratio=errors / requests if requests else 0.0,
+            path_diversity=len(set(paths)) / len(paths) if paths else 0.0,
+            mean_gap_s=w.gap,
+            challenges_passed=w.passed,
+        )
+
+    # -- shared-backend reconciliation (see ClientState.sync)
+
+    def pending(self) -> list[tuple[str, int, int, int, bool]]:
+        """(client, slot, new requests, new errors, needs older slots) for every changed client; marks them sent."""
+        out: list[tuple[str, int, int, int, bool]] = []
+        if not self.dirty:
+            return out
+        now_slot = int(self.clock() // self.slot_s)
+        pos = now_slot % _SLOTS
+        for client in self.dirty:
+            w = self._table.get(client)
+            if w is None or w.slot[pos] != now_slot:
+                continue
+            dr, de = w.req[pos] - w.sent_req[pos], w.err[pos] - w.sent_err[pos]
+            w.sent_req[pos], w.sent_err[pos] = w.req[pos], w.err[pos]
+            out.append((client, now_slot, dr, de, not w.synced))
+            w.synced = True
+        self.dirty.clear()
+        return out
+
+    def fold(self, client: str, slot: int, total_req: int, total_err: int, own_req: int, own_err: int) -> None:
+        """Add what other replicas counted in ``slot`` since the last sync (global totals minus own pushes)."""
+        w = self._table.get(client)
+        pos = slot % _SLOTS
+        if w is None or (w.slot[pos] != slot and slot < int(self.clock() // self.slot_s) - _SLOTS + 1):
+            return
+        if w.slot[pos] != slot:  # an older slot this replica never saw: adopt it
+            w.slot[pos] = slot
+            w.req[pos] = w.err[pos] = w.sent_req[pos] = w.sent_err[pos] = w.remote_req[pos] = w.remote_err[pos] = 0
+        others_req = max(0, total_req - w.remote_req[pos] - own_req)
+        others_err = max(0, total_err - w.remote_err[pos] - own_err)
+        w.req[pos] += others_req
+        w.err[pos] += others_err
+        w.sent_req[pos] += others_req  # folded-in counts are not ours to push again
+        w.sent_err[pos] += others_err
+        w.remote_req[pos], w.remote_err[pos] = total_req, total_err
+
+
+def _measure_window() -> int:
+    w = _Window()
+    w.paths.extend(range(_PATHS))
+    size = sys.getsizeof(w) + sum(sys.getsizeof(getattr(w, name)) for name in _Window.__slots__)
+    return size + _PATHS * 32 + 100  # path hashes + the table's key and node
+
+
+# ----------------------------------------------------------------------------- rate limits
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """A token bucket: ``burst`` tokens, refilled at ``per_second``; keyed by ``key`` (ip, prefix, header:NAME)."""
+
+    limit: int
+    period_s: float
+    key: str = "ip"
+    burst: int = 0
+
+    @property
+    def per_second(self) -> float:
+        return self.limit / self.period_s
+
+    @property
+    def capacity(self) -> float:
+        return float(self.burst or self.limit)
+
+    def describe(self) -> str:
+        unit = {1.0: "s", 60.0: "min", 3600.0: "h", 86400.0: "day"}.get(self.period_s, f"{self.period_s:g}s")
+        return f"{self.limit}/{unit} by {self.key}" + (f", burst {self.burst}" if self.burst else "")
+
+
+class RateLimiter:
+    """Token buckets, at most ``max_buckets`` of them (LRU).
+
+    A request takes one token; it is over the limit when none is left, and then takes
+    nothing, so a client that stops gets its budget back at the refill rate (a blocked
+    client's retries do not keep it blocked forever).
+    """
+
+    def __init__(self, max_buckets: int = 100_000, clock: Clock = time.monotonic) -> None:
+        self.max_buckets = max_buckets
+        self.clock = clock
+        # (rule, key) -> [tokens, last refill time, taken since last sync, last global total, capacity, full-refill seconds]
+        self._buckets: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+        self.dirty: set[tuple[str, str]] | None = None
+        self.entry_bytes = sys.getsizeof([0.0] * 6) + 6 * 24 + 200
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, rule: str, key: str, limit: RateLimit) -> bool:
+        """Take a token from the bucket of ``(rule, key)``: True when allowed, False when over the limit."""
+        now = self.clock()
+        buckets = self._buckets
+        k = (rule, key)
+        b = buckets.get(k)
+        capacity = limit.capacity
+        if b is None:
+            if len(buckets) >= self.max_buckets:
+                buckets.popitem(last=False)
+                EVICTIONS.inc("rate_buckets")
+            buckets[k] = [capacity - 1.0, now, 1.0, 0.0, capacity, capacity / limit.per_second]
+            if self.dirty is not None:
+                self.dirty.add(k)
+            return True
+        buckets.move_to_end(k)
+        tokens = b[0] + (now - b[1]) * limit.per_second
+        if tokens > capacity:
+            tokens = capacity
+        b[1] = now
+        if tokens >= 1.0:
+            b[0] = tokens - 1.0
+            b[2] += 1.0
+            if self.dirty is not None:
+                self.dirty.add(k)
+            return True
+        b[0] = tokens
+        RATE_LIMITED.inc(rule)
+        return False
+
+    def tokens(self, rule: str, key: str) -> float | None:
+        """Tokens left in a bucket as of its last use (None when there is no bucket)."""
+        b = self._buckets.get((rule, key))
+        return None if b is None else b[0]
+
+    def pending(self) -> list[tuple[str, str, int, float]]:
+        """(rule, key, tokens taken since the last sync, full-refill seconds) for every changed bucket; marks them sent."""
+        out: list[tuple[str, str, int, float]] = []
+        if not self.dirty:
+            return out
+        for k in self.dirty:
+            b = self._buckets.get(k)
+            if b is not None and b[2]:
+                out.append((k[0], k[1], int(b[2]), b[5]))
+                b[2] = 0.0
+        self.dirty.clear()
+        return out
+
+    def fold(self, rule: str, key: str, total: int, own: int) -> None:
+        """Charge this bucket for the tokens other replicas took (global total minus own pushes)."""
+        b = self._buckets.get((rule, key))
+        if b is None:
+            return
+        others = total - int(b[3]) - own
+        b[3] = float(total)
+        if others > 0:
+            # never below -capacity: a bucket drained elsewhere still refills within one period
+            b[0] = max(-b[4], b[0] - others)
+
+
+# ----------------------------------------------------------------------------- shared backends
+
+
+class SharedBackend(Protocol):
+    """Where replicas meet: counters with a TTL and one-time claims (replay protection)."""
+
+    async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
+        """For each (key, field, delta, ttl_s): add delta to the hash field, refresh the TTL; return the new totals."""
+        ...
+
+    async def read(self, items: Sequence[tuple[str, str]]) -> list[int]:
+        """Current value of each (key, field) (0 when absent)."""
+        ...
+
+    async def claim(self, key: str, ttl_s: float) -> bool:
+        """True the first time ``key`` is claimed within ``ttl_s``; False afterwards."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryBackend:
+    """An in-process SharedBackend: the semantics of the Redis one without Redis (tests, one process)."""
+
+    def __init__(self, clock: Clock = time.monotonic, max_keys: int = 1_000_000) -> None:
+        self.clock = clock
+        self.max_keys = max_keys
+        self._data: OrderedDict[str, tuple[float, dict[str, int]]] = OrderedDict()
+
+    def _live(self, key: str) -> dict[str, int] | None:
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= self.clock():
+            del self._data[key]
+            return None
+        return entry[1]
+
+    async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
+        out = []
+        for key, fld, delta, ttl in items:
+            fields = self._live(key) or {}
+            fields[fld] = fields.get(fld, 0) + delta
+            self._data[key] = (self.clock() + ttl, fields)
+            self._data.move_to_end(key)
+            out.append(fields[fld])
+        while len(self._data) > self.max_keys:
+            self._data.popitem(last=False)
+        return out
+
+    async def read(self, items: Sequence[tuple[str, str]]) -> list[int]:
+        return [(self._live(key) or {}).get(fld, 0) for key, fld in items]
+
+    async def claim(self, key: str, ttl_s: float) -> bool:
+        if self._live(key) is not None:
+            return False
+        self._data[key] = (self.clock() + ttl_s, {})
+        while len(self._data) > self.max_keys:
+            self._data.popitem(last=False)
+        return True
+
+    async def close(self) -> None:
+        self._data.clear()
+
+
+class RedisBackend:
+    """SharedBackend on Redis (``redis.asyncio``): hash counters with TTLs, ``SET NX PX`` claims.
+
+    Every call has a deadline (``redis.timeout_s``); callers treat any exception as
+    "Redis unavailable" and fall back to local state.
+    """
+
+    def __init__(self, cfg: RedisConfig) -> None:
+        import redis.asyncio as aioredis  # imported here: serving without Redis never loads it
+
+        password = resolve_secret(cfg.password) if cfg.password else None
+        self.prefix = cfg.key_prefix
+        self.timeout_s = cfg.timeout_s
+        self.client: Any = aioredis.Redis.from_url(cfg.url, password=password or None, socket_timeout=cfg.timeout_s,
+                                                   socket_connect_timeout=cfg.timeout_s, decode_responses=False)
+
+    async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for key, fld, delta, ttl in items:
+            pipe.hincrby(self.prefix + key, fld, delta)
+            pipe.pexpire(self.prefix + key, max(1, int(ttl * 1000)))
+        replies = await asyncio.wait_for(pipe.execute(), self.timeout_s * 4)
+        return [int(v) for v in replies[0::2]]
+
+    async def read(self, items: Sequence[tuple[str, str]]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for key, fld in items:
+            pipe.hget(self.prefix + key, fld)
+        replies = await asyncio.wait_for(pipe.execute(), self.timeout_s * 4)
+        return [int(v) if v is not None else 0 for v in replies]
+
+    async def claim(self, key: str, ttl_s: float) -> bool:
+        reply = await asyncio.wait_for(self.client.set(self.prefix + key, b"1", nx=True, px=max(1, int(ttl_s * 1000))), self.timeout_s)
+        return bool(reply)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
+
+
+# ----------------------------------------------------------------------------- client state
+
+
+class ClientState:
+    """Windows + rate buckets of this worker, optionally reconciled with a shared backend.
+
+    Survives config reloads (``pipeline.build(..., previous=...)`` hands it over) so a
+    reload neither forgets who was rate limited nor resets the windows. ``start()``
+    launches the sync task when a backend is configured; ``close()`` stops it.
+    """
+
+    def __init__(self, cfg: ClientsConfig | None = None, redis: RedisConfig | None = None, *,
+                 backend: SharedBackend | None = None, clock: Clock = time.monotonic) -> None:
+        self.cfg = cfg or ClientsConfig()
+        self.redis_cfg = redis or RedisConfig()
+        self.windows = ClientWindows(self.cfg.window_s, self.cfg.max_clients, clock)
+        self.limiter = RateLimiter(self.cfg.max_buckets, clock)
+        if backend is None and self.redis_cfg.url:
+            backend = RedisBackend(self.redis_cfg)
+        self.backend = backend
+        if backend is not None:
+            self.windows.dirty = set()
+            self.limiter.dirty = set()
+        self.shared_up = backend is not None
+        self._retry_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        _LIVE.add(self)
+
+    def compatible(self, cfg: ClientsConfig, redis: RedisConfig) -> bool:
+        """True when a reload with these settings can keep this state."""
+        return cfg == self.cfg and redis == self.redis_cfg
+
+    # -- hot path
+
+    def take(self, rule: str, key: str, limit: RateLimit) -> bool:
+        """Rate-limit check for a rule: True when the request is within the limit."""
+        return self.limiter.take(rule, key, limit)
+
+    def stats(self, client: str) -> ClientStats:
+        return self.windows.stats(client)
+
+    def record(self, client: str, path: str, status: int) -> None:
+        self.windows.record(client, path, status)
+
+    def passed(self, client: str) -> None:
+        self.windows.passed(client)
+
+    # -- replay protection (challenge nonces)
+
+    async def claim(self, key: str, ttl_s: float, local: Callable[[], bool]) -> bool:
+        """Claim a one-time key in the shared backend; ``local()`` decides when there is none or it fails."""
+        if self.backend is None:
+            return local()
+        if self._down():
+            FALLBACKS.inc("replay")
+            return local()
+        try:
+            first = await self.backend.claim("n:" + key, ttl_s)
+        except Exception as exc:  # any Redis/network failure: local state decides, counted
+            self._failed("claim", exc)
+            FALLBACKS.inc("replay")
+            return local()
+        # Also remember it locally, so that a later Redis outage cannot reopen it here.
+        return local() and first
+
+    # -- sync with the shared backend
+
+    async def start(self) -> None:
+        """Start the background sync task (only when a shared backend is configured)."""
+        if self.backend is not None and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="clefgate-client-sync")
+
+    async def close(self) -> None:
+        """Stop syncing, push nothing more, close the backend."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.backend is not None:
+            await self.backend.close()
+
+    async def _run(self) -> None:
+        interval = self.redis_cfg.sync_interval_s
+        while True:
+            await asyncio.sleep(interval)
+            await self.sync()
+
+    def _down(self) -> bool:
+        return not self.shared_up and time.monotonic() < self._retry_at
+
+    def _failed(self, op: str, exc: BaseException) -> None:
+        REDIS_ERRORS.inc(op)
+        if self.shared_up:
+            log.warning("shared state (Redis) unavailable; deciding on local state", extra={"fields": {"op": op, "error": repr(exc)}})
+        self.shared_up = False
+        SHARED_UP.set(0.0)
+        self._retry_at = time.monotonic() + self.redis_cfg.retry_s
+
+    async def sync(self) -> bool:
+        """Push local deltas and fold in the other replicas'; False when the backend failed (local state stays in force)."""
+        backend = self.backend
+        if backend is None:
+            return True
+        if self._down():
+            FALLBACKS.inc("sync")
+            return False
+        windows = self.windows.pending()
+        buckets = self.limiter.pending()
+        if not windows and not buckets:
+            return True
+        w_ttl = self.windows.window_s * 2
+        items: list[tuple[str, str, int, float]] = []
+        for client, slot, dr, de, _ in windows:
+            key = f"w:{client}:{slot}"
+            items.append((key, "r", dr, w_ttl))
+            items.append((key, "e", de, w_ttl))
+        for rule, key, taken, refill_s in buckets:
+            # counts older than a full refill no longer matter; keep them twice that long
+            items.append((f"rl:{rule}:{key}", "t", taken, max(10.0, 2 * refill_s)))
+        older: list[tuple[str, int]] = []
+        for client, slot, _, _, needs_history in windows:
+            if needs_history:
+                older.extend((client, s) for s in range(slot - _SLOTS + 1, slot))
+        try:
+            totals = await backend.add(items)
+            history = await backend.read([(f"w:{c}:{s}", f) for c, s in older for f in ("r", "e")]) if older else []
+        except Exception as exc:  # the deltas were marked sent: they stay counted locally, which is what decides now
+            self._failed("sync", exc)
+            FALLBACKS.inc("sync")
+            return False
+        if not self.shared_up:
+            log.info("shared state (Redis) reachable again")
+            self.shared_up = True
+            SHARED_UP.set(1.0)
+        i = 0
+        for client, slot, dr, de, _ in windows:
+            self.windows.fold(client, slot, totals[i], totals[i + 1], dr, de)
+            i += 2
+        for rule, key, taken, _ in buckets:
+            self.limiter.fold(rule, key, totals[i], taken)
+            i += 1
+        for j, (client, slot) in enumerate(older):
+            if history[2 * j]:
+                self.windows.fold(client, slot, history[2 * j], history[2 * j + 1], 0, 0)
+        return True
