@@ -1,0 +1,432 @@
+"""Rule conditions: validate each one and compile it into a Python expression, in one pass.
+
+The table (``gateway.rules.table``) turns every rule's expressions into one generated
+function, so evaluating a rule costs a few attribute reads and C-level string tests
+instead of a chain of Python calls. Expressions only ever name values through
+:class:`Emitter` constants (``_c12``), never by pasting rule text into source, so a rule
+file cannot inject code. The generated function's locals are:
+
+``f`` the Features, ``p`` the normalised path, ``h`` the lower-case host without port,
+``ip`` the parsed client address, ``ua`` the lower-case user agent, ``hm`` the header map.
+
+Every problem is reported as ``key: message`` (the loader prefixes ``file:rule:``), and
+compilation goes on, so a file with five mistakes gets five messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.clients import ClientState, RateLimit, network_of, rate_key
+from gateway.config import ClientsConfig
+from gateway.features import ClientStats, Features
+from gateway.rules.iplist import NamedLists, PrefixSet, parse_network
+from gateway.rules.patterns import PatternError, classify_path_globs, compile_globs, compile_regexes, parse_comparison, parse_rate
+
+# condition key -> cost rank: cheap and selective conditions run first, rate always last
+# (it takes a token, which only a request that met every other condition should spend)
+COSTS = {"method": 0, "body_size": 0, "host": 1, "path": 2, "query": 3, "headers": 3, "path_regex": 4, "user_agent": 4,
+         "ip": 5, "client": 6, "any": 7, "not": 7, "rate": 9}
+CONDITION_KEYS = tuple(COSTS)
+STATS = tuple(ClientStats.__slots__)  # requests, rate_per_min, error_ratio, ...
+_LITERAL = re.compile(r"^[A-Za-z0-9 _./;:,=@-]+$")
+_META = frozenset(".^$*+?{}[]()|")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_OPERATORS = {">=", "<=", ">", "<", "==", "!="}
+
+
+@dataclass
+class Emitter:
+    """Collects the constants generated code refers to, and which per-request values it reads."""
+
+    namespace: dict[str, Any] = field(default_factory=dict)
+    uses: set[str] = field(default_factory=set)
+    _n: int = 0
+
+    def const(self, value: Any) -> str:
+        name = f"_c{self._n}"
+        self._n += 1
+        self.namespace[name] = value
+        return name
+
+    def temp(self) -> str:
+        self._n += 1
+        return f"_t{self._n}"
+
+
+@dataclass
+class Context:
+    """What compiling conditions needs from the outside."""
+
+    lists: NamedLists
+    state: ClientState
+    clients: ClientsConfig
+    rule_id: str  # stable id of the rule (its name, or file#n): the rate-limit bucket family
+    emit: Emitter
+
+
+def _strings(value: Any, key: str, problems: list[str]) -> list[str] | None:
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        problems.append(f"{key}: empty list")
+        return None
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            problems.append(f"{key}: expected a string or a list of strings, got {type(item).__name__}")
+            return None
+        out.append(str(item))
+    return out
+
+
+def literal_alternatives(patterns: list[str]) -> list[str] | None:
+    """``["(?i)googlebot|bingbot"]`` -> ["googlebot", "bingbot"]: only for case-insensitive pure literals."""
+    out: list[str] = []
+    for p in patterns:
+        if not p.startswith("(?i)"):
+            return None
+        for alt in p[4:].split("|"):
+            text = _unescape_literal(alt)
+            if not text:
+                return None
+            out.append(text.lower())
+    return out
+
+
+def _unescape_literal(alt: str) -> str | None:
+    """The literal text a regex alternative stands for, or None when it uses any regex syntax."""
+    chars: list[str] = []
+    i = 0
+    while i < len(alt):
+        c = alt[i]
+        if c == "\\":
+            if i + 1 >= len(alt) or alt[i + 1].isalnum():
+                return None  # \d, \b, ...: a class or an assertion, not a literal
+            chars.append(alt[i + 1])
+            i += 2
+            continue
+        if c in _META:
+            return None
+        chars.append(c)
+        i += 1
+    text = "".join(chars)
+    return text if text and _LITERAL.match(text) else None
+
+
+def _regex_expr(patterns: list[str], subject: str, lowered: bool, ctx: Context, problems: list[str], key: str) -> str | None:
+    """An expression searching ``subject`` for any of ``patterns``.
+
+    A case-insensitive alternation of plain words (``(?i)gptbot|ccbot``) becomes
+    substring tests on the lower-cased subject: an IGNORECASE regex scans every
+    character in Python's engine and costs ~10x more.
+    """
+    try:
+        rx = compile_regexes(patterns)
+    except PatternError as exc:
+        problems.append(f"{key}: {exc}")
+        return None
+    literals = literal_alternatives(patterns)
+    emit = ctx.emit
+    if literals is None:
+        return f"{emit.const(rx.search)}({subject}) is not None"
+    if not lowered:
+        tmp = emit.temp()
+        tests = " or ".join(f"{emit.const(lit)} in {tmp}" for lit in literals)
+        return f"(({tmp} := {subject}.lower()) and ({tests}))"
+    return "(" + " or ".join(f"{emit.const(lit)} in {subject}" for lit in literals) + ")"
+
+
+def compile_conditions(raw: Mapping[str, Any], ctx: Context, problems: list[str], prefix: str = "") -> list[str]:
+    """Validate and compile a condition map; returns the expressions in evaluation order (all must hold)."""
+    compiled: list[tuple[int, int, str]] = []
+    for order, (key, value) in enumerate(raw.items()):
+        expr = _compile_one(str(key), value, ctx, problems, prefix + str(key))
+        if expr is not None:
+            compiled.append((COSTS.get(str(key), 5), order, expr))
+    compiled.sort(key=lambda t: (t[0], t[1]))
+    return [e for _, _, e in compiled]
+
+
+def conjunction(exprs: list[str]) -> str:
+    return " and ".join(f"({e})" for e in exprs) if exprs else "True"
+
+
+def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    emit = ctx.emit
+    if key == "method":
+        methods = _strings(value, where, problems)
+        return f"f.method in {emit.const(frozenset(m.upper() for m in methods))}" if methods else None
+
+    if key == "host":
+        hosts = _strings(value, where, problems)
+        if hosts is None:
+            return None
+        emit.uses.add("host")
+        try:
+            match = compile_globs([h.lower() for h in hosts], ignore_case=True).fullmatch
+        except PatternError as exc:
+            problems.append(f"{where}: {exc}")
+            return None
+        return f"{emit.const(match)}(h) is not None"
+
+    if key == "path":
+        globs = _strings(value, where, problems)
+        if globs is None:
+            return None
+        bad = [g for g in globs if not g.startswith(("/", "*", "{"))]
+        if bad:
+            problems.append(f"{where}: {bad[0]!r} must start with '/' (globs: * within a segment, ** across segments)")
+            return None
+        try:
+            shapes = classify_path_globs(globs)
+        except PatternError as exc:
+            problems.append(f"{where}: {exc}")
+            return None
+        emit.uses.add("path")
+        tests = []
+        if shapes.exact:
+            tests.append(f"p in {emit.const(frozenset(shapes.exact))}")
+        if shapes.suffixes:
+            tests.append(f"p.endswith({emit.const(tuple(shapes.suffixes))})")
+        if shapes.prefixes:
+            tests.append(f"p.startswith({emit.const(tuple(shapes.prefixes))})")
+        tests.extend(f"{emit.const(part)} in p" for part in shapes.contains)
+        if shapes.rest:
+            tests.append(f"{emit.const(compile_globs(shapes.rest).fullmatch)}(p) is not None")
+        return "(" + " or ".join(tests) + ")"
+
+    if key in ("path_regex", "query", "user_agent"):
+        patterns = _strings(value, where, problems)
+        if patterns is None:
+            return None
+        if key == "path_regex":
+            emit.uses.add("path")
+            return _regex_expr(patterns, "p", False, ctx, problems, where)
+        if key == "query":
+            return _regex_expr(patterns, "f.query", False, ctx, problems, where)
+        if literal_alternatives(patterns) is not None:
+            emit.uses.add("ua")  # the table lower-cases the user agent once per request
+            return _regex_expr(patterns, "ua", True, ctx, problems, where)
+        return _regex_expr(patterns, "f.user_agent", False, ctx, problems, where)
+
+    if key == "headers":
+        return _headers(value, ctx, problems, where)
+
+    if key == "ip":
+        return _ip(value, ctx, problems, where)
+
+    if key == "body_size":
+        items = value if isinstance(value, list) else [value]
+        tests = []
+        for item in items:
+            try:
+                _, limit, text = parse_comparison(item, sizes=True)
+            except PatternError as exc:
+                problems.append(f"{where}: {exc}")
+                return None
+            op = text.split()[0]
+            assert op in _OPERATORS
+            tests.append(f"f.content_length {op} {emit.const(limit)}")
+        # an unknown length (chunked, not yet read) never matches a size condition
+        return "(f.content_length is not None and " + " and ".join(tests) + ")"
+
+    if key == "client":
+        check = _client(value, ctx, problems, where)
+        return f"{emit.const(check)}(f.client_ip)" if check else None
+
+    if key == "rate":
+        return _rate(value, ctx, problems, where)
+
+    if key == "not":
+        if not isinstance(value, Mapping) or not value:
+            problems.append(f"{where}: expected a map of conditions")
+            return None
+        if not _known_keys(value, problems, where + "."):
+            return None
+        inner = compile_conditions(value, ctx, problems, where + ".")
+        return f"not ({conjunction(inner)})" if len(inner) == len(value) else None
+
+    if key == "any":
+        if not isinstance(value, list) or not value:
+            problems.append(f"{where}: expected a list of condition maps")
+            return None
+        groups = []
+        for i, group in enumerate(value):
+            if not isinstance(group, Mapping) or not group:
+                problems.append(f"{where}[{i}]: expected a map of conditions")
+                return None
+            if not _known_keys(group, problems, f"{where}[{i}]."):
+                return None
+            inner = compile_conditions(group, ctx, problems, f"{where}[{i}].")
+            if len(inner) != len(group):
+                return None
+            groups.append(conjunction(inner))
+        return " or ".join(f"({g})" for g in groups)
+
+    return None  # unknown keys are reported by the loader
+
+
+def _known_keys(raw: Mapping[str, Any], problems: list[str], prefix: str) -> bool:
+    ok = True
+    for key in raw:
+        if key not in COSTS:
+            problems.append(f"{prefix}{key}: unknown condition{did_you_mean(str(key), CONDITION_KEYS)}")
+            ok = False
+    return ok
+
+
+def did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _headers(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    if not isinstance(value, Mapping) or not value:
+        problems.append(f"{where}: expected a map of header name -> true (present), false (absent) or a regex")
+        return None
+    emit = ctx.emit
+    tests = []
+    for name, spec in value.items():
+        hname = str(name).lower()
+        if not _HEADER_NAME.match(hname):
+            problems.append(f"{where}.{name}: not a header name")
+            continue
+        n = emit.const(hname)
+        if spec is True:
+            tests.append(f"{n} in hm")
+        elif spec is False:
+            tests.append(f"{n} not in hm")
+        else:
+            patterns = _strings(spec, f"{where}.{name}", problems)
+            expr = _regex_expr(patterns, f"hm[{n}]", False, ctx, problems, f"{where}.{name}") if patterns else None
+            if expr is not None:
+                tests.append(f"({n} in hm and {expr})")  # an absent header never matches a pattern
+    if len(tests) != len(value):
+        return None
+    return " and ".join(tests)
+
+
+def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    items = _strings(value, where, problems)
+    if items is None:
+        return None
+    nets = []
+    ok = True
+    for item in items:
+        if item.startswith("list:"):
+            name = item[5:]
+            got = ctx.lists.get(name)
+            if got is None:
+                known = ctx.lists.available()
+                problems.append(f"{where}: unknown list {name!r}{did_you_mean(name, known)} "
+                                f"(lists in {ctx.lists.folder}: {', '.join(known) or 'none'})")
+                ok = False
+                continue
+            list_nets, list_problems = got
+            problems.extend(f"{where}: list {name!r}: {p}" for p in list_problems)
+            ok = ok and not list_problems
+            nets.extend(list_nets)
+        else:
+            try:
+                nets.append(parse_network(item))
+            except ValueError as exc:
+                problems.append(f"{where}: {exc}")
+                ok = False
+    if not ok:
+        return None
+    ctx.emit.uses.add("ip")
+    return f"{ctx.emit.const(PrefixSet(nets).contains)}(ip)"
+
+
+def _client(value: Any, ctx: Context, problems: list[str], where: str) -> Callable[[str], bool] | None:
+    if not isinstance(value, Mapping) or not value:
+        problems.append(f"{where}: expected a map of statistic -> comparison, e.g. {{error_ratio: '> 0.5', requests: '>= 20'}}")
+        return None
+    checks = []
+    for stat, cmp in value.items():
+        if stat not in STATS:
+            problems.append(f"{where}.{stat}: unknown statistic{did_you_mean(str(stat), STATS)} (known: {', '.join(STATS)})")
+            continue
+        try:
+            op, limit, _ = parse_comparison(cmp)
+        except PatternError as exc:
+            problems.append(f"{where}.{stat}: {exc}")
+            continue
+        checks.append((stat, op, limit))
+    if len(checks) != len(value):
+        return None
+    state = ctx.state
+    if all(stat in ("requests", "error_ratio", "rate_per_min") for stat, _, _ in checks):
+        # the common case reads two counters instead of building a ClientStats per request
+        counts = state.windows.counts
+        per_min = 60.0 / state.windows.window_s
+
+        def by_counts(client: str) -> bool:
+            requests, errors = counts(client)
+            for stat, op, limit in checks:
+                if stat == "requests":
+                    value = float(requests)
+                elif stat == "error_ratio":
+                    value = errors / requests if requests else 0.0
+                else:
+                    value = requests * per_min
+                if not op(value, limit):
+                    return False
+            return True
+        return by_counts
+
+    def by_stats(client: str) -> bool:
+        s = state.stats(client)
+        for stat, op, limit in checks:
+            if not op(getattr(s, stat), limit):
+                return False
+        return True
+    return by_stats
+
+
+def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    spec = {"limit": value} if isinstance(value, str) else value
+    if not isinstance(spec, Mapping):
+        problems.append(f"{where}: expected '120/min' or {{limit: 120/min, key: ip|prefix|header:NAME, burst: N}}")
+        return None
+    unknown = [k for k in spec if k not in ("limit", "key", "burst")]
+    if unknown:
+        problems.append(f"{where}.{unknown[0]}: unknown key{did_you_mean(str(unknown[0]), ['limit', 'key', 'burst'])} (known: limit, key, burst)")
+        return None
+    try:
+        limit, period = parse_rate(spec.get("limit"))
+    except PatternError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+    key = str(spec.get("key", "ip"))
+    if key not in ("ip", "prefix") and not (key.startswith("header:") and _HEADER_NAME.match(key[7:] or "-")):
+        problems.append(f"{where}.key: {key!r} is not ip, prefix or header:NAME")
+        return None
+    burst = spec.get("burst", 0)
+    if isinstance(burst, bool) or not isinstance(burst, int) or burst < 0:
+        problems.append(f"{where}.burst: {burst!r} is not a whole number of requests")
+        return None
+    emit = ctx.emit
+    take = emit.const(ctx.state.limiter.take)
+    rule = emit.const(ctx.rule_id)
+    rl = emit.const(RateLimit(limit, period, key, burst))
+    if key == "ip":
+        client_key = "f.client_ip"
+    elif key == "prefix":
+        client_key = f"{emit.const(network_of)}(f.client_ip, {emit.const(ctx.clients.ipv4_prefix)}, {emit.const(ctx.clients.ipv6_prefix)})"
+    else:
+        client_key = (f"{emit.const(rate_key)}({emit.const(key)}, f.client_ip, hm.get({emit.const(key[7:].lower())}, ''), "
+                      f"{emit.const(ctx.clients)})")
+    # matches when the request is over the limit
+    return f"not {take}({rule}, {client_key}, {rl})"
+
+
+def standalone(expr: str, emit: Emitter) -> Callable[[Features], bool]:
+    """A single condition expression as a function of Features (tests and debugging)."""
+    from gateway.rules.table import compile_function
+
+    return compile_function([(expr, "return True")], "return False", emit)

@@ -1,0 +1,114 @@
+"""CIDR sets for the ``ip:`` condition, and the named lists they can refer to.
+
+A :class:`PrefixSet` keeps, per prefix length, a Python ``set`` of network numbers, so a
+lookup is one shift and one hash probe per distinct length present (Googlebot's ranges
+use three lengths), independent of how many prefixes a list holds.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from gateway.crawlers import LIST_NAME, parse_published
+
+
+class PrefixSet:
+    """A set of IPv4/IPv6 networks answering "is this address inside any of them?"."""
+
+    __slots__ = ("count", "v4", "v6")
+
+    def __init__(self, networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] = ()) -> None:
+        v4: dict[int, set[int]] = {}
+        v6: dict[int, set[int]] = {}
+        count = 0
+        for net in networks:
+            table, bits = (v4, 32) if net.version == 4 else (v6, 128)
+            shift = bits - net.prefixlen
+            table.setdefault(shift, set()).add(int(net.network_address) >> shift)
+            count += 1
+        # longest prefixes first: the common hit (a /27 crawler range) is found sooner
+        self.v4 = tuple(sorted(v4.items()))
+        self.v6 = tuple(sorted(v6.items()))
+        self.count = count
+
+    def contains(self, ip: tuple[int, int] | None) -> bool:
+        """``ip`` as returned by ``gateway.clients.parse_ip``; None (not an address) is never inside."""
+        if ip is None:
+            return False
+        version, value = ip
+        for shift, nets in self.v4 if version == 4 else self.v6:
+            if value >> shift in nets:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def parse_network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """``"10.0.0.0/8"`` or a single address; raises ValueError with a readable message."""
+    try:
+        return ipaddress.ip_network(text.strip(), strict=False)
+    except ValueError:
+        raise ValueError(f"{text!r} is not an IP address or CIDR") from None
+
+
+class NamedLists:
+    """Named IP lists from a folder: ``<name>.txt`` (one CIDR per line, ``#`` comments) or ``<name>.json``
+    (an operator's published ``prefixes`` file). Loaded on first use, once per compile."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._cache: dict[str, tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]]] = {}
+
+    def available(self) -> list[str]:
+        if self.folder is None or not self.folder.is_dir():
+            return []
+        return sorted({p.stem for p in self.folder.iterdir() if p.suffix in (".txt", ".json") and LIST_NAME.match(p.stem)})
+
+    def get(self, name: str) -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]] | None:
+        """(networks, problems) of a list, or None when no such list exists."""
+        if name in self._cache:
+            return self._cache[name]
+        if self.folder is None or not LIST_NAME.match(name):
+            return None
+        txt, js = self.folder / f"{name}.txt", self.folder / f"{name}.json"
+        if txt.is_file():
+            result = self._read_text(txt)
+        elif js.is_file():
+            result = self._read_json(js)
+        else:
+            return None
+        self._cache[name] = result
+        return result
+
+    @staticmethod
+    def _read_text(path: Path) -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]]:
+        nets, problems = [], []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            return [], [f"cannot read {path.name}: {exc.strerror}"]
+        for lineno, line in enumerate(lines, 1):
+            text = line.split("#", 1)[0].strip()
+            if not text:
+                continue
+            try:
+                nets.append(parse_network(text))
+            except ValueError as exc:
+                problems.append(f"{path.name}:{lineno}: {exc}")
+        return nets, problems
+
+    @staticmethod
+    def _read_json(path: Path) -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]]:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            return [], [f"cannot read {path.name}: {exc.strerror}"]
+        except json.JSONDecodeError as exc:
+            return [], [f"{path.name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"]
+        ranges = parse_published(data)
+        return [ipaddress.ip_network(p) for p in ranges.prefixes], [f"{path.name}: {p}" for p in ranges.problems]

@@ -1,0 +1,242 @@
+"""Rule files -> validated -> compiled ``RuleTable``, with every problem reported at once.
+
+A rule file is YAML: either a list of rules, or a map with ``rules:`` (and an optional
+``description:``). A list entry ``{include: other.yaml}`` splices that file's rules in at
+that position (paths relative to the including file). Each problem is reported as
+``file:rule: message`` where ``rule`` is the rule's name or ``#n`` (its 1-based position
+in its file); file-level problems as ``file: message``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.clients import ClientState
+from gateway.config import ClientsConfig, Config, ConfigError
+from gateway.rules.conditions import CONDITION_KEYS, Context, Emitter, compile_conditions, conjunction, did_you_mean
+from gateway.rules.iplist import NamedLists
+from gateway.rules.table import ACTIONS, CompiledRule, RuleTable
+from gateway.verdict import Action, ScoreRequest, Source, Verdict
+
+META_KEYS = ("name", "description")
+ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy")
+RULE_KEYS = META_KEYS + CONDITION_KEYS + ACTION_KEYS
+OVERRIDABLE = ("allow", "block", "challenge", "score")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+
+
+@dataclass
+class RuleOptions:
+    """What the rules are checked against and the defaults they inherit."""
+
+    backends: Collection[str] = ()
+    policies: Collection[str] = ()
+    lists_dir: str = ""
+    disabled: Sequence[str] = ()
+    actions: Mapping[str, str] = field(default_factory=dict)
+    difficulty: int = 16
+    block_status: int = 403
+    clients: ClientsConfig = field(default_factory=ClientsConfig)
+
+
+@dataclass
+class _Entry:
+    raw: Mapping[str, Any]
+    file: str
+    label: str
+
+
+def from_config(cfg: Config, state: ClientState) -> RuleTable:
+    """Compile ``cfg.rules`` (raises ConfigError listing every problem)."""
+    opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
+                       disabled=cfg.rules.disabled, actions=cfg.rules.actions, difficulty=cfg.challenge.difficulty,
+                       block_status=cfg.challenge.block_status, clients=cfg.clients)
+    return load(cfg.rules.files, opts, state)
+
+
+def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTable:
+    """Read, validate and compile rule files in order; raises ConfigError(problems, source=first file)."""
+    if not files:
+        return RuleTable([], [])
+    base = Path(files[0]).resolve().parent
+    problems: list[str] = []
+    entries: list[_Entry] = []
+    read: list[str] = []
+    for f in files:
+        _read_file(Path(f).resolve(), base, entries, problems, read, stack=())
+
+    lists_dir = Path(opts.lists_dir) if opts.lists_dir else base / "lists"
+    ctx_lists = NamedLists(lists_dir)
+    emit = Emitter()
+    compiled: list[CompiledRule] = []
+    seen: dict[str, str] = {}
+    for entry in entries:
+        name = entry.raw.get("name")
+        if isinstance(name, str) and name in seen:
+            problems.append(f"{entry.file}:{entry.label}: name: duplicate rule name {name!r} (first in {seen[name]})")
+        elif isinstance(name, str):
+            seen[name] = entry.file
+        if isinstance(name, str) and name in opts.disabled:
+            continue
+        rule = _compile_rule(entry, opts, ctx_lists, state, emit, problems)
+        if rule is not None:
+            compiled.append(rule)
+
+    for i, where in enumerate(("rules.disabled", "rules.actions")):
+        names = list(opts.disabled) if i == 0 else list(opts.actions)
+        for n in names:
+            if n not in seen:
+                problems.append(f"{where}: unknown rule {n!r}{did_you_mean(n, list(seen))}")
+    for n, action in opts.actions.items():
+        if action not in OVERRIDABLE:
+            problems.append(f"rules.actions.{n}: {action!r} is not one of {', '.join(OVERRIDABLE)}")
+
+    catch_all: CompiledRule | None = None
+    for rule in compiled:
+        if catch_all is not None:
+            problems.append(f"{rule.file}:{rule.label}: unreachable: rule {catch_all.label!r} ({catch_all.file}) before it matches every request")
+        elif rule.catch_all:
+            catch_all = rule
+
+    if problems:
+        raise ConfigError(problems, source=str(files[0]))
+    return RuleTable(compiled, read, emit)
+
+
+def _display(path: Path, base: Path) -> str:
+    return os.path.relpath(path, base)
+
+
+def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str], read: list[str], stack: tuple[Path, ...]) -> None:
+    shown = _display(path, base)
+    if path in stack:
+        chain = " -> ".join(_display(p, base) for p in (*stack, path))
+        problems.append(f"{_display(stack[-1], base)}: include: {shown!r} includes itself ({chain})")
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        problems.append(f"{shown}: cannot read: {exc.strerror}")
+        return
+    read.append(str(path))
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problems.append(f"{shown}: {where}{getattr(exc, 'problem', None) or exc}")
+        return
+    if doc is None:
+        return
+    if isinstance(doc, Mapping):
+        unknown = [k for k in doc if k not in ("rules", "description")]
+        for k in unknown:
+            problems.append(f"{shown}: {k}: unknown key{did_you_mean(str(k), ['rules', 'description'])} (a rule file has rules and description)")
+        doc = doc.get("rules") or []
+    if not isinstance(doc, list):
+        problems.append(f"{shown}: expected a list of rules (or a map with 'rules:'), got {type(doc).__name__}")
+        return
+    for i, raw in enumerate(doc, 1):
+        if isinstance(raw, Mapping) and set(raw) == {"include"}:
+            target = raw["include"]
+            if not isinstance(target, str):
+                problems.append(f"{shown}:#{i}: include: expected a file name")
+                continue
+            _read_file((path.parent / target).resolve(), base, entries, problems, read, (*stack, path))
+            continue
+        if not isinstance(raw, Mapping):
+            problems.append(f"{shown}:#{i}: expected a map (a rule), got {type(raw).__name__}")
+            continue
+        name = raw.get("name")
+        label = name if isinstance(name, str) and name else f"#{i}"
+        entries.append(_Entry(raw, shown, label))
+
+
+def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: ClientState, emit: Emitter,
+                  problems: list[str]) -> CompiledRule | None:
+    raw, label = entry.raw, entry.label
+    mine: list[str] = []
+    for key in raw:
+        if key not in RULE_KEYS:
+            hint = did_you_mean(str(key), RULE_KEYS)
+            mine.append(f"{key}: unknown key{hint}" if hint else f"{key}: unknown key (conditions: {', '.join(CONDITION_KEYS)})")
+    name = raw.get("name")
+    if name is not None and (not isinstance(name, str) or not _NAME.match(name)):
+        mine.append(f"name: {name!r} is not a rule name (letters, digits, and - _ . : ; up to 100)")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        mine.append("description: expected a string")
+        description = ""
+
+    action = raw.get("action")
+    if action is None:
+        mine.append(f"action: required (one of {', '.join(ACTIONS)})")
+    elif action not in ACTIONS:
+        mine.append(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
+        action = None
+    if isinstance(name, str) and name in opts.actions and opts.actions[name] in OVERRIDABLE:
+        if action == "route":
+            mine.append(f"action: a route rule cannot be overridden by rules.actions.{name}")
+        else:
+            action = opts.actions[name]
+            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy")}  # the override's defaults apply
+
+    status, difficulty, backend, stop, policy = opts.block_status, opts.difficulty, None, True, None
+    for key, applies in (("status", "block"), ("difficulty", "challenge"), ("backend", "route"), ("continue", "route"), ("policy", "score")):
+        if key in raw and action is not None and action != applies:
+            mine.append(f"{key}: only applies to action {applies}")
+    if "status" in raw:
+        status = raw["status"]
+        if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+            mine.append(f"status: {status!r} is not a 4xx or 5xx status")
+    if "difficulty" in raw:
+        difficulty = raw["difficulty"]
+        if isinstance(difficulty, bool) or not isinstance(difficulty, int) or not 1 <= difficulty <= 32:
+            mine.append(f"difficulty: {difficulty!r} is not between 1 and 32 (bits)")
+    if action == "route":
+        backend = raw.get("backend")
+        if backend is None:
+            mine.append("backend: required for action route")
+        elif backend not in opts.backends:
+            mine.append(f"backend: unknown backend {backend!r}{did_you_mean(str(backend), list(opts.backends))} "
+                        f"(known: {', '.join(sorted(opts.backends)) or 'none'})")
+        cont = raw.get("continue", False)
+        if not isinstance(cont, bool):
+            mine.append(f"continue: expected true or false, got {cont!r}")
+        stop = not cont
+    if "policy" in raw:
+        policy = raw["policy"]
+        if policy not in opts.policies:
+            mine.append(f"policy: unknown policy {policy!r}{did_you_mean(str(policy), list(opts.policies))} "
+                        f"(known under policy.routes: {', '.join(sorted(opts.policies)) or 'none'})")
+
+    conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
+    rule_id = name if isinstance(name, str) and name else f"{entry.file}{label}"
+    ctx = Context(lists, state, opts.clients, rule_id, emit)
+    exprs = compile_conditions(conditions, ctx, mine)
+    problems.extend(f"{entry.file}:{label}: {p}" for p in mine)
+    if mine or action is None:
+        return None
+
+    explanation = (description.strip(),) if description.strip() else ()
+    reason = f"rule {label}: {action}" + (f" to {backend}" if action == "route" else "")
+    outcome: Verdict | ScoreRequest | None
+    if action == "allow":
+        outcome = Verdict(Action.FORWARD, Source.RULE, reason, rule=label, explanation=explanation)
+    elif action == "block":
+        outcome = Verdict(Action.BLOCK, Source.RULE, reason, rule=label, status=status, explanation=explanation)
+    elif action == "challenge":
+        outcome = Verdict(Action.CHALLENGE, Source.RULE, reason, rule=label, difficulty=difficulty, explanation=explanation)
+    elif action == "score":
+        outcome = ScoreRequest(rule=label, policy=policy, reason=reason)
+    else:
+        outcome = Verdict(Action.FORWARD, Source.RULE, reason, rule=label, backend=backend, explanation=explanation) if stop else None
+    return CompiledRule(label=label, file=entry.file, description=description.strip(), action=action,
+                        condition=conjunction(exprs), outcome=outcome, backend=backend, stop=stop)
