@@ -1,0 +1,215 @@
+"""From the model's calibrated probabilities to an action: thresholds, shadow mode, rollout.
+
+A :class:`Policy` is compiled from ``cfg.policy``: one :class:`Thresholds` per named
+policy (``policy.routes``; a route or a ``score`` rule names one) plus the default.
+For a scored request it answers with a ``Verdict``:
+
+* ``block`` when P(attack) >= ``block_attack`` (or, when set, P(bad_bot)+P(attack) >=
+  ``block_risk``);
+* ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
+  difficulty rising linearly from ``difficulty_min`` at the threshold to
+  ``difficulty_max`` at risk 1 (a little more suspicious, a little more work);
+* ``forward`` otherwise.
+
+Shadow mode (global or per policy) and rollout (enforce for N% of clients by a stable
+hash of the client id) turn an enforced CHALLENGE/BLOCK into ``action=FORWARD,
+source=SHADOW, shadow_action=<what would have happened>``; the decision is still made,
+logged and counted, so the operator sees what enforcing would do.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gateway import metrics
+from gateway.config import PolicyConfig, RoutePolicyConfig
+from gateway.features import Features
+from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
+
+DECISIONS = metrics.counter("clefgate_policy_decisions_total",
+                            "Model and fallback decisions by policy, action decided, and whether it was enforced (enforce, shadow, rollout).",
+                            ("policy", "action", "mode"))
+SHADOW = metrics.gauge("clefgate_policy_shadow", "1 when a policy runs in shadow mode (decides, logs, enforces nothing).", ("policy",),
+                       merge="max")
+ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
+                        merge="min")
+
+DEFAULT = "default"
+FALLBACK_MODES = ("forward", "challenge", "rules-only")
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """One named policy with every inherited value filled in."""
+
+    name: str
+    block_attack: float
+    block_risk: float | None
+    challenge_risk: float
+    difficulty_min: int
+    difficulty_max: int
+    shadow: bool
+    rollout_percent: float
+
+    def difficulty(self, risk: float) -> int:
+        """Proof-of-work bits for a challenge at ``risk`` (linear between the threshold and 1)."""
+        span = 1.0 - self.challenge_risk
+        share = 1.0 if span <= 0 else min(1.0, max(0.0, (risk - self.challenge_risk) / span))
+        return round(self.difficulty_min + share * (self.difficulty_max - self.difficulty_min))
+
+
+def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) -> Thresholds:
+    def pick(field: str) -> object:
+        value = getattr(override, field) if override is not None else None
+        return getattr(base, field) if value is None else value
+
+    return Thresholds(name=name, block_attack=float(pick("block_attack")),  # type: ignore[arg-type]
+                      block_risk=None if pick("block_risk") is None else float(pick("block_risk")),  # type: ignore[arg-type]
+                      challenge_risk=float(pick("challenge_risk")), difficulty_min=int(pick("difficulty_min")),  # type: ignore[arg-type]
+                      difficulty_max=int(pick("difficulty_max")), shadow=bool(pick("shadow")),  # type: ignore[call-overload]
+                      rollout_percent=float(pick("rollout_percent")))  # type: ignore[arg-type]
+
+
+def check(cfg: PolicyConfig) -> list[str]:
+    """Problems across fields (each field's own range is checked by the config schema)."""
+    problems = []
+    for name, t in [(DEFAULT, _merge(DEFAULT, cfg, None)), *((n, _merge(n, cfg, r)) for n, r in cfg.routes.items())]:
+        where = "policy" if name == DEFAULT else f"policy.routes.{name}"
+        if t.difficulty_min > t.difficulty_max:
+            problems.append(f"{where}: difficulty_min ({t.difficulty_min}) is above difficulty_max ({t.difficulty_max})")
+        if t.block_risk is not None and t.block_risk < t.challenge_risk:
+            problems.append(f"{where}: block_risk ({t.block_risk}) is below challenge_risk ({t.challenge_risk}); "
+                            "nothing would ever be challenged")
+    return problems
+
+
+class Policy:
+    """Compiled ``cfg.policy``: probabilities -> Verdict, fallbacks, shadow and rollout."""
+
+    def __init__(self, cfg: PolicyConfig | None = None) -> None:
+        cfg = cfg or PolicyConfig()
+        self.cfg = cfg
+        self.default = _merge(DEFAULT, cfg, None)
+        self.named = {name: _merge(name, cfg, override) for name, override in cfg.routes.items()}
+        self._rollout_header = cfg.rollout_key[7:].lower() if cfg.rollout_key.startswith("header:") else ""
+        for t in (self.default, *self.named.values()):
+            SHADOW.set(1.0 if t.shadow else 0.0, t.name)
+            ROLLOUT.set(t.rollout_percent, t.name)
+
+    @property
+    def can_challenge(self) -> bool:
+        """True when some policy can produce a CHALLENGE (so a challenge key is needed)."""
+        return any(t.block_risk is None or t.challenge_risk < t.block_risk for t in (self.default, *self.named.values()))
+
+    def thresholds(self, name: str | None) -> Thresholds:
+        """The named policy, or the default for None or a name not configured."""
+        if name is None:
+            return self.default
+        return self.named.get(name, self.default)
+
+    def describe(self) -> str:
+        t = self.default
+        mode = "shadow" if t.shadow else ("enforce" if t.rollout_percent >= 100 else f"rollout {t.rollout_percent:g}%")
+        return (f"policy block P(attack)>={t.block_attack:g}, challenge risk>={t.challenge_risk:g} "
+                f"(difficulty {t.difficulty_min}-{t.difficulty_max}), {mode}" + (f", {len(self.named)} named" if self.named else ""))
+
+    # -- rollout
+
+    def client_id(self, features: Features) -> str:
+        if self._rollout_header:
+            value = features.header_map.get(self._rollout_header)
+            if value:
+                return value
+        return features.client_ip
+
+    def in_rollout(self, features: Features, t: Thresholds) -> bool:
+        """Stable per client: the same client is always in or out for a given percentage."""
+        if t.rollout_percent >= 100.0:
+            return True
+        if t.rollout_percent <= 0.0:
+            return False
+        bucket = zlib.crc32(self.client_id(features).encode("utf-8", "surrogateescape")) % 10000
+        return bucket < t.rollout_percent * 100
+
+    # -- decisions
+
+    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest, *,
+                source: Source = Source.MODEL, explanation: Sequence[str] = ()) -> Verdict:
+        """The model's probabilities as a verdict under the request's policy.
+
+        ``probabilities`` is ``{"class": {"human", "good_bot", "bad_bot", "attack"}, "attack_kind": {...}}``;
+        ``explanation`` carries the model's top contributing features when it provides them;
+        ``source`` lets the decider mark cached decisions (``Source.CACHE``).
+        """
+        t = self.thresholds(request.policy)
+        cls: Mapping[str, float] = probabilities.get("class", {})
+        attack = float(cls.get("attack", 0.0))
+        risk = float(cls.get("bad_bot", 0.0)) + attack
+        difficulty: int | None = None
+        if attack >= t.block_attack:
+            action = Action.BLOCK
+            reason = f"P(attack)={attack:.2f} >= {t.block_attack:g}"
+            kind = _top(probabilities.get("attack_kind"))
+            if kind:
+                reason += f" ({kind[0]} {kind[1]:.2f})"
+        elif t.block_risk is not None and risk >= t.block_risk:
+            action = Action.BLOCK
+            reason = f"P(bad_bot)+P(attack)={risk:.2f} >= {t.block_risk:g}"
+        elif risk >= t.challenge_risk:
+            action = Action.CHALLENGE
+            difficulty = t.difficulty(risk)
+            reason = f"P(bad_bot)+P(attack)={risk:.2f} >= {t.challenge_risk:g}"
+        else:
+            action = Action.FORWARD
+            reason = f"P(bad_bot)+P(attack)={risk:.2f} < {t.challenge_risk:g}"
+        verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
+                          rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name)
+        return self._enforce(features, verdict, t)
+
+    def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
+        """The verdict when the model is unavailable (breaker open, timeout, error).
+
+        ``forward`` lets the request through; ``challenge`` challenges it at the
+        policy's lowest difficulty (where the no-JavaScript path is offered);
+        ``rules-only`` forwards what the rules did not settle, as a gateway without a
+        model would. Shadow mode and rollout apply as for model verdicts.
+        """
+        t = self.thresholds(request.policy)
+        if mode == "challenge":
+            verdict = Verdict(Action.CHALLENGE, Source.FALLBACK, "model unavailable; fallback: challenge", backend=request.backend,
+                              rule=request.rule, difficulty=t.difficulty_min, policy=t.name,
+                              explanation=("the model did not answer in time; challenged as configured",))
+        elif mode in ("forward", "rules-only"):
+            reason = ("model unavailable; fallback: forward" if mode == "forward"
+                      else "model unavailable; rules only: no rule settled this request, forwarded")
+            verdict = Verdict(Action.FORWARD, Source.FALLBACK, reason, backend=request.backend, rule=request.rule, policy=t.name)
+        else:
+            raise ValueError(f"unknown fallback mode {mode!r} (one of {', '.join(FALLBACK_MODES)})")
+        return self._enforce(features, verdict, t)
+
+    def _enforce(self, features: Features, verdict: Verdict, t: Thresholds) -> Verdict:
+        action = verdict.action
+        if action is Action.FORWARD:
+            DECISIONS.inc(t.name, action.value, "enforce")
+            return verdict
+        if t.shadow:
+            mode = "shadow"
+        elif not self.in_rollout(features, t):
+            mode = "rollout"
+        else:
+            DECISIONS.inc(t.name, action.value, "enforce")
+            return verdict
+        DECISIONS.inc(t.name, action.value, mode)
+        why = "shadow mode" if mode == "shadow" else f"client outside the {t.rollout_percent:g}% rollout"
+        return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
+                       probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,
+                       difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
+
+
+def _top(options: Mapping[str, float] | None) -> tuple[str, float] | None:
+    if not options:
+        return None
+    name = max(options, key=lambda k: options[k])
+    return name, float(options[name])
