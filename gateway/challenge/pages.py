@@ -1,0 +1,119 @@
+"""The HTML the gateway answers with itself: challenge, block, rate-limit and result pages.
+
+Every page is one self-contained response: CSS and scripts inline, no fonts, images or
+third-party resources, so it works behind any path rewrite and leaks nothing to anyone.
+Its Content-Security-Policy allows exactly those inline blocks (by hash) and blob:
+workers. Text comes from ``strings.py``; every dynamic value is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from collections.abc import Sequence
+from importlib import resources
+
+from gateway.challenge.strings import STRINGS
+
+_STATIC = resources.files("gateway") / "static"
+CSS = _STATIC.joinpath("page.css").read_text(encoding="utf-8")
+WORKER_JS = _STATIC.joinpath("pow-worker.js").read_text(encoding="utf-8")
+PAGE_JS = _STATIC.joinpath("challenge.js").read_text(encoding="utf-8")
+
+
+def _hash(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode() + "'"
+
+
+# Only the inline blocks above may run; the worker is created from a blob of WORKER_JS.
+CSP = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(WORKER_JS)} {_hash(PAGE_JS)}; worker-src blob:; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+CSP_STATIC = f"default-src 'none'; style-src {_hash(CSS)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+_e = html.escape
+
+
+def _page(lang: str, title: str, body: Sequence[str], *, head: str = "", scripts: bool = False) -> bytes:
+    parts = [
+        "<!doctype html>",
+        f'<html lang="{_e(lang)}"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+        '<meta name="robots" content="noindex,nofollow">',
+        f"<title>{_e(title)}</title><style>{CSS}</style>{head}</head>",
+        "<body><main>",
+        *body,
+        "</main>",
+    ]
+    if scripts:
+        parts.append(f'<script id="cg-worker">{WORKER_JS}</script><script>{PAGE_JS}</script>')
+    parts.append("</body></html>")
+    return "\n".join(parts).encode("utf-8")
+
+
+def _footer(s: dict[str, str], request_id: str, contact: str) -> str:
+    bits = []
+    if request_id:
+        bits.append(f"{_e(s['request_id'])}: <code>{_e(request_id)}</code>")
+    if contact:
+        bits.append(f"{_e(s['contact'])} {_e(contact)}.")
+    return f'<p class="meta">{"<br>".join(bits)}</p>' if bits else ""
+
+
+def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
+                   nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+    """The proof-of-work page: a form the script submits once the puzzle is solved.
+
+    ``nojs_url`` (low-risk challenges only) adds a meta refresh inside ``<noscript>``: a
+    browser without JavaScript follows it after ``nojs_wait_s`` seconds and passes.
+    """
+    s = STRINGS[lang]
+    head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={_e(nojs_url)}"></noscript>' if nojs_url else ""
+    if nojs_url:
+        nojs = (f"<noscript><p class=\"note\">{_e(s['nojs_wait'].format(seconds=nojs_wait_s))} "
+                f"<a href=\"{_e(nojs_url)}\">{_e(s['nojs_continue'])}</a></p></noscript>")
+    else:
+        nojs = f"<noscript><p class=\"note\">{_e(s['nojs_required'])}</p></noscript>"
+    body = [
+        f"<h1>{_e(s['challenge_heading'])}</h1>",
+        f"<p>{_e(s['challenge_intro'])}</p>",
+        f"<p class=\"note\">{_e(s['post_lost'])}</p>" if post_lost else "",
+        f'<progress id="cg-bar" max="100" value="0" aria-label="{_e(s["challenge_working"])}"></progress>',
+        f'<p id="cg-status" role="status" aria-live="polite">{_e(s["challenge_working"])}</p>',
+        nojs,
+        f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{_e(nonce)}" data-difficulty="{difficulty}" '
+        f'data-progress="{_e(s["challenge_progress"])}" data-done="{_e(s["challenge_done"])}" data-failed="{_e(s["challenge_failed"])}">'
+        f'<input type="hidden" name="token" value="{_e(token)}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
+        _footer(s, request_id, ""),
+    ]
+    return _page(lang, s["challenge_title"], [b for b in body if b], head=head, scripts=True)
+
+
+def message_page(lang: str, kind: str, *, request_id: str = "", contact: str = "", link: str | None = None,
+                 extra: str = "", reason: str = "") -> bytes:
+    """A static page: kind is block, rate, verified, verified_post, failed or not_found."""
+    s = STRINGS[lang]
+    if kind == "block":
+        title, heading, text = s["block_title"], s["block_heading"], s["block_text"]
+    elif kind == "rate":
+        title, heading, text = s["rate_title"], s["rate_heading"], s["rate_text"]
+    elif kind in ("verified", "verified_post"):
+        title, heading = s["verified_title"], s["verified_heading"]
+        text = s["verified_resubmit"] if kind == "verified_post" else ""
+    elif kind == "failed":
+        title, heading, text = s["failed_title"], s["failed_heading"], s["failed_text"].format(reason=reason)
+    else:
+        title = heading = s["not_found"]
+        text = ""
+    body = [f"<h1>{_e(heading)}</h1>"]
+    if text:
+        body.append(f"<p>{_e(text)}</p>")
+    if extra:
+        body.append(f"<p>{_e(extra)}</p>")
+    if link is not None:
+        label = s["failed_link"] if kind == "failed" else s["verified_link"]
+        body.append(f'<p><a href="{_e(link)}">{_e(label)}</a></p>')
+    footer = _footer(s, request_id, contact if kind in ("block", "rate", "failed") else "")
+    if footer:
+        body.append(footer)
+    return _page(lang, title, body)

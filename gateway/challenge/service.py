@@ -1,0 +1,338 @@
+"""ChallengeService: the pages for CHALLENGE and BLOCK verdicts, and the ``/.clefgate/`` endpoints.
+
+Flow for a challenged browser::
+
+    GET /page            -> 403 (challenge.page_status) challenge page with a signed token
+    (page solves SHA-256 proof-of-work in Web Workers)
+    POST /.clefgate/verify  token=...&counter=...
+                         -> 303 to /page, Set-Cookie: clefgate_pass=<signed pass>
+    GET /page  (cookie)  -> the pipeline sees a valid pass: the CHALLENGE becomes FORWARD
+
+The token and the pass are bound to the client (network prefix + user-agent hash), expire,
+and a solved nonce is accepted once. A request that was a POST is not replayed after the
+check (its body is gone): the page says so, and after passing the client is told to
+submit again. Browsers without JavaScript get an explanation, and for low-risk
+challenges a meta-refresh path (``/.clefgate/nojs``) that costs waiting time instead of
+CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from http.cookies import SimpleCookie
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from gateway import metrics
+from gateway.challenge.pages import CSP, CSP_STATIC, challenge_page, message_page
+from gateway.challenge.replay import NonceStore
+from gateway.challenge.strings import STRINGS, pick_language
+from gateway.challenge.tokens import CHALLENGE, MIN_SECRET_BYTES, PASS, WAIT, Binding, Signer, TokenError, b64e, new_nonce, pow_ok
+from gateway.clients import ClientState
+from gateway.config import ChallengeConfig, resolve_secret
+from gateway.features import Features
+from gateway.verdict import Action, LocalResponse, Verdict
+
+log = logging.getLogger("clefgate.challenge")
+
+ISSUED = metrics.counter("clefgate_challenges_issued_total", "Challenge pages served.")
+PASSED = metrics.counter("clefgate_challenges_passed_total", "Challenges solved and verified (a pass cookie was issued).")
+FAILED = metrics.counter("clefgate_challenges_failed_total",
+                         "Challenge answers refused, by reason (malformed, unknown_key, bad_signature, wrong_type, expired, "
+                         "wrong_client, bad_solution, replayed, too_early).", ("reason",))
+SOLVE = metrics.histogram("clefgate_challenge_solve_seconds", "Time from issuing a challenge to its verified answer.",
+                          buckets=(0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 60.0, 120.0, 300.0))
+PASS_COOKIES = metrics.counter("clefgate_pass_cookies_total",
+                               "Pass cookies presented on challenged requests, by result (accepted, rechallenged, or the refusal reason).",
+                               ("result",))
+BLOCK_PAGES = metrics.counter("clefgate_block_pages_total", "Block pages served, by status.", ("status",))
+
+PREFIX = "/.clefgate/"
+_COMMON_HEADERS = (("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex, nofollow"), ("Referrer-Policy", "same-origin"),
+                   ("X-Content-Type-Options", "nosniff"))
+
+
+def load_signer(cfg: ChallengeConfig, *, needed: bool, why: str, problems: list[str]) -> Signer | None:
+    """The Signer for ``challenge.keys``; problems for missing, short or unresolved secrets.
+
+    With no keys: a config error when something can challenge (``why`` says what),
+    unless ``dev_generate_secret`` asks for a random one (logged as a warning); when
+    nothing can challenge, an ephemeral key is made silently (it signs nothing that
+    must survive).
+    """
+    keys: list[tuple[str, bytes]] = []
+    seen: set[str] = set()
+    for i, key in enumerate(cfg.keys):
+        where = f"challenge.keys[{i}]"
+        if key.id in seen:
+            problems.append(f"{where}.id: duplicate key id {key.id!r}")
+            continue
+        seen.add(key.id)
+        secret = resolve_secret(key.secret)
+        if not secret:
+            problems.append(f"{where}.secret: {key.secret!r} resolves to nothing (unset variable or unreadable file)"
+                            if key.secret.startswith(("env:", "file:")) else f"{where}.secret: empty")
+            continue
+        if len(secret.encode()) < MIN_SECRET_BYTES:
+            problems.append(f"{where}.secret: too short ({len(secret.encode())} bytes; at least {MIN_SECRET_BYTES}, e.g. "
+                            "python -c 'import secrets; print(secrets.token_urlsafe(48))')")
+            continue
+        keys.append((key.id, secret.encode()))
+    if keys:
+        return Signer(keys)
+    if cfg.keys:
+        return None  # every key had a problem, already reported
+    if needed and not cfg.dev_generate_secret:
+        problems.append(f"challenge.keys: required because {why}; set challenge.keys: [{{id: k1, secret: env:CLEFGATE_CHALLENGE_KEY}}] "
+                        "(or challenge.dev_generate_secret: true for development only)")
+        return None
+    if needed:
+        log.warning("challenge.dev_generate_secret: signing with a random key made at start; passes do not survive a restart "
+                    "and are not shared between workers or replicas. Configure challenge.keys for production.")
+    return Signer([("dev", secrets.token_bytes(32))])
+
+
+class ChallengeService:
+    """PageRenderer (challenge and block pages) + LocalEndpoints (``/.clefgate/``) + pass-cookie checks."""
+
+    prefix = PREFIX
+
+    def __init__(self, cfg: ChallengeConfig, signer: Signer, state: ClientState | None = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.signer = signer
+        self.state = state or ClientState()
+        self.clock = clock
+        self.binding = Binding(cfg.bind_ipv4_prefix, cfg.bind_ipv6_prefix, cfg.bind_user_agent)
+        self.nonces = NonceStore(cfg.max_nonces, clock)
+        self._cookie_marker = cfg.cookie_name + "="
+
+    # ------------------------------------------------------------------ helpers
+
+    def _bind(self, features: Features) -> str:
+        return self.binding.of(features.client_ip, features.user_agent)
+
+    def _lang(self, features: Features) -> str:
+        return pick_language(features.header_map.get("accept-language", ""))
+
+    @staticmethod
+    def _wants_json(features: Features) -> bool:
+        accept = features.header_map.get("accept", "")
+        return "json" in accept and "html" not in accept
+
+    def _secure(self, features: Features) -> bool:
+        return self.cfg.cookie_secure == "always" or (self.cfg.cookie_secure == "auto" and features.scheme == "https")
+
+    @staticmethod
+    def _safe_target(target: str) -> str:
+        """A local URL to send the client back to: never another host (no open redirect)."""
+        if not target.startswith("/") or target.startswith("//") or "\\" in target or any(c < " " for c in target):
+            parts = urlsplit(target)
+            path = "/" + (parts.path or "").lstrip("/\\")
+            return path + (f"?{parts.query}" if parts.query else "")
+        return target
+
+    def _return_url(self, features: Features) -> tuple[str, bool]:
+        """(where to go after passing, whether the original request's body was lost)."""
+        if features.method in ("GET", "HEAD"):
+            return self._safe_target(features.target), False
+        referer = features.header_map.get("referer", "")
+        if referer:
+            parts = urlsplit(referer)
+            if parts.netloc and parts.netloc.lower() == features.host.lower():
+                return self._safe_target(parts.path + (f"?{parts.query}" if parts.query else "")), True
+        return "/", True
+
+    def _response(self, status: int, body: bytes, features: Features, *, csp: str = CSP_STATIC,
+                  extra: tuple[tuple[str, str], ...] = ()) -> LocalResponse:
+        headers = (*_COMMON_HEADERS, ("Content-Security-Policy", csp), *extra)
+        if features.method == "HEAD":
+            body = b""
+        return LocalResponse(status, body, headers)
+
+    def _json(self, status: int, payload: dict[str, Any], extra: tuple[tuple[str, str], ...] = ()) -> LocalResponse:
+        return LocalResponse(status, json.dumps(payload).encode(), (*_COMMON_HEADERS, *extra), "application/json")
+
+    # ------------------------------------------------------------------ PageRenderer
+
+    def challenge(self, verdict: Verdict, features: Features) -> LocalResponse:
+        """The proof-of-work page for a CHALLENGE verdict (status ``challenge.page_status``)."""
+        cfg = self.cfg
+        now = self.clock()
+        difficulty = verdict.difficulty or cfg.difficulty
+        url, post_lost = self._return_url(features)
+        nonce = new_nonce()
+        binding = self._bind(features)
+        expires = int(now + cfg.token_ttl_s) + 1
+        token = self.signer.sign({"t": CHALLENGE, "n": nonce, "d": difficulty, "i": now, "e": expires, "b": binding, "u": url,
+                                  "p": int(post_lost)})
+        nojs_url = None
+        if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
+            wait = self.signer.sign({"t": WAIT, "n": nonce, "d": difficulty, "i": now, "nb": now + cfg.nojs_wait_s, "e": expires,
+                                     "b": binding, "u": url, "p": int(post_lost)})
+            nojs_url = f"{PREFIX}nojs?token={quote(wait)}"
+        ISSUED.inc()
+        extra = (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}"),)
+        if self._wants_json(features):
+            s = STRINGS["en"]
+            return self._json(cfg.page_status, {"error": "challenge", "message": s["challenge_intro"], "request_id": features.request_id,
+                                                "difficulty": difficulty}, extra)
+        lang = self._lang(features)
+        body = challenge_page(lang, token=token, nonce=nonce, difficulty=difficulty, verify_url=f"{PREFIX}verify", post_lost=post_lost,
+                              nojs_url=nojs_url, nojs_wait_s=math.ceil(cfg.nojs_wait_s), request_id=features.request_id,
+                              contact=cfg.contact)
+        return self._response(cfg.page_status, body, features, csp=CSP, extra=extra)
+
+    def block(self, verdict: Verdict, features: Features) -> LocalResponse:
+        """The block page for a BLOCK verdict: its own status (e.g. 429 from a rate rule) or ``challenge.block_status``."""
+        status = verdict.status or self.cfg.block_status
+        BLOCK_PAGES.inc(str(status))
+        kind = "rate" if status == 429 else "block"
+        extra = (("Retry-After", "60"),) if status == 429 else ()
+        if self._wants_json(features):
+            s = STRINGS["en"]
+            return self._json(status, {"error": "rate_limited" if kind == "rate" else "blocked",
+                                       "message": s["rate_text" if kind == "rate" else "block_text"], "request_id": features.request_id},
+                              extra)
+        body = message_page(self._lang(features), kind, request_id=features.request_id, contact=self.cfg.contact)
+        return self._response(status, body, features, extra=extra)
+
+    # ------------------------------------------------------------------ LocalEndpoints
+
+    def handle(self, features: Features, body: bytes) -> LocalResponse | Awaitable[LocalResponse]:
+        """Requests under ``/.clefgate/``: ``POST verify`` (the page's answer) and ``GET nojs`` (the no-JavaScript path)."""
+        name = features.path[len(PREFIX):] if features.path.startswith(PREFIX) else ""
+        if name == "verify" and features.method == "POST":
+            form = parse_qs(body.decode("latin-1"), max_num_fields=8)
+            return self._answer(features, CHALLENGE, (form.get("token") or [""])[0], (form.get("counter") or [""])[0])
+        if name == "nojs" and features.method in ("GET", "HEAD"):
+            query = parse_qs(features.query, max_num_fields=8)
+            return self._answer(features, WAIT, (query.get("token") or [""])[0], "")
+        lang = self._lang(features)
+        return self._response(404, message_page(lang, "not_found", request_id=features.request_id), features)
+
+    def _answer(self, features: Features, kind: str, token: str, counter: str) -> LocalResponse | Awaitable[LocalResponse]:
+        now = self.clock()
+        try:
+            payload = self.signer.verify(token, kind, now)
+            if payload.get("b") != self._bind(features):
+                raise TokenError("wrong_client", "issued to another client")
+            if kind == CHALLENGE and not pow_ok(str(payload.get("n", "")), counter, int(payload.get("d", 99))):
+                raise TokenError("bad_solution", "the answer does not solve the puzzle")
+            if kind == WAIT and now < float(payload.get("nb", 0)):
+                raise TokenError("too_early", "the wait is not over")
+        except TokenError as exc:
+            return self._refused(features, exc.reason, None)
+        nonce = str(payload.get("n", ""))
+        ttl = max(1.0, float(payload["e"]) - now)
+        expires = now + ttl
+
+        def local() -> bool:
+            return self.nonces.claim(nonce, expires)
+
+        if self.state.backend is None:
+            return self._passed(features, payload, local(), now)
+        return self._shared_claim(features, payload, nonce, ttl, local, now)
+
+    async def _shared_claim(self, features: Features, payload: dict[str, Any], nonce: str, ttl: float, local: Callable[[], bool],
+                            now: float) -> LocalResponse:
+        first = await self.state.claim(nonce, ttl, local)
+        return self._passed(features, payload, first, now)
+
+    def _passed(self, features: Features, payload: dict[str, Any], first: bool, now: float) -> LocalResponse:
+        if not first:
+            return self._refused(features, "replayed", payload)
+        cfg = self.cfg
+        difficulty = int(payload.get("d", cfg.difficulty))
+        cookie = self.signer.sign({"t": PASS, "i": int(now), "e": int(now + cfg.pass_ttl_s), "b": self._bind(features),
+                                   "d": difficulty, "id": b64e(secrets.token_bytes(6))})
+        PASSED.inc()
+        SOLVE.observe(max(0.0, now - float(payload.get("i", now))))
+        self.state.passed(features.client_ip)
+        set_cookie = ("Set-Cookie", self._cookie_header(cookie, features))
+        url = self._safe_target(str(payload.get("u", "/")))
+        if payload.get("p"):
+            body = message_page(self._lang(features), "verified_post", link=url)
+            return self._response(200, body, features, extra=(set_cookie,))
+        return LocalResponse(303, b"", (*_COMMON_HEADERS, ("Location", url), set_cookie), "text/plain; charset=utf-8")
+
+    def _refused(self, features: Features, reason: str, payload: dict[str, Any] | None) -> LocalResponse:
+        FAILED.inc(reason)
+        retry = self._safe_target(str(payload.get("u", "/"))) if payload else "/"
+        body = message_page(self._lang(features), "failed", request_id=features.request_id, contact=self.cfg.contact,
+                            link=retry, reason=reason.replace("_", " "))
+        return self._response(403, body, features)
+
+    def _cookie_header(self, value: str, features: Features) -> str:
+        cfg = self.cfg
+        parts = [f"{cfg.cookie_name}={value}", "Path=/", f"Max-Age={int(cfg.pass_ttl_s)}", "HttpOnly", "SameSite=Lax"]
+        if cfg.cookie_domain:
+            parts.append(f"Domain={cfg.cookie_domain}")
+        if self._secure(features):
+            parts.append("Secure")
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------------ pass cookies
+
+    def pass_for(self, features: Features) -> dict[str, Any] | None:
+        """The payload of the client's valid pass cookie, or None (absent, forged, tampered, expired, another client's)."""
+        header = features.header_map.get("cookie", "")
+        if self._cookie_marker not in header:
+            return None
+        try:
+            morsel = SimpleCookie(header).get(self.cfg.cookie_name)
+        except Exception:  # a malformed Cookie header is the client's problem, never ours
+            morsel = None
+        if morsel is None:
+            PASS_COOKIES.inc("malformed")
+            return None
+        try:
+            payload = self.signer.verify(morsel.value, PASS, self.clock())
+        except TokenError as exc:
+            PASS_COOKIES.inc(exc.reason)
+            return None
+        if payload.get("b") != self._bind(features):
+            PASS_COOKIES.inc("wrong_client")
+            return None
+        return payload
+
+    def drift(self, client_ip: str) -> str | None:
+        """Why a client holding a pass should be challenged again (behaviour since the pass), or None."""
+        cfg = self.cfg
+        requests, errors = self.state.windows.counts(client_ip)
+        rate = requests * 60.0 / self.state.windows.window_s
+        if cfg.pass_max_rate_per_min and rate > cfg.pass_max_rate_per_min:
+            return f"request rate {rate:.0f}/min is above {cfg.pass_max_rate_per_min:g}/min"
+        if cfg.pass_max_error_ratio < 1.0 and requests >= 20 and errors / requests > cfg.pass_max_error_ratio:
+            return f"{errors} of the last {requests} answers were 4xx"
+        return None
+
+    def honour(self, verdict: Verdict, features: Features) -> Verdict:
+        """A CHALLENGE verdict for a client with a valid pass becomes FORWARD, unless the risk or its behaviour rose since.
+
+        A pass earned at a lower difficulty than the one now required, or a client whose
+        request rate or 4xx share drifted past ``challenge.pass_max_*``, is challenged
+        again (the reason says why).
+        """
+        if verdict.action is not Action.CHALLENGE:
+            return verdict
+        payload = self.pass_for(features)
+        if payload is None:
+            return verdict
+        required = verdict.difficulty or self.cfg.difficulty
+        held = int(payload.get("d", 0))
+        why = f"pass earned at difficulty {held}, {required} now required" if held < required else self.drift(features.client_ip)
+        if why:
+            PASS_COOKIES.inc("rechallenged")
+            return dataclasses.replace(verdict, reason=f"{verdict.reason}; challenged again: {why}",
+                                       explanation=(*verdict.explanation, f"challenged again: {why}"))
+        PASS_COOKIES.inc("accepted")
+        return Verdict(Action.FORWARD, verdict.source, f"challenge passed (pass cookie); would otherwise: {verdict.reason}",
+                       probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, explanation=verdict.explanation,
+                       policy=verdict.policy, headers=(("X-Clefgate-Pass", f"difficulty={held}"),))

@@ -1,0 +1,137 @@
+"""Signed challenge tokens and pass cookies: HMAC-SHA256 with a key id, expiry and client binding.
+
+A token is ``<key id>.<payload>.<signature>``: the payload is compact JSON in base64url,
+the signature HMAC-SHA256 over ``<key id>.<payload>`` with the key of that id. Several
+keys verify (rotation: add the new key first, keep the old one until its cookies have
+expired); the first one signs. Tokens carry their type (challenge, no-JS wait, pass),
+issue and expiry times, the proof-of-work difficulty, and a binding to the client: a
+hash of its network (prefix length configurable, or none for CGNAT/roaming users) and,
+optionally, of its user agent. Nothing secret is inside; the signature makes it
+tamper-proof.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.clients import network_of
+
+MIN_SECRET_BYTES = 32
+
+CHALLENGE = "c"   # a proof-of-work challenge handed out with the page
+WAIT = "w"        # the no-JavaScript variant: valid once its wait is over
+PASS = "p"        # the pass cookie
+
+
+class TokenError(Exception):
+    """A token or cookie was refused; ``reason`` is the metrics label (malformed, unknown_key, ...)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        self.reason = reason
+        super().__init__(detail or reason)
+
+
+def b64e(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64d(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Signer:
+    """Signs with the first key, verifies with any (key rotation)."""
+
+    def __init__(self, keys: Sequence[tuple[str, bytes]]) -> None:
+        if not keys:
+            raise ValueError("a Signer needs at least one key")
+        self.keys = dict(keys)
+        self.signing_id = keys[0][0]
+        self._signing_key = keys[0][1]
+
+    def sign(self, payload: dict[str, Any]) -> str:
+        body = b64e(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+        head = f"{self.signing_id}.{body}"
+        return f"{head}.{b64e(hmac.new(self._signing_key, head.encode(), hashlib.sha256).digest())}"
+
+    def verify(self, token: str, kind: str, now: float | None = None) -> dict[str, Any]:
+        """The payload of a valid, unexpired token of ``kind``; raises TokenError otherwise."""
+        parts = token.split(".")
+        if len(parts) != 3 or len(token) > 4096:
+            raise TokenError("malformed", "not a clefgate token")
+        kid, body, sig = parts
+        key = self.keys.get(kid)
+        if key is None:
+            raise TokenError("unknown_key", f"signed with unknown key {kid!r}")
+        try:
+            given = b64d(sig)
+        except (binascii.Error, ValueError):
+            raise TokenError("malformed", "signature is not base64") from None
+        expected = hmac.new(key, f"{kid}.{body}".encode(), hashlib.sha256).digest()
+        if not hmac.compare_digest(given, expected):
+            raise TokenError("bad_signature", "signature does not match")
+        try:
+            payload = json.loads(b64d(body))
+        except (binascii.Error, ValueError):
+            raise TokenError("malformed", "payload is not JSON") from None
+        if not isinstance(payload, dict) or payload.get("t") != kind:
+            raise TokenError("wrong_type", f"not a {kind!r} token")
+        expires = payload.get("e")
+        if not isinstance(expires, (int, float)) or (now if now is not None else time.time()) > expires:
+            raise TokenError("expired", "token expired")
+        return payload
+
+
+@dataclass(frozen=True)
+class Binding:
+    """How a token is tied to its client: network prefix lengths (0 = any address) and the user agent."""
+
+    v4_prefix: int = 24
+    v6_prefix: int = 64
+    user_agent: bool = True
+
+    def of(self, client_ip: str, user_agent: str) -> str:
+        """A short hash naming the client as far as the binding cares (never the address itself)."""
+        v6 = ":" in client_ip and not client_ip.startswith("::ffff:")
+        prefix = self.v6_prefix if v6 else self.v4_prefix
+        network = network_of(client_ip, self.v4_prefix, self.v6_prefix) if prefix else "*"
+        ua = user_agent if self.user_agent else ""
+        return b64e(hashlib.sha256(f"{network}|{ua}".encode("utf-8", "surrogateescape")).digest()[:12])
+
+
+def new_nonce() -> str:
+    return b64e(secrets.token_bytes(16))
+
+
+def leading_zero_bits(digest: bytes) -> int:
+    bits = 0
+    for byte in digest:
+        if byte == 0:
+            bits += 8
+            continue
+        return bits + 8 - byte.bit_length()
+    return bits
+
+
+def pow_ok(nonce: str, counter: str, difficulty: int) -> bool:
+    """True when SHA-256("<nonce>:<counter>") starts with ``difficulty`` zero bits (the page's puzzle)."""
+    if not counter.isdigit() or len(counter) > 16:
+        return False
+    return leading_zero_bits(hashlib.sha256(f"{nonce}:{counter}".encode()).digest()) >= difficulty
+
+
+def solve(nonce: str, difficulty: int, start: int = 0) -> int:
+    """Find a counter solving the puzzle (tests and the benchmark; browsers use the page's worker)."""
+    counter = start
+    while not pow_ok(nonce, str(counter), difficulty):
+        counter += 1
+    return counter
