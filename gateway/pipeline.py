@@ -1,20 +1,33 @@
-"""The compiled decision chain: rules -> (model -> policy) -> verdict.
+"""The compiled decision chain: rules -> (model -> policy) -> verdict, and its composition root.
 
 A ``Pipeline`` is immutable once built; a reload builds a new one and swaps it in
 whole, so a request decides with exactly one version of rules, model and policy.
 ``decide`` is synchronous whenever the rules settle the request (the common case,
 and the one the proxy handles without creating a task); only a request that needs
 the model returns an awaitable.
+
+:func:`build` is where the chain is put together from a ``Config``: it compiles the
+rule files, the policy and the challenge service, checks everything that spans
+sections (rule backends, route policies, challenge keys), and raises one
+``ConfigError`` listing every problem. Per-client state (windows, rate buckets, solved
+challenge nonces) is handed from the previous pipeline to the next on reload.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gateway.config import Config
+from gateway import metrics
+from gateway.challenge import PREFIX, ChallengeService, load_signer
+from gateway.clients import ClientState
+from gateway.config import Config, ConfigError
 from gateway.features import Features
+from gateway.policy import Policy
+from gateway.policy import check as check_policy
+from gateway.rules import RuleTable, from_config
 from gateway.verdict import ALLOW_ALL, Action, LocalResponse, ScoreRequest, Source, Verdict
 
 
@@ -49,6 +62,15 @@ class PageRenderer(Protocol):
 ResponseObserver = Callable[[Features, Verdict, int], None]
 
 NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwarded")
+DEFAULTS = metrics.counter("clefgate_rule_defaults_total", "Requests no rule matched, by what the default (rules.default) did.",
+                           ("outcome",))
+
+
+@dataclass(frozen=True)
+class _RoutePolicy:
+    host: str
+    prefix: str
+    policy: str | None
 
 
 @dataclass(frozen=True)
@@ -58,6 +80,8 @@ class Pipeline:
     ``default`` is what happens when no rule matches: a named, counted verdict or a
     ``ScoreRequest`` (ask the model). ``observers`` are told each response status
     (per-client windows, challenge bookkeeping); they must be cheap and never raise.
+    ``passes`` turns a CHALLENGE into FORWARD for a client holding a valid pass cookie
+    (and re-challenges it when its behaviour drifted).
     """
 
     rules: RuleEvaluator | None = None
@@ -69,22 +93,159 @@ class Pipeline:
     # bytes of request body the decision needs before it is made (0: decide on the head)
     body_prefix_bytes: int = 0
     description: str = "allow-all"
+    passes: ChallengeService | None = None
+    state: ClientState | None = None
+    policy: Policy | None = None
+    route_policies: tuple[_RoutePolicy, ...] = ()
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
+        """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
         outcome = self.rules.evaluate(features) if self.rules is not None else None
         if outcome is None:
             outcome = self.default
+            DEFAULTS.inc(outcome.action.value if isinstance(outcome, Verdict) else "score")
         if isinstance(outcome, Verdict):
+            if outcome.action is Action.CHALLENGE and self.passes is not None:
+                return self.passes.honour(outcome, features)
             return outcome
         if self.scorer is None:
-            return NO_MODEL
-        return self.scorer.decide(features, outcome)
+            return NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
+        return self._score(features, outcome)
+
+    async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
+        assert self.scorer is not None
+        if request.policy is None and self.route_policies:
+            policy = self.policy_for(features)
+            if policy is not None:
+                request = dataclasses.replace(request, policy=policy)
+        if features.client is None and self.state is not None:
+            # the model reads the client's window as it was before this request
+            features = dataclasses.replace(features, client=self.state.stats(features.client_ip))
+        verdict = await self.scorer.decide(features, request)
+        if verdict.action is Action.CHALLENGE and self.passes is not None:
+            return self.passes.honour(verdict, features)
+        return verdict
+
+    def policy_for(self, features: Features) -> str | None:
+        """The named policy of the route (host + longest path prefix) a request falls under."""
+        host = features.host.lower().rsplit(":", 1)[0] if features.host.count(":") == 1 else features.host.lower()
+        for route in self.route_policies:
+            if route.host and not (host == route.host or (route.host.startswith("*.") and host.endswith(route.host[1:]))):
+                continue
+            if features.path.startswith(route.prefix):
+                return route.policy
+        return None
 
     def observe(self, features: Features, verdict: Verdict, status: int) -> None:
+        """Tell every observer how a request ended (call once per answered request)."""
         for observer in self.observers:
             observer(features, verdict, status)
 
+    async def start(self) -> None:
+        """Start background work (the shared-state sync task when Redis is configured)."""
+        if self.state is not None:
+            await self.state.start()
 
-def build(cfg: Config, scorer: ScoreStage | None = None) -> Pipeline:
-    """Compile the decision chain for ``cfg`` (grows with rules, policy and challenge)."""
-    return Pipeline(scorer=scorer, body_prefix_bytes=cfg.limits.body_prefix_bytes if cfg.rules.files else 0)
+    async def close(self, successor: Pipeline | None = None) -> None:
+        """Stop background work, unless ``successor`` (the pipeline replacing this one on reload) took the state over."""
+        if self.state is not None and (successor is None or successor.state is not self.state):
+            await self.state.close()
+
+
+def client_recorder(state: ClientState) -> ResponseObserver:
+    """The observer feeding per-client windows, blind to the gateway's own pages.
+
+    Block and challenge pages (and ``/.clefgate/`` answers) are not recorded, so a
+    client the gateway refused cannot climb its own 4xx ratio and trip further rules:
+    the gateway never feeds its own detectors (the 403-loop of log-driven bouncers).
+    """
+    record = state.record
+
+    def observe(features: Features, verdict: Verdict, status: int) -> None:
+        if verdict.action is not Action.FORWARD or features.path.startswith(PREFIX):
+            return
+        record(features.client_ip, features.path, status)
+    return observe
+
+
+def _default(cfg: Config) -> Verdict | ScoreRequest:
+    mode = cfg.rules.default
+    if mode == "allow":
+        return ALLOW_ALL
+    if mode == "challenge":
+        return Verdict(Action.CHALLENGE, Source.DEFAULT, "no rule matched; default challenge", difficulty=cfg.challenge.difficulty)
+    if mode == "block":
+        return Verdict(Action.BLOCK, Source.DEFAULT, "no rule matched; default block", status=cfg.challenge.block_status)
+    return ScoreRequest(rule=None, reason="no rule matched; scored by the model")
+
+
+def check(cfg: Config, scorer: ScoreStage | None = None) -> list[str]:
+    """Every problem :func:`build` would raise, as a list (for ``clefgate check``)."""
+    try:
+        build(cfg, scorer)
+    except ConfigError as exc:
+        return exc.problems
+    return []
+
+
+def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline | None = None) -> Pipeline:
+    """Compile the decision chain for ``cfg``; raise ConfigError listing every problem.
+
+    ``scorer`` is the model stage (decider + policy) when a model is configured.
+    ``previous`` is the running pipeline on a reload: its per-client windows, rate
+    buckets and solved-challenge nonces carry over (when ``clients``/``redis`` did not
+    change), so a reload forgets nobody. Call ``await pipeline.start()`` before
+    serving and ``await old.close(successor=new)`` after swapping.
+    """
+    problems: list[str] = []
+    rule_problems: list[str] = []
+    source = cfg.source
+
+    state = previous.state if previous is not None and previous.state is not None and previous.state.compatible(cfg.clients, cfg.redis) \
+        else ClientState(cfg.clients, cfg.redis)
+
+    table: RuleTable | None = None
+    try:
+        table = from_config(cfg, state) if cfg.rules.files else None
+    except ConfigError as exc:
+        rule_problems = exc.problems
+        source = exc.source
+
+    policy = Policy(cfg.policy)
+    problems.extend(check_policy(cfg.policy))
+    for i, route in enumerate(cfg.routes):
+        if route.policy and route.policy not in cfg.policy.routes:
+            known = ", ".join(sorted(cfg.policy.routes)) or "none"
+            problems.append(f"routes[{i}].policy: unknown policy {route.policy!r} (known under policy.routes: {known})")
+
+    why = []
+    if table is not None:
+        challengers = [r.label for r in table.rules if r.action == "challenge"]
+        if challengers:
+            why.append(f"rule(s) {', '.join(challengers[:3])}{' and others' if len(challengers) > 3 else ''} challenge")
+    if cfg.rules.default == "challenge":
+        why.append("rules.default is challenge")
+    if scorer is not None and policy.can_challenge:
+        why.append("the model policy can challenge")
+    if previous is not None and previous.passes is not None and not cfg.challenge.keys and cfg.challenge.dev_generate_secret:
+        signer = previous.passes.signer  # keep the generated dev key across reloads so passes survive them
+    else:
+        signer = load_signer(cfg.challenge, needed=bool(why), why=" and ".join(why), problems=problems)
+
+    if rule_problems or problems:
+        # rule-file problems already read "file:rule: message"; config problems read "path: message"
+        raise ConfigError(rule_problems + problems, source if not problems else cfg.source)
+    assert signer is not None
+
+    service = ChallengeService(cfg.challenge, signer, state)
+    if previous is not None and previous.passes is not None:
+        service.nonces = previous.passes.nonces  # a solved challenge stays solved across reloads
+
+    routes = tuple(sorted((_RoutePolicy(r.host.lower(), r.path_prefix, r.policy or None) for r in cfg.routes),
+                          key=lambda r: (-len(r.prefix), not r.host)))
+    default = _default(cfg)
+    parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
+             f"default {cfg.rules.default}", "model" if scorer is not None else "no model", policy.describe()]
+    return Pipeline(rules=table, scorer=scorer, default=default, pages=service, local=service, observers=(client_recorder(state),),
+                    body_prefix_bytes=cfg.limits.body_prefix_bytes if scorer is not None else 0, description="; ".join(parts),
+                    passes=service, state=state, policy=policy, route_policies=routes if any(r.policy for r in routes) else ())
