@@ -1,0 +1,183 @@
+"""The gateway as a process: flags, admin endpoints, reloads (good and bad), drain, workers, `clefgate check`."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.harness import ROOT, Gateway, config_for, free_port, http_get, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class _SlowHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        if self.path.startswith("/slow"):
+            time.sleep(float(self.path.partition("=")[2] or 1.0))
+        body = f"served {self.path} by slow-origin\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def slow_origin() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_upstream_flag_needs_no_config_file(demo_origin, tmp_path: Path) -> None:
+    port, admin = free_port(), free_port()
+    out = open(tmp_path / "out", "wb")  # noqa: SIM115
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--upstream", demo_origin.url, "--listen", f"127.0.0.1:{port}",
+                             "--admin", f"127.0.0.1:{admin}", "--trusted-proxies", "127.0.0.1/32"],
+                            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: http_get(f"http://127.0.0.1:{admin}/readyz")[0] == 200, 30, what="readyz")
+        status, body = http_get(f"http://127.0.0.1:{port}/shop")
+        assert status == 200 and b"Walnut desk" in body
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+        out.close()
+
+
+def test_admin_endpoints(demo_origin, start_gateway) -> None:
+    cfg = config_for(demo_origin.url, admin={"token": "t0ken-for-admin"})
+    gw = start_gateway(cfg)
+    assert http_get(gw.admin_url + "/healthz")[0] == 200
+    status, body = http_get(gw.admin_url + "/readyz")
+    assert status == 200 and b'"ready": true' in body
+    http_get(gw.url + "/")
+    text = gw.metrics()
+    assert "# TYPE clefgate_requests_total counter" in text
+    assert 'clefgate_requests_total{' in text
+    assert "clefgate_worker_rss_bytes" in text
+    assert http_get(gw.admin_url + "/admin/config")[0] == 401
+    status, body = http_get(gw.admin_url + "/admin/config", headers={"Authorization": "Bearer t0ken-for-admin"})
+    assert status == 200 and b'"token": "***"' in body and b"t0ken-for-admin" not in body
+
+
+def test_bad_reload_keeps_the_running_config(demo_origin, start_gateway) -> None:
+    gw = start_gateway(config_for(demo_origin.url))
+    bad = config_for("htp://nowhere", limits={"max_headers": "many"})
+    status, answer = gw.reload(bad)
+    assert status == 422 and answer["reloaded"] is False
+    problems = "\n".join(answer["problems"])
+    assert "backends.app.servers[0].url: 'htp://nowhere' is not an http(s) URL" in problems
+    assert "limits.max_headers: expected an integer, got 'many'" in problems
+    assert http_get(gw.url + "/shop")[0] == 200  # still serving on the old config
+    logged = [r for r in gw.process_log() if r.get("msg", "").startswith("reload rejected")]
+    assert logged and any("htp://nowhere" in p for p in logged[0]["problems"])
+    assert 'clefgate_config_reloads_total{result="error"} 1.0' in gw.metrics()
+
+
+def test_good_reload_swaps_backends(demo_origin, slow_origin, start_gateway) -> None:
+    gw = start_gateway(config_for(demo_origin.url))
+    assert b"Walnut desk" in http_get(gw.url + "/shop")[1]
+    status, answer = gw.reload(config_for(slow_origin))
+    assert status == 200 and answer == {"reloaded": True, "generation": 2}
+    assert b"by slow-origin" in http_get(gw.url + "/shop")[1]
+    # and back again through SIGHUP
+    gw.reload(config_for(demo_origin.url), via="sighup")
+    wait_until(lambda: b"Walnut desk" in http_get(gw.url + "/shop")[1], 10, what="SIGHUP reload")
+
+
+def test_sigterm_drains_in_flight_requests(slow_origin, start_gateway) -> None:
+    gw = start_gateway(config_for(slow_origin, timeouts={"drain_s": 10}))
+    results: dict[str, object] = {}
+
+    def slow_call() -> None:
+        with httpx.Client(timeout=20) as client:
+            results["response"] = client.get(gw.url + "/slow?s=1.5")
+
+    t = threading.Thread(target=slow_call)
+    t.start()
+    time.sleep(0.5)  # the request is in flight at the origin
+    gw.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: http_get(gw.admin_url + "/readyz")[0] == 503, 5, what="readyz to report draining")
+    t.join(20)
+    response = results["response"]
+    assert isinstance(response, httpx.Response) and response.status_code == 200 and b"/slow" in response.content
+    assert gw.proc.wait(20) == 0
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(gw.url + "/", timeout=2)
+
+
+def test_workers_share_the_port_and_metrics_add_up(demo_origin, start_gateway) -> None:
+    gw = start_gateway(config_for(demo_origin.url, workers=2))
+    with httpx.Client(timeout=10) as client:
+        for _ in range(40):
+            # a fresh connection each time so both workers get accepted connections
+            assert httpx.get(gw.url + "/api/items", timeout=10).status_code == 200
+    statuses = httpx.get(gw.admin_url + "/readyz", timeout=10).json()["workers"]
+    assert len(statuses) == 2 and len({s["pid"] for s in statuses}) == 2
+    text = gw.metrics()
+    total = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith("clefgate_requests_total{") and 'status="200"' in line)
+    assert total >= 40
+    assert text.count("clefgate_worker_rss_bytes{") >= 2
+
+
+def test_dead_worker_is_restarted(demo_origin, start_gateway) -> None:
+    gw = start_gateway(config_for(demo_origin.url, workers=2))
+    pids = {s["pid"] for s in httpx.get(gw.admin_url + "/readyz", timeout=10).json()["workers"]}
+    victim = sorted(pids)[0]
+    os.kill(victim, signal.SIGKILL)
+
+    def replaced() -> bool:
+        answer = httpx.get(gw.admin_url + "/readyz", timeout=10).json()
+        now = {s["pid"] for s in answer["workers"]}
+        return victim not in now and len(now) == 2 and answer["ready"]
+
+    wait_until(replaced, 60, interval=0.5, what="a replacement worker")
+    assert httpx.get(gw.url + "/shop", timeout=10).status_code == 200
+    assert "clefgate_worker_restarts_total 1.0" in gw.metrics()
+
+
+@pytest.mark.parametrize("name,code", [("good/minimal.yaml", 0), ("good/full.yaml", 0), ("bad/types_and_values.yaml", 1),
+                                       ("bad/references.yaml", 1)])
+def test_check_command(name: str, code: int) -> None:
+    path = Path(__file__).parent / "config" / name
+    proc = subprocess.run([sys.executable, "-m", "gateway", "check", "--config", str(path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == code, proc.stderr
+    if code:
+        for line in path.read_text().splitlines():
+            if line.startswith("# expect: "):
+                assert line[len("# expect: "):] in proc.stderr
+    else:
+        assert ": ok (" in proc.stdout
+
+
+def test_invalid_config_refuses_to_start(tmp_path: Path) -> None:
+    bad = Path(__file__).parent / "config" / "bad" / "unknown_keys.yaml"
+    proc = subprocess.run([sys.executable, "-m", "gateway", "serve", "--config", str(bad)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert "listne: unknown key (did you mean 'listen'?)" in proc.stderr
+
+
+def test_gateway_constructor_reports_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="gateway exited"):
+        Gateway(tmp_path, {"backends": {"a": {"servers": ["http://127.0.0.1:1"]}}, "listen": "256.0.0.1:1"}, ready_timeout=20)
