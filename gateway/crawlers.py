@@ -44,11 +44,13 @@ class PublishedRanges:
     problems: list[str] = field(default_factory=list)
 
 
-def parse_published(data: Any) -> PublishedRanges:
+def parse_published(data: Any, *, crawler: bool = True) -> PublishedRanges:
     """Read the ``{"creationTime", "prefixes": [{"ipv4Prefix"|"ipv6Prefix": CIDR}]}`` shape (or a bare list of CIDRs).
 
     Prefixes are normalised (host bits cleared), de-duplicated and sorted (IPv4 first);
-    invalid, private or too-broad entries are reported in ``problems`` and left out.
+    invalid entries are reported in ``problems`` and left out. With ``crawler`` (the
+    import command), private and too-broad prefixes are refused as well: they cannot be
+    a crawler operator's own range. Rule lists in this format may hold any network.
     """
     out = PublishedRanges()
     if isinstance(data, dict):
@@ -75,6 +77,9 @@ def parse_published(data: Any) -> PublishedRanges:
             net = ipaddress.ip_network(raw.strip(), strict=False)
         except ValueError:
             out.problems.append(f"prefixes[{i}]: {raw!r} is not a CIDR")
+            continue
+        if not crawler:
+            seen.add(net)
             continue
         if net.prefixlen < (MIN_V4_PREFIX if net.version == 4 else MIN_V6_PREFIX):
             out.problems.append(f"prefixes[{i}]: {raw!r} is too broad to be a crawler's range (refused)")

@@ -110,5 +110,5 @@ class NamedLists:
             return [], [f"cannot read {path.name}: {exc.strerror}"]
         except json.JSONDecodeError as exc:
             return [], [f"{path.name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"]
-        ranges = parse_published(data)
+        ranges = parse_published(data, crawler=False)
         return [ipaddress.ip_network(p) for p in ranges.prefixes], [f"{path.name}: {p}" for p in ranges.problems]

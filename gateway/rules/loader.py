@@ -114,16 +114,17 @@ def _display(path: Path, base: Path) -> str:
     return os.path.relpath(path, base)
 
 
-def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str], read: list[str], stack: tuple[Path, ...]) -> None:
+def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str], read: list[str], stack: tuple[Path, ...],
+               included_at: str = "") -> None:
     shown = _display(path, base)
     if path in stack:
         chain = " -> ".join(_display(p, base) for p in (*stack, path))
-        problems.append(f"{_display(stack[-1], base)}: include: {shown!r} includes itself ({chain})")
+        problems.append(f"{included_at}: include: {shown!r} includes itself ({chain})")
         return
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        problems.append(f"{shown}: cannot read: {exc.strerror}")
+        problems.append(f"{included_at}: include: cannot read {shown!r}: {exc.strerror}" if included_at else f"{shown}: cannot read: {exc.strerror}")
         return
     read.append(str(path))
     try:
@@ -149,7 +150,7 @@ def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str
             if not isinstance(target, str):
                 problems.append(f"{shown}:#{i}: include: expected a file name")
                 continue
-            _read_file((path.parent / target).resolve(), base, entries, problems, read, (*stack, path))
+            _read_file((path.parent / target).resolve(), base, entries, problems, read, (*stack, path), f"{shown}:#{i}")
             continue
         if not isinstance(raw, Mapping):
             problems.append(f"{shown}:#{i}: expected a map (a rule), got {type(raw).__name__}")
