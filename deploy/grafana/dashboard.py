@@ -212,6 +212,25 @@ def build() -> dict[str, Any]:
     L.add(timeseries("Decisions from the model", "Requests decided from model probabilities, by source (model run or cache).",
                      targets((rate_by("clefgate_model_decisions_total", "source"), "{{source}}")), unit="reqps", stack=True))
 
+    # ------------------------------------------------------------------ challenges
+    L.row("Challenges")
+    L.add(timeseries("Challenges", "Proof-of-work pages served, answers verified (a pass cookie issued), and answers refused.",
+                     targets((f"sum(rate(clefgate_challenges_issued_total{{{SEL}}}[{RI}]))", "issued"),
+                             (f"sum(rate(clefgate_challenges_passed_total{{{SEL}}}[{RI}]))", "passed"),
+                             (f"sum(rate(clefgate_challenges_failed_total{{{SEL}}}[{RI}]))", "failed")), unit="reqps"))
+    L.add(timeseries("Challenge pass rate", "Verified answers per challenge served. A collapse means a broken page (or a solver farm "
+                     "giving up); a jump to 100% on a route people rarely use can mean a solver farm.",
+                     targets((f"sum(rate(clefgate_challenges_passed_total{{{SEL}}}[{RI}])) / sum(rate(clefgate_challenges_issued_total{{{SEL}}}[{RI}]))",
+                              "pass rate")), unit="percentunit"))
+    L.add(timeseries("Solve time", "Time from serving a challenge to its verified answer (people on slow phones are the long tail).",
+                     targets(*quantiles("clefgate_challenge_solve_seconds")), unit="s"))
+    L.add(timeseries("Refused answers", "Challenge answers refused, by reason (bad solution, expired, replayed, wrong client...).",
+                     targets((rate_by("clefgate_challenges_failed_total", "reason"), "{{reason}}")), unit="reqps"))
+    L.add(timeseries("Pass cookies", "Pass cookies presented: accepted, re-challenged (behaviour drifted), or refused and why.",
+                     targets((rate_by("clefgate_pass_cookies_total", "result"), "{{result}}")), unit="reqps"))
+    L.add(timeseries("Block pages", "Block pages served, by status (403, 429...).",
+                     targets((rate_by("clefgate_block_pages_total", "status"), "{{status}}")), unit="reqps"))
+
     # ------------------------------------------------------------------ rules
     L.row("Rules")
     L.add(bar_gauge("Top rules", "The ten rules deciding the most requests, over the selected range.",
@@ -220,9 +239,11 @@ def build() -> dict[str, Any]:
     L.add(timeseries("Rule matches", "Requests/s decided by each rule.",
                      targets((rate_by("clefgate_rule_matches_total", "rule"), "{{rule}}")), unit="reqps"), w=12, h=10)
     L.add(timeseries("Rate-limited", "Requests over a rule's rate limit, by rule.",
-                     targets((rate_by("clefgate_rate_limited_total", "rule"), "{{rule}}")), unit="reqps"), w=12)
+                     targets((rate_by("clefgate_rate_limited_total", "rule"), "{{rule}}")), unit="reqps"), w=8)
     L.add(timeseries("Routed by rules", "Requests sent to a backend by 'route' rules.",
-                     targets((rate_by("clefgate_rule_routes_total", "rule"), "{{rule}}")), unit="reqps"), w=12)
+                     targets((rate_by("clefgate_rule_routes_total", "rule"), "{{rule}}")), unit="reqps"), w=8)
+    L.add(timeseries("No rule matched", "Requests that reached the end of the rule table, by what rules.default did with them.",
+                     targets((rate_by("clefgate_rule_defaults_total", "outcome"), "{{outcome}}")), unit="reqps"), w=8)
 
     # ------------------------------------------------------------------ upstreams
     L.row("Upstreams")
