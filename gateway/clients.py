@@ -13,7 +13,10 @@ Three things live here, all keyed by who the client is:
 Rules are evaluated synchronously on the hot path, so nothing here ever waits for
 Redis: decisions use the local windows and buckets, and a background task pushes the
 local deltas every ``redis.sync_interval_s`` and folds the other replicas' deltas back
-in. The shared view is therefore approximate by at most one sync interval. When Redis
+in. The shared view is approximate: a replica learns what the others counted for a
+client at its first sync after it sees that client itself (so within about one sync
+interval of the client's traffic reaching it), and a window's older slots are pulled
+once, when the replica first reports the client. When Redis
 is down, the local state decides alone; every failed call is counted in
 ``clefgate_redis_errors_total`` and every round served locally in
 ``clefgate_shared_state_fallback_total``.
