@@ -57,7 +57,7 @@ class Thresholds:
         """Proof-of-work bits for a challenge at ``risk`` (linear between the threshold and 1)."""
         span = 1.0 - self.challenge_risk
         share = 1.0 if span <= 0 else min(1.0, max(0.0, (risk - self.challenge_risk) / span))
-        return round(self.difficulty_min + share * (self.difficulty_max - self.difficulty_min))
+        return int(self.difficulty_min + share * (self.difficulty_max - self.difficulty_min) + 0.5)  # half up
 
 
 def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) -> Thresholds:

@@ -1,0 +1,142 @@
+"""Policy: probabilities -> verdicts, per-route thresholds, difficulty by risk, shadow, rollout, fallbacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway import policy as policymod
+from gateway.config import PolicyConfig, RoutePolicyConfig
+from gateway.policy import Policy
+from gateway.verdict import Action, ScoreRequest, Source
+from tests.conftest import make_features
+
+
+def probs(human: float = 0.0, good_bot: float = 0.0, bad_bot: float = 0.0, attack: float = 0.0,
+          kind: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
+    out = {"class": {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": attack}}
+    if kind:
+        out["attack_kind"] = kind
+    return out
+
+
+CFG = PolicyConfig(block_attack=0.95, challenge_risk=0.6, difficulty_min=14, difficulty_max=20,
+                   routes={"checkout": RoutePolicyConfig(challenge_risk=0.3, block_risk=0.9),
+                           "quiet": RoutePolicyConfig(shadow=True)})
+
+CASES = [
+    # name, policy, probabilities, action, difficulty
+    ("clear human", None, probs(human=0.97, bad_bot=0.02, attack=0.01), Action.FORWARD, None),
+    ("good bot", None, probs(good_bot=0.9, bad_bot=0.1), Action.FORWARD, None),
+    ("just below challenge", None, probs(human=0.41, bad_bot=0.59), Action.FORWARD, None),
+    ("at challenge threshold", None, probs(human=0.4, bad_bot=0.6), Action.CHALLENGE, 14),
+    ("middle of the band", None, probs(human=0.2, bad_bot=0.8), Action.CHALLENGE, 17),
+    ("certain bad bot", None, probs(bad_bot=1.0), Action.CHALLENGE, 20),
+    ("attack below block", None, probs(human=0.1, attack=0.9), Action.CHALLENGE, 19),
+    ("attack at block", None, probs(human=0.05, attack=0.95), Action.BLOCK, None),
+    ("checkout challenges sooner", "checkout", probs(human=0.65, bad_bot=0.35), Action.CHALLENGE, 14),
+    ("checkout blocks on combined risk", "checkout", probs(human=0.05, bad_bot=0.5, attack=0.45), Action.BLOCK, None),
+    ("unknown policy name uses the default", "nope", probs(human=0.65, bad_bot=0.35), Action.FORWARD, None),
+]
+
+
+@pytest.mark.parametrize("name,policy,p,action,difficulty", CASES, ids=[c[0] for c in CASES])
+def test_thresholds(name: str, policy: str | None, p: dict[str, dict[str, float]], action: Action, difficulty: int | None) -> None:
+    pol = Policy(CFG)
+    v = pol.verdict(make_features(), p, ScoreRequest(rule="score-everything-else", policy=policy, backend="app"))
+    assert v.action is action
+    assert v.difficulty == difficulty
+    assert v.source is Source.MODEL and v.rule == "score-everything-else" and v.backend == "app"
+    assert v.probabilities is p and v.explanation and v.explanation[0] in v.reason
+    assert v.policy == (policy if policy in ("checkout",) else "default")
+
+
+def test_block_reason_names_the_attack_kind_and_carries_model_explanations() -> None:
+    v = Policy(CFG).verdict(make_features(), probs(attack=0.99, kind={"sqli": 0.92, "xss": 0.08}), ScoreRequest(),
+                            explanation=("query contains 'union select'",), source=Source.CACHE)
+    assert v.action is Action.BLOCK and "sqli 0.92" in v.reason
+    assert v.explanation[-1] == "query contains 'union select'" and v.source is Source.CACHE
+
+
+def test_difficulty_rises_monotonically_with_risk() -> None:
+    t = Policy(CFG).default
+    levels = [t.difficulty(r / 100) for r in range(60, 101)]
+    assert levels == sorted(levels) and levels[0] == 14 and levels[-1] == 20
+
+
+def test_shadow_mode_decides_but_forwards() -> None:
+    before = policymod.DECISIONS.get("default", "block", "shadow")
+    pol = Policy(PolicyConfig(shadow=True))
+    v = pol.verdict(make_features(), probs(attack=0.99), ScoreRequest(rule="r"))
+    assert v.action is Action.FORWARD and v.source is Source.SHADOW and v.shadow_action is Action.BLOCK
+    assert v.reason.startswith("shadow mode; would block")
+    assert policymod.DECISIONS.get("default", "block", "shadow") == before + 1
+    assert policymod.SHADOW.get("default") == 1.0
+    # a forward stays a plain model forward: nothing to shadow
+    assert pol.verdict(make_features(), probs(human=1.0), ScoreRequest()).source is Source.MODEL
+
+
+def test_shadow_per_route_policy() -> None:
+    pol = Policy(CFG)
+    quiet = pol.verdict(make_features(), probs(bad_bot=0.9), ScoreRequest(policy="quiet"))
+    loud = pol.verdict(make_features(), probs(bad_bot=0.9), ScoreRequest())
+    assert quiet.shadow_action is Action.CHALLENGE and quiet.action is Action.FORWARD
+    assert loud.action is Action.CHALLENGE and loud.shadow_action is None
+
+
+def test_rollout_is_stable_per_client_and_roughly_proportional() -> None:
+    pol = Policy(PolicyConfig(rollout_percent=25.0))
+    enforced = 0
+    for i in range(4000):
+        f = make_features(client_ip=f"10.{i // 250}.{i % 250}.1")
+        first = pol.verdict(f, probs(bad_bot=0.9), ScoreRequest())
+        again = pol.verdict(f, probs(bad_bot=0.9), ScoreRequest())
+        assert first.action is again.action  # the same client is always in or out
+        enforced += first.action is Action.CHALLENGE
+        if first.action is Action.FORWARD:
+            assert first.source is Source.SHADOW and "25% rollout" in first.reason
+    assert 0.20 < enforced / 4000 < 0.30
+
+
+def test_rollout_by_header() -> None:
+    pol = Policy(PolicyConfig(rollout_percent=50.0, rollout_key="header:X-Tenant"))
+    outcomes = {pol.verdict(make_features(headers=[("Host", "h"), ("X-Tenant", f"t{i}")], client_ip="1.1.1.1"), probs(bad_bot=1.0),
+                            ScoreRequest()).action for i in range(40)}
+    assert outcomes == {Action.CHALLENGE, Action.FORWARD}  # same address, decided by the header
+    assert Policy(PolicyConfig(rollout_percent=0.0)).verdict(make_features(), probs(bad_bot=1.0), ScoreRequest()).action is Action.FORWARD
+
+
+@pytest.mark.parametrize("mode,action,reason", [
+    ("forward", Action.FORWARD, "model unavailable; fallback: forward"),
+    ("rules-only", Action.FORWARD, "model unavailable; rules only: no rule settled this request, forwarded"),
+    ("challenge", Action.CHALLENGE, "model unavailable; fallback: challenge"),
+])
+def test_fallback_verdicts(mode: str, action: Action, reason: str) -> None:
+    v = Policy(CFG).fallback_verdict(make_features(), ScoreRequest(rule="r", backend="api"), mode)
+    assert (v.action, v.source, v.reason, v.backend, v.rule) == (action, Source.FALLBACK, reason, "api", "r")
+    if action is Action.CHALLENGE:
+        assert v.difficulty == 14
+
+
+def test_fallback_respects_shadow_and_rejects_unknown_modes() -> None:
+    v = Policy(CFG).fallback_verdict(make_features(), ScoreRequest(policy="quiet"), "challenge")
+    assert v.action is Action.FORWARD and v.shadow_action is Action.CHALLENGE
+    with pytest.raises(ValueError, match="unknown fallback mode 'open'"):
+        Policy(CFG).fallback_verdict(make_features(), ScoreRequest(), "open")
+
+
+def test_named_policies_inherit_unset_fields() -> None:
+    pol = Policy(CFG)
+    checkout = pol.thresholds("checkout")
+    assert (checkout.challenge_risk, checkout.block_risk, checkout.block_attack, checkout.difficulty_max) == (0.3, 0.9, 0.95, 20)
+    assert pol.thresholds(None) is pol.default
+    assert "challenge risk>=0.6" in pol.describe() and "2 named" in pol.describe()
+
+
+def test_cross_field_checks() -> None:
+    bad = PolicyConfig(difficulty_min=22, difficulty_max=18, routes={"x": RoutePolicyConfig(challenge_risk=0.8, block_risk=0.5)})
+    assert policymod.check(bad) == [
+        "policy: difficulty_min (22) is above difficulty_max (18)",
+        "policy.routes.x: difficulty_min (22) is above difficulty_max (18)",
+        "policy.routes.x: block_risk (0.5) is below challenge_risk (0.8); nothing would ever be challenged",
+    ]
+    assert policymod.check(CFG) == []
