@@ -1,0 +1,369 @@
+"""Challenge: signed tokens, binding, proof-of-work, pages, the verify/no-JS endpoints, pass cookies."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable
+from urllib.parse import quote, unquote, urlencode
+
+import pytest
+
+from gateway.challenge import ChallengeService, Signer, TokenError, load_signer, pow_ok, solve
+from gateway.challenge import service as servicemod
+from gateway.challenge.pages import CSS, PAGE_JS, WORKER_JS
+from gateway.challenge.strings import STRINGS, pick_language
+from gateway.challenge.tokens import CHALLENGE, PASS, Binding, leading_zero_bits
+from gateway.clients import ClientState
+from gateway.config import ChallengeConfig, ChallengeKeyConfig
+from gateway.features import Features
+from gateway.verdict import Action, LocalResponse, Source, Verdict
+from tests.conftest import make_features
+
+KEY = b"k" * 32
+UA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+
+
+class Clock:
+    def __init__(self, t: float = 1_800_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def browser(target: str = "/products/42?x=1", ip: str = "203.0.113.7", ua: str = UA, method: str = "GET", cookie: str = "",
+            extra: list[tuple[str, str]] | None = None, body: bytes = b"", scheme: str = "http") -> Features:
+    headers = [("Host", "shop.example"), ("User-Agent", ua), ("Accept", "text/html"), ("Accept-Language", "en-GB,en;q=0.8")]
+    if cookie:
+        headers.append(("Cookie", cookie))
+    return make_features(method, target, headers + (extra or []), client_ip=ip, body=body, scheme=scheme, request_id="req-1")
+
+
+def challenge_verdict(difficulty: int = 8) -> Verdict:
+    return Verdict(Action.CHALLENGE, Source.RULE, "rule x: challenge", rule="x", difficulty=difficulty)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def svc(clock: Clock) -> ChallengeService:
+    cfg = ChallengeConfig(nojs_max_difficulty=10, nojs_wait_s=3.0, contact="ops@shop.example")
+    return ChallengeService(cfg, Signer([("k1", KEY)]), ClientState(), clock=clock)
+
+
+def form_of(page: LocalResponse) -> dict[str, str]:
+    html = page.body.decode()
+    return {"token": re.search(r'name="token" value="([^"]+)"', html).group(1).replace("&amp;", "&"),  # type: ignore[union-attr]
+            "nonce": re.search(r'data-nonce="([^"]+)"', html).group(1),  # type: ignore[union-attr]
+            "difficulty": re.search(r'data-difficulty="(\d+)"', html).group(1)}  # type: ignore[union-attr]
+
+
+def answer(svc: ChallengeService, f: Features, token: str, counter: int | str) -> LocalResponse:
+    body = urlencode({"token": token, "counter": str(counter)}).encode()
+    out = svc.handle(make_features("POST", "/.clefgate/verify", list(f.headers), client_ip=f.client_ip, body=body, scheme=f.scheme),
+                     body)
+    assert isinstance(out, LocalResponse)
+    return out
+
+
+def solved(svc: ChallengeService, f: Features, difficulty: int = 8) -> tuple[dict[str, str], int]:
+    form = form_of(svc.challenge(challenge_verdict(difficulty), f))
+    return form, solve(form["nonce"], int(form["difficulty"]))
+
+
+def header(resp: LocalResponse, name: str) -> str | None:
+    return next((v for k, v in resp.headers if k.lower() == name.lower()), None)
+
+
+def cookie_of(resp: LocalResponse) -> str:
+    set_cookie = header(resp, "Set-Cookie")
+    assert set_cookie is not None
+    return set_cookie.split(";", 1)[0]
+
+
+# ----------------------------------------------------------------------------- tokens
+
+
+def test_signer_round_trip_and_rotation(clock: Clock) -> None:
+    old = Signer([("k1", KEY)])
+    token = old.sign({"t": PASS, "e": clock.t + 60})
+    rotated = Signer([("k2", b"n" * 32), ("k1", KEY)])
+    assert rotated.verify(token, PASS, clock.t)["t"] == PASS       # old cookies still verify
+    assert rotated.sign({"t": PASS, "e": 1}).startswith("k2.")      # the first key signs
+    with pytest.raises(TokenError) as err:
+        Signer([("k2", b"n" * 32)]).verify(token, PASS, clock.t)    # the old key retired
+    assert err.value.reason == "unknown_key"
+
+
+@pytest.mark.parametrize("mutate,reason", [
+    (lambda t: t + "x", "bad_signature"),
+    (lambda t: t.split(".")[0] + "." + base64.urlsafe_b64encode(b'{"t":"p","e":9999999999}').decode().rstrip("=") + "." + t.split(".")[2],
+     "bad_signature"),
+    (lambda t: "k1." + t, "malformed"),
+    (lambda t: "k9" + t[2:], "unknown_key"),
+    (lambda t: "", "malformed"),
+    (lambda t: "k1.@@@.@@@", "bad_signature"),
+])
+def test_tampered_tokens_are_refused(clock: Clock, mutate: Callable[[str], str], reason: str) -> None:
+    signer = Signer([("k1", KEY)])
+    token = signer.sign({"t": PASS, "e": clock.t + 60})
+    with pytest.raises(TokenError) as err:
+        signer.verify(mutate(token), PASS, clock.t)
+    assert err.value.reason == reason
+
+
+def test_forged_expired_and_wrong_type(clock: Clock) -> None:
+    signer = Signer([("k1", KEY)])
+    forged = Signer([("k1", b"x" * 32)]).sign({"t": PASS, "e": clock.t + 60})  # right key id, wrong secret
+    with pytest.raises(TokenError, match="signature"):
+        signer.verify(forged, PASS, clock.t)
+    with pytest.raises(TokenError) as err:
+        signer.verify(signer.sign({"t": PASS, "e": clock.t - 1}), PASS, clock.t)
+    assert err.value.reason == "expired"
+    with pytest.raises(TokenError) as err:
+        signer.verify(signer.sign({"t": CHALLENGE, "e": clock.t + 60}), PASS, clock.t)
+    assert err.value.reason == "wrong_type"
+
+
+@pytest.mark.parametrize("binding,a,b,same", [
+    (Binding(24, 64, True), ("203.0.113.7", UA), ("203.0.113.99", UA), True),
+    (Binding(24, 64, True), ("203.0.113.7", UA), ("203.0.114.7", UA), False),
+    (Binding(32, 64, True), ("203.0.113.7", UA), ("203.0.113.8", UA), False),
+    (Binding(0, 0, True), ("203.0.113.7", UA), ("198.51.100.1", UA), True),          # CGNAT / roaming: any address
+    (Binding(0, 0, True), ("203.0.113.7", UA), ("198.51.100.1", "curl/8"), False),    # ... but the same browser
+    (Binding(24, 64, False), ("203.0.113.7", UA), ("203.0.113.9", "curl/8"), True),
+    (Binding(24, 64, True), ("2001:db8:1:2::5", UA), ("2001:db8:1:2:9::1", UA), True),
+    (Binding(24, 64, True), ("2001:db8:1:2::5", UA), ("2001:db8:1:3::5", UA), False),
+])
+def test_binding(binding: Binding, a: tuple[str, str], b: tuple[str, str], same: bool) -> None:
+    assert (binding.of(*a) == binding.of(*b)) is same
+    assert a[0] not in binding.of(*a)  # the address itself is never in a token
+
+
+def test_proof_of_work() -> None:
+    assert leading_zero_bits(b"\x00\x0f" + b"\xff" * 30) == 12
+    assert leading_zero_bits(b"\x00" * 32) == 256
+    counter = solve("abc", 12)
+    assert pow_ok("abc", str(counter), 12)
+    digest = hashlib.sha256(f"abc:{counter}".encode()).digest()
+    assert leading_zero_bits(digest) >= 12
+    assert not pow_ok("abc", "-1", 1) and not pow_ok("abc", "12a", 1) and not pow_ok("abc", "1" * 17, 1)
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+def test_load_signer_problems(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CG_KEY", "s" * 40)
+    monkeypatch.delenv("CG_MISSING", raising=False)
+    problems: list[str] = []
+    cfg = ChallengeConfig(keys=[ChallengeKeyConfig(id="new", secret="env:CG_KEY"), ChallengeKeyConfig(id="old", secret="short"),
+                                ChallengeKeyConfig(id="gone", secret="env:CG_MISSING"), ChallengeKeyConfig(id="new", secret="x" * 40)])
+    signer = load_signer(cfg, needed=True, why="rule x challenges", problems=problems)
+    assert signer is not None and signer.signing_id == "new"
+    assert problems == [
+        "challenge.keys[1].secret: too short (5 bytes; at least 32, e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))')",
+        "challenge.keys[2].secret: 'env:CG_MISSING' resolves to nothing (unset variable or unreadable file)",
+        "challenge.keys[3].id: duplicate key id 'new'",
+    ]
+
+
+def test_missing_key_is_an_error_unless_a_dev_flag_or_nothing_challenges(caplog: pytest.LogCaptureFixture) -> None:
+    problems: list[str] = []
+    assert load_signer(ChallengeConfig(), needed=True, why="rule x challenges", problems=problems) is None
+    assert problems == ["challenge.keys: required because rule x challenges; set challenge.keys: [{id: k1, secret: "
+                        "env:CLEFGATE_CHALLENGE_KEY}] (or challenge.dev_generate_secret: true for development only)"]
+    problems.clear()
+    assert load_signer(ChallengeConfig(dev_generate_secret=True), needed=True, why="x", problems=problems) is not None
+    assert not problems and "dev_generate_secret" in caplog.text
+    assert load_signer(ChallengeConfig(), needed=False, why="", problems=problems) is not None and not problems
+
+
+# ----------------------------------------------------------------------------- pages
+
+
+def test_challenge_page_is_self_contained_small_and_accessible(svc: ChallengeService) -> None:
+    issued = servicemod.ISSUED.get()
+    page = svc.challenge(challenge_verdict(16), browser())
+    html = page.body.decode()
+    assert page.status == 403 and servicemod.ISSUED.get() == issued + 1
+    assert header(page, "Cache-Control") == "no-store" and header(page, "X-Clefgate-Challenge") == "pow; difficulty=16"
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing external
+    assert '<html lang="en">' in html and 'role="status"' in html and 'aria-live="polite"' in html and "<noscript>" in html
+    assert STRINGS["en"]["challenge_intro"] in html and "req-1" in html
+    assert "http-equiv=\"refresh\"" not in html  # difficulty 16 > nojs_max_difficulty 10: no meta refresh
+    csp = header(page, "Content-Security-Policy") or ""
+    for inline in (CSS, WORKER_JS, PAGE_JS):
+        assert inline in html
+        assert base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode() in csp
+    assert "default-src 'none'" in csp and "worker-src blob:" in csp
+    assert len(page.body) < 16_000
+
+
+def test_low_risk_challenge_offers_a_meta_refresh_path(svc: ChallengeService, clock: Clock) -> None:
+    page = svc.challenge(challenge_verdict(8), browser())
+    html = page.body.decode()
+    m = re.search(r'<noscript><meta http-equiv="refresh" content="3;url=(/\.clefgate/nojs\?token=[^"]+)"></noscript>', html)
+    assert m, html[:600]
+    url = m.group(1).replace("&amp;", "&")
+    token = unquote(url.split("token=", 1)[1])
+    nojs = make_features("GET", f"/.clefgate/nojs?token={quote(token)}", list(browser().headers), client_ip="203.0.113.7")
+    early = svc.handle(nojs, b"")
+    assert isinstance(early, LocalResponse) and early.status == 403 and b"too early" in early.body
+    clock.t += 3.5
+    ok = svc.handle(nojs, b"")
+    assert isinstance(ok, LocalResponse) and ok.status == 303 and header(ok, "Location") == "/products/42?x=1"
+    again = svc.handle(nojs, b"")
+    assert isinstance(again, LocalResponse) and b"replayed" in again.body
+
+
+@pytest.mark.parametrize("lang_header,lang", [("de-DE,de;q=0.9", "de"), ("fr-CA, en;q=0.5", "fr"), ("ja, zz", "en"),
+                                              ("en;q=0.1, de;q=0.9", "de"), ("", "en")])
+def test_language(lang_header: str, lang: str) -> None:
+    assert pick_language(lang_header) == lang
+    assert set(STRINGS[lang]) == set(STRINGS["en"])
+
+
+def test_post_that_triggered_a_challenge_says_so_and_is_not_replayed(svc: ChallengeService) -> None:
+    post = browser("/checkout", method="POST", extra=[("Referer", "http://shop.example/cart?step=2")], body=b"card=1")
+    page = svc.challenge(challenge_verdict(8), post)
+    assert STRINGS["en"]["post_lost"].encode() in page.body
+    form = form_of(page)
+    resp = answer(svc, post, form["token"], solve(form["nonce"], 8))
+    assert resp.status == 200 and header(resp, "Set-Cookie")
+    assert STRINGS["en"]["verified_resubmit"].encode() in resp.body and b'href="/cart?step=2"' in resp.body
+
+
+def test_block_pages(svc: ChallengeService) -> None:
+    page = svc.block(Verdict(Action.BLOCK, Source.RULE, "r", status=None), browser())
+    assert page.status == 403 and b"blocked by the site" in page.body and b"ops@shop.example" in page.body
+    rate = svc.block(Verdict(Action.BLOCK, Source.RULE, "r", status=429), browser(extra=[("Accept-Language", "de")]))
+    assert rate.status == 429 and header(rate, "Retry-After") == "60"
+    as_json = svc.block(Verdict(Action.BLOCK, Source.RULE, "r"), make_features(headers=[("Host", "h"), ("Accept", "application/json")]))
+    assert as_json.content_type == "application/json" and b'"error": "blocked"' in as_json.body
+    head = svc.block(Verdict(Action.BLOCK, Source.RULE, "r"), make_features("HEAD", "/x"))
+    assert head.status == 403 and head.body == b""
+
+
+# ----------------------------------------------------------------------------- verify, pass, refusals
+
+
+def test_solve_verify_and_pass(svc: ChallengeService) -> None:
+    f = browser()
+    passed, issued = servicemod.PASSED.get(), servicemod.SOLVE.count()
+    form, counter = solved(svc, f)
+    resp = answer(svc, f, form["token"], counter)
+    assert resp.status == 303 and header(resp, "Location") == "/products/42?x=1"
+    set_cookie = header(resp, "Set-Cookie") or ""
+    assert set_cookie.startswith("clefgate_pass=k1.") and "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie
+    assert "Path=/" in set_cookie and "Max-Age=86400" in set_cookie and "Secure" not in set_cookie
+    assert servicemod.PASSED.get() == passed + 1 and servicemod.SOLVE.count() == issued + 1
+    assert svc.state.stats(f.client_ip).challenges_passed == 1
+
+    with_cookie = browser(cookie=f"theme=dark; {cookie_of(resp)}")
+    assert svc.pass_for(with_cookie) is not None
+    honoured = svc.honour(challenge_verdict(8), with_cookie)
+    assert honoured.action is Action.FORWARD and honoured.rule == "x" and "challenge passed" in honoured.reason
+    assert svc.honour(Verdict(Action.BLOCK, Source.RULE, "b"), with_cookie).action is Action.BLOCK  # a pass never lifts a block
+
+
+def test_secure_cookie_behind_tls(svc: ChallengeService) -> None:
+    f = browser(scheme="https")
+    form, counter = solved(svc, f)
+    assert "Secure" in (header(answer(svc, f, form["token"], counter), "Set-Cookie") or "")
+
+
+def _refusal(svc: ChallengeService, f: Features, token: str, counter: int | str) -> str:
+    resp = answer(svc, f, token, counter)
+    assert resp.status == 403 and header(resp, "Set-Cookie") is None
+    return resp.body.decode()
+
+
+def test_refusals_are_counted_by_reason(svc: ChallengeService, clock: Clock) -> None:
+    f = browser()
+
+    def failed(reason: str) -> float:
+        return servicemod.FAILED.get(reason)
+
+    form, counter = solved(svc, f)
+    before = {r: failed(r) for r in ("bad_solution", "wrong_client", "replayed", "expired", "bad_signature")}
+    wrong = next(c for c in range(1000) if not pow_ok(form["nonce"], str(c), 8))
+    assert "bad solution" in _refusal(svc, f, form["token"], wrong)
+    assert "wrong client" in _refusal(svc, browser(ip="198.51.100.1"), form["token"], counter)
+    assert "wrong client" in _refusal(svc, browser(ua="curl/8.5"), form["token"], counter)
+    assert answer(svc, f, form["token"], counter).status == 303
+    assert "replayed" in _refusal(svc, f, form["token"], counter)
+    form2, counter2 = solved(svc, f)
+    clock.t += 305
+    assert "expired" in _refusal(svc, f, form2["token"], counter2)
+    assert "bad signature" in _refusal(svc, f, form2["token"][:-2] + "AA", counter2)
+    for reason, value in before.items():
+        assert failed(reason) == value + (2 if reason == "wrong_client" else 1)
+
+
+@pytest.mark.parametrize("cookie_value,reason", [
+    ("garbage", "malformed"),
+    (Signer([("k1", b"z" * 32)]).sign({"t": PASS, "e": 4e9, "b": "x", "d": 8}), "bad_signature"),  # forged
+    (Signer([("k1", KEY)]).sign({"t": PASS, "e": 1.0, "b": "x", "d": 8}), "expired"),
+    (Signer([("k1", KEY)]).sign({"t": CHALLENGE, "e": 4e9, "b": "x", "d": 8}), "wrong_type"),
+])
+def test_bad_pass_cookies_are_refused(svc: ChallengeService, cookie_value: str, reason: str) -> None:
+    before = servicemod.PASS_COOKIES.get(reason)
+    f = browser(cookie=f"clefgate_pass={cookie_value}")
+    assert svc.honour(challenge_verdict(), f).action is Action.CHALLENGE
+    assert servicemod.PASS_COOKIES.get(reason) == before + 1
+
+
+def test_pass_cookie_of_another_client_and_tampered_cookie(svc: ChallengeService) -> None:
+    f = browser()
+    form, counter = solved(svc, f)
+    cookie = cookie_of(answer(svc, f, form["token"], counter))
+    assert svc.pass_for(browser(ip="198.51.100.1", cookie=cookie)) is None         # stolen cookie, other network
+    assert svc.pass_for(browser(ua="Other/1.0", cookie=cookie)) is None              # other browser
+    assert svc.pass_for(browser(ip="203.0.113.200", cookie=cookie)) is not None      # same /24
+    name, value = cookie.split("=", 1)
+    kid, body, sig = value.split(".")
+    payload = base64.urlsafe_b64decode(body + "==").replace(b'"d":8', b'"d":30')
+    tampered = f"{name}={kid}.{base64.urlsafe_b64encode(payload).decode().rstrip('=')}.{sig}"
+    assert svc.pass_for(browser(cookie=tampered)) is None
+
+
+def test_rechallenge_when_risk_rose_or_behaviour_drifted(svc: ChallengeService) -> None:
+    f = browser()
+    form, counter = solved(svc, f, difficulty=8)
+    cookie = cookie_of(answer(svc, f, form["token"], counter))
+    with_cookie = browser(cookie=cookie)
+    harder = svc.honour(challenge_verdict(12), with_cookie)
+    assert harder.action is Action.CHALLENGE and "pass earned at difficulty 8, 12 now required" in harder.reason
+    for _ in range(25):
+        svc.state.record(f.client_ip, "/missing", 404)
+    drifted = svc.honour(challenge_verdict(8), with_cookie)
+    assert drifted.action is Action.CHALLENGE and "25 of the last 25 answers were 4xx" in drifted.reason
+
+
+def test_fast_clients_are_rechallenged(clock: Clock) -> None:
+    svc = ChallengeService(ChallengeConfig(pass_max_rate_per_min=30), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    f = browser()
+    form, counter = solved(svc, f)
+    with_cookie = browser(cookie=cookie_of(answer(svc, f, form["token"], counter)))
+    for _ in range(31):
+        svc.state.record(f.client_ip, "/p", 200)
+    assert "request rate 31/min is above 30/min" in svc.honour(challenge_verdict(8), with_cookie).reason
+
+
+@pytest.mark.parametrize("target,expected", [("//evil.example/x", "/x"), ("/\\evil.example", "/evil.example"),
+                                             ("https://evil.example/p?q=1", "/p?q=1"), ("/ok?a=b", "/ok?a=b")])
+def test_return_url_never_leaves_the_site(target: str, expected: str) -> None:
+    assert ChallengeService._safe_target(target) == expected
+
+
+def test_unknown_local_paths_are_404(svc: ChallengeService) -> None:
+    out = svc.handle(make_features("GET", "/.clefgate/admin"), b"")
+    assert isinstance(out, LocalResponse) and out.status == 404
+    out = svc.handle(make_features("GET", "/.clefgate/verify"), b"")  # verify is POST only
+    assert isinstance(out, LocalResponse) and out.status == 404
