@@ -1,0 +1,560 @@
+"""The client side: one ``asyncio.Protocol`` per client connection, parsed by llhttp.
+
+httptools calls back per header; the head is validated and turned into
+``Features`` in one pass (:meth:`ClientConnection.on_headers_complete`), which
+also collects the header block forwarded upstream as raw bytes (never
+re-encoded). Requests are queued in arrival order and answered in that order;
+only the oldest is active. Reading pauses while the pipeline awaits the model,
+while a new upstream connection opens, when too many pipelined requests wait,
+and when the upstream cannot take more body bytes.
+
+Errors in the head (malformed, ambiguous framing, too large, too slow) are
+answered in order with a gateway error, after which the connection is closed
+with a *lingering close*: our side is shut for writing and unread input is
+drained for ``timeouts.lingering_close_s``, so the client reads the error instead
+of a reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+import httptools
+
+from gateway import metrics
+from gateway.features import make_header_map
+from gateway.proxy.errors import GatewayError
+from gateway.proxy.exchange import (
+    CHUNKED,
+    LENGTH,
+    NO_BODY,
+    P_EXCHANGE,
+    P_PIPELINE,
+    P_UPGRADE,
+    Exchange,
+)
+from gateway.proxy.http1 import CONNECTION_OPTIONS, check_host, check_transfer_encoding, header_stripper, split_host
+from gateway.proxy.requestid import REQUEST_IDS
+from gateway.proxy.tunnel import Tunnel
+from gateway.proxy.wirefeatures import new_features
+
+if TYPE_CHECKING:
+    from gateway.proxy import DataPlane
+    from gateway.proxy.settings import ProxySettings
+    from gateway.proxy.upstream import UpstreamConnection
+
+log = logging.getLogger("clefgate.proxy")
+
+_OPEN = metrics.OPEN_CONNECTIONS
+
+# what the connection-level deadline means
+C_NONE, C_IDLE, C_HEAD, C_BODY, C_LINGER, C_TUNNEL = range(6)
+
+_HttpParserError = httptools.HttpParserError
+_HttpParserUpgrade = httptools.HttpParserUpgrade
+_HttpParserCallbackError = httptools.HttpParserCallbackError
+_time = time.time
+_HOST_FIELD = header_stripper({"host"})
+
+
+class ClientConnection(asyncio.Protocol):
+    """One client connection: parses requests and runs their exchanges in order."""
+
+    __slots__ = (
+        "closing",
+        "deadline",
+        "deadline_kind",
+        "draining",
+        "eof",
+        "gone",
+        "head_seen",
+        "headers",
+        "in_head",
+        "last_host",
+        "msg_open",
+        "parser",
+        "paused",
+        "peer",
+        "peer_b",
+        "plane",
+        "queue",
+        "raw_head",
+        "reading",
+        "st",
+        "transport",
+        "tunnel",
+        "upgrade_ex",
+        "url",
+        "write_paused",
+    )
+
+    def __init__(self, plane: DataPlane) -> None:
+        self.plane = plane
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.peer = ""
+        self.peer_b = b""
+        self.queue: deque[Exchange] = deque()
+        self.reading: Exchange | None = None
+        self.upgrade_ex: Exchange | None = None
+        self.st: ProxySettings = plane.settings()
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.raw_head: bytes | None = None
+        self.msg_open = False
+        self.in_head = True
+        self.head_seen = 0
+        self.deadline = 0.0
+        self.deadline_kind = C_IDLE
+        self.paused = 0
+        self.write_paused = False
+        self.draining = False
+        self.closing = False
+        self.gone = False
+        self.eof = False
+        self.tunnel: Tunnel | None = None
+        self.last_host = ""
+
+    # ================================================================== asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        ip = peer[0] if isinstance(peer, tuple) and peer else ""
+        if ip.startswith("::ffff:") and "." in ip:
+            ip = ip[7:]
+        self.peer = ip
+        self.peer_b = ip.encode("latin-1")
+        transport.set_write_buffer_limits(high=256 * 1024)  # type: ignore[attr-defined]
+        self.plane.connections.add(self)
+        _OPEN.inc("client")
+        # a connection that sends nothing is closed after the head timeout, silently
+        self.deadline = self.plane.now + self.st.header_read_s
+        self.deadline_kind = C_IDLE
+        if self.plane.draining:
+            self.draining = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.gone = True
+        self.plane.connection_closed(self)
+        _OPEN.dec("client")
+        if self.tunnel is not None:
+            self.tunnel.client_closed()
+        for ex in self.queue:
+            if ex.started:
+                ex.client_gone()
+        self.queue.clear()
+        self.reading = None
+
+    def eof_received(self) -> bool:
+        # the client half-closed: finish what is in flight (responses can still be written),
+        # then close; an idle or lingering connection closes now
+        self.eof = True
+        if self.closing or not self.queue:
+            return False
+        self.draining = True
+        return True
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        if self.tunnel is not None:
+            self.tunnel.pause_upstream()
+            return
+        if self.queue:
+            up = self.queue[0].up
+            if up is not None:
+                up.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.tunnel is not None:
+            self.tunnel.resume_upstream()
+            return
+        if self.queue:
+            up = self.queue[0].up
+            if up is not None:
+                up.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self.tunnel is not None:
+            self.tunnel.from_client(data)
+            return
+        if self.closing:
+            return  # lingering close: drop whatever the client still sends
+        if self.in_head:
+            if not self.msg_open:
+                # a new request starts at data[0]: keep its raw head when it is complete here,
+                # so the forwarded header block is cut from it instead of rebuilt field by field
+                if not self.head_seen:
+                    self.st = st = self.plane.settings()
+                    self.deadline = self.plane.now + st.header_read_s
+                    self.deadline_kind = C_HEAD
+                if data[:1] not in (b"\r", b"\n") and not self.head_seen:
+                    end = data.find(b"\r\n\r\n")
+                    if end > 0:
+                        self.raw_head = data[:end]
+            self.head_seen += len(data)
+            if self.head_seen > self.st.max_head_total:
+                self.reject(GatewayError(431, "header_too_large", "The request head exceeds the configured limits."))
+                return
+        try:
+            self.parser.feed_data(data)
+        except _HttpParserUpgrade as exc:
+            self._upgraded(data[exc.args[0]:])
+        except _HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, GatewayError):
+                self.reject(cause)
+            else:
+                log.error("request handling failed: %r", cause, exc_info=cause)
+                self.reject(GatewayError(500, "internal", "The gateway failed while reading the request."))
+        except _HttpParserError as exc:
+            self.reject(GatewayError(400, "malformed", f"Malformed request: {exc}."))
+
+    # ================================================================== httptools callbacks
+
+    def on_message_begin(self) -> None:
+        self.msg_open = True
+        self.st = self.plane.settings()  # the Runtime this request lives with
+        self.url = b""
+        self.headers = []
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+        if len(self.url) > self.st.max_request_line:
+            raise GatewayError(431, "request_line_too_long", "The request line exceeds limits.max_request_line_bytes.")
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # sizes are checked once per head (the raw byte count bounds memory meanwhile)
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        st = self.st
+        parser = self.parser
+        raw_head = self.raw_head
+        self.raw_head = None
+        self.in_head = False
+        self.head_seen = 0
+        version = parser.get_http_version()
+        method_b = parser.get_method()
+        target = self.url
+        headers = self.headers
+        ex = Exchange(self, st, method_b, target, version, parser.should_keep_alive())
+        self.queue.append(ex)
+        self.reading = ex
+        if len(headers) > st.max_headers:
+            raise GatewayError(431, "too_many_headers", "The request has more header fields than limits.max_headers.")
+        if version != "1.1" and version != "1.0":
+            raise GatewayError(505 if version[0] == "2" else 400, "bad_version", f"HTTP/{version} is not served here.")
+        # ---- the fields as Features wants them: wire order and a lower-case map
+        fheaders = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
+        hmap = {n.lower(): v for n, v in fheaders}
+        if len(hmap) != len(fheaders):
+            hmap = make_header_map(tuple(fheaders))
+            if sum(1 for n, _ in headers if n.lower() == b"host") > 1:
+                raise GatewayError(400, "bad_host", "More than one Host header.")
+        rid = hmap.get(st.id_header)
+        ex.request_id = REQUEST_IDS.new() if rid is None else REQUEST_IDS.accept(rid)
+        # ---- the header block forwarded upstream (every field behind CRLF)
+        conn_hdr = hmap.get("connection")
+        listed = None
+        if conn_hdr is not None:
+            listed = {t.strip(" \t").lower() for t in conn_hdr.split(",")} - CONNECTION_OPTIONS
+        if raw_head is not None and not listed:
+            if len(raw_head) > st.max_header_bytes + len(target) + 16:
+                raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
+            eol = raw_head.find(b"\r\n")
+            block = raw_head[eol:] if eol > 0 else b""
+            strip = st.request_strip
+            ex.fwd = block if strip.search(block) is None else strip.sub(b"", block)
+        else:
+            # the head arrived in pieces (or names more hop-by-hop fields): build the block
+            if sum(len(n) + len(v) + 4 for n, v in headers) > st.max_header_bytes:
+                raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
+            drop = st.forward_drop | listed if listed else st.forward_drop
+            block = []
+            for (name, value), (text, _) in zip(headers, fheaders, strict=True):
+                key = text.lower()
+                if key not in drop and not key.startswith("x-clefgate-"):
+                    block += (b"\r\n", name, b": ", value)
+            ex.fwd = b"".join(block)
+        # ---- framing
+        content_length = None
+        te = hmap.get("transfer-encoding")
+        if te is not None:
+            why = check_transfer_encoding(te, version)
+            if why:
+                raise GatewayError(400, "bad_transfer_encoding", why[0].upper() + why[1:] + ".")
+            ex.body = CHUNKED
+            self.deadline_kind = C_BODY
+            self.deadline = self.plane.now + st.client_body_s
+        else:
+            cl = hmap.get("content-length")
+            if cl is not None:
+                content_length = int(cl)  # llhttp checked the digits and duplicates
+                if content_length > st.max_body:
+                    raise GatewayError(413, "body_too_large", "The request body is larger than limits.max_body_bytes.")
+                if content_length:
+                    ex.body = LENGTH
+                    ex.body_left = content_length
+                    self.deadline_kind = C_BODY
+                    self.deadline = self.plane.now + st.client_body_s
+        # ---- target and host
+        if target[:1] == b"/":
+            path, _, query = target.decode("latin-1").partition("?")
+            host = hmap.get("host")
+        elif target[:7].lower() == b"http://" or target[:8].lower() == b"https://":
+            # absolute-form: the authority in the target wins over Host (RFC 9112 3.2.2)
+            rest = target.decode("latin-1").split("://", 1)[1]
+            slash = rest.find("/")
+            host, origin = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+            path, _, query = origin.partition("?")
+            ex.target = origin.encode("latin-1")
+            ex.fwd = _HOST_FIELD.sub(b"", ex.fwd) + b"\r\nhost: " + host.encode("latin-1")
+        elif target == b"*" and method_b == b"OPTIONS":
+            path, query, host = "*", "", hmap.get("host")
+        else:
+            raise GatewayError(400, "bad_target", "The request target is not in origin or absolute form.")
+        if method_b == b"CONNECT":
+            raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
+        if host is None:
+            if version == "1.1":
+                raise GatewayError(400, "bad_host", "HTTP/1.1 requests need a Host header.")
+            host = ""
+            ex.add_host = True  # HTTP/1.0 without Host: the upstream gets the server's authority
+        elif host != self.last_host:
+            if not check_host(host):
+                raise GatewayError(400, "bad_host", "The Host header is not a valid authority.")
+            self.last_host = host
+        # ---- expectations and upgrades
+        expect = hmap.get("expect")
+        if expect is not None:
+            if expect.strip(" \t").lower() != "100-continue":
+                raise GatewayError(417, "bad_expect", "Only Expect: 100-continue is supported.")
+            ex.expect_continue = version == "1.1" and ex.body != NO_BODY
+        if parser.should_upgrade() and method_b == b"GET" and "websocket" in hmap.get("upgrade", "").lower():
+            ex.upgrade = True
+            self.upgrade_ex = ex
+        # ---- who is asking, and how they reached the proxies in front of us
+        peer = self.peer
+        trusted = st.trusted
+        host_b = ex.host_b = host.encode("latin-1")
+        if trusted and peer in trusted:
+            xff_in = hmap.get("x-forwarded-for")
+            client_ip = trusted.client_ip(peer, xff_in, hmap.get("forwarded"))
+            ex.xff = (xff_in + ", " + peer).encode("latin-1") if xff_in else self.peer_b
+            scheme = st.public_scheme or hmap.get("x-forwarded-proto", "http").split(",")[0].strip().lower()
+            xfh = hmap.get("x-forwarded-host")
+            ex.xfh = host_b if xfh is None else xfh.encode("latin-1")
+            fwd_hdr = hmap.get("forwarded")
+            if fwd_hdr is not None:
+                ex.fwd += b"\r\nforwarded: " + fwd_hdr.encode("latin-1")
+        else:
+            client_ip = peer
+            ex.xff = self.peer_b
+            scheme = st.public_scheme or "http"
+            ex.xfh = host_b
+        ex.xfp = scheme.encode("latin-1")
+        ex.features = new_features(
+            ex.method, path, query, version, tuple(fheaders), hmap, client_ip, peer, host, hmap.get("user-agent", ""),
+            content_length, ex.body == CHUNKED, scheme, ex.request_id, _time(),
+        )
+        local = st.local_prefix
+        if local is not None and path.startswith(local):
+            ex.local = True
+        else:
+            ex.route = st.backends.route(split_host(host) if host else "", path)
+        if len(self.queue) == 1:
+            ex.start()
+        elif len(self.queue) > st.max_pipelined:
+            self.pause(P_PIPELINE)
+
+    def on_body(self, body: bytes) -> None:
+        ex = self.reading
+        if ex is not None:
+            self.deadline = self.plane.now + self.st.client_body_s
+            ex.on_request_body(body)
+
+    def on_message_complete(self) -> None:
+        ex = self.reading
+        self.reading = None
+        self.in_head = True
+        self.msg_open = False
+        # no client deadline while its response is pending (exchange_done sets the idle one)
+        self.deadline_kind = C_NONE
+        if ex is not None:
+            ex.on_request_end()
+
+    # ================================================================== flow control
+
+    def pause(self, reason: int) -> None:
+        """Stop reading the client for ``reason`` (a P_* flag)."""
+        if not self.paused and self.transport is not None and not self.closing:
+            self.transport.pause_reading()
+        self.paused |= reason
+
+    def resume(self, reasons: int) -> None:
+        """Clear ``reasons``; read again when no reason is left."""
+        if self.paused & reasons:
+            self.paused &= ~reasons
+            if not self.paused and self.transport is not None and not self.gone:
+                self.transport.resume_reading()
+
+    # ================================================================== exchange lifecycle
+
+    def exchange_done(self, ex: Exchange) -> None:
+        """An exchange sent its response and read its request: start the next one."""
+        queue = self.queue
+        if queue and queue[0] is ex:
+            queue.popleft()
+        elif ex in queue:
+            queue.remove(ex)
+        self.resume(P_EXCHANGE)
+        if self.gone:
+            return
+        if ex.close_after or not ex.keep_alive or self.draining or self.closing:
+            linger = bool(queue) or self.reading is not None or self.head_seen > 0 or not ex.req_done or ex.status in (
+                400, 408, 413, 417, 431, 501, 505)
+            self.shutdown(linger)
+            return
+        if queue:
+            if len(queue) <= self.st.max_pipelined:
+                self.resume(P_PIPELINE)
+            queue[0].start()
+        elif self.reading is None and self.in_head and not self.head_seen:
+            self.deadline = self.plane.now + self.st.keepalive_s
+            self.deadline_kind = C_IDLE
+
+    def close_after_response(self, ex: Exchange) -> None:
+        """``ex`` answered before its request body was read: account it, then close."""
+        ex.account()
+        if self.queue and self.queue[0] is ex:
+            self.queue.popleft()
+        self.reading = None
+        self.shutdown(True)
+
+    def shutdown(self, linger: bool) -> None:
+        """Close after everything written so far; with ``linger``, drain unread input first."""
+        if self.gone or self.transport is None:
+            return
+        self.closing = True
+        for ex in self.queue:
+            if ex.started and not ex.accounted:
+                ex.client_gone()
+        self.queue.clear()
+        transport = self.transport
+        if linger and not self.eof and self.st.lingering_s > 0 and transport.can_write_eof():
+            self.paused = 0
+            transport.resume_reading()
+            transport.write_eof()
+            self.deadline = self.plane.now + self.st.lingering_s
+            self.deadline_kind = C_LINGER
+        else:
+            transport.close()
+
+    def abort(self) -> None:
+        """Drop the connection at once (a response already started cannot be finished)."""
+        if self.transport is not None and not self.gone:
+            self.closing = True
+            self.transport.abort()
+
+    def reject(self, error: GatewayError) -> None:
+        """A request the parser cannot continue past: answer it in order, then close."""
+        ex = self.reading
+        if ex is not None and ex.resp_started:
+            # the error is in the body of a request already being answered
+            ex.error = error.reason
+            self.abort()
+            return
+        if ex is None:
+            ex = Exchange(self, self.st, b"-", self.url, "1.1", False)
+            self.queue.append(ex)
+        if not ex.request_id:
+            ex.request_id = REQUEST_IDS.new()
+        ex.rejected = error
+        ex.keep_alive = False
+        ex.req_done = True
+        self.reading = None
+        self.closing = True  # the parser is unusable: further input is dropped
+        if self.queue[0] is ex:
+            ex.started = True
+            ex.fail(error)
+        # else: answered when its turn comes (earlier pipelined requests are in flight)
+
+    def _upgraded(self, rest: bytes) -> None:
+        ex = self.upgrade_ex
+        self.upgrade_ex = None
+        if ex is None or ex.resp_done or self.closing:
+            if rest and not self.closing and ex is None:
+                # an Upgrade we do not tunnel (h2c, ...): the request was served as plain HTTP
+                self.data_received(rest)
+            return
+        ex.tunnel_rest += rest
+        self.pause(P_UPGRADE)
+
+    def start_tunnel(self, ex: Exchange, up: UpstreamConnection, rest: bytes) -> None:
+        """101 from the upstream: this connection becomes a byte tunnel."""
+        tunnel = Tunnel(self, up, ex, self.st.tunnel_idle_s)
+        self.tunnel = tunnel
+        ex.resp_done = True
+        if ex.tunnel_rest and up.transport is not None:
+            up.transport.write(ex.tunnel_rest)
+            ex.bytes_in += len(ex.tunnel_rest)
+            ex.tunnel_rest = b""
+        if rest:
+            tunnel.from_upstream(rest)
+        self.deadline_kind = C_TUNNEL
+        self.paused = 0
+        if self.transport is not None:
+            self.transport.resume_reading()
+
+    # ================================================================== deadlines
+
+    def check_deadlines(self, now: float) -> None:
+        """Called by the sweeper with the loop's time."""
+        kind = self.deadline_kind
+        if kind != C_NONE and now >= self.deadline:
+            if kind == C_TUNNEL:
+                tunnel = self.tunnel
+                if tunnel is not None and now >= tunnel.deadline:
+                    tunnel.idle_timeout()
+                    return
+            elif kind == C_BODY and (self.paused or self.reading is None):
+                # we are the ones not reading (backpressure, waiting to decide)
+                self.deadline = now + self.st.client_body_s
+            elif kind == C_BODY:
+                self.deadline_kind = C_NONE
+                ex = self.reading
+                if ex is not None and not ex.resp_started and self.queue and self.queue[0] is ex:
+                    ex.fail(GatewayError(408, "body_timeout", "The request body stalled."))
+                else:
+                    self.abort()
+                return
+            elif kind == C_HEAD:
+                self.deadline_kind = C_NONE
+                self.reject(GatewayError(408, "header_timeout", "The request head was not received in time."))
+                return
+            else:  # idle keep-alive, lingering close
+                self.deadline_kind = C_NONE
+                if self.transport is not None:
+                    self.transport.close() if kind == C_IDLE else self.transport.abort()
+                return
+        if self.queue:
+            ex = self.queue[0]
+            if ex.deadline_kind and now >= ex.deadline:
+                if self.write_paused and ex.deadline_kind == 2:
+                    ex.deadline = now + ex.st.upstream_idle_s  # the client is slow, not the upstream
+                else:
+                    ex.on_deadline()
+
+    def start_drain(self) -> None:
+        """Graceful shutdown: close now when idle, else after the current response."""
+        self.draining = True
+        if not self.queue and not self.head_seen and self.reading is None and self.transport is not None:
+            self.closing = True
+            self.transport.close()
+

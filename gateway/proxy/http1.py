@@ -1,0 +1,257 @@
+"""HTTP/1.1 framing rules shared by both sides of the proxy.
+
+Requests are parsed by llhttp (``httptools``), which already rejects most framing
+tricks: CL together with TE, repeated or malformed Content-Length, whitespace
+before a colon, bare CR or LF, obs-fold, bad chunk sizes. What it lets through and
+we refuse here is listed in :func:`check_transfer_encoding` and
+:func:`check_host`.
+
+Responses are parsed here, not by llhttp: a response to HEAD carries framing
+headers but no body, and httptools cannot be told so. The parser is strict in the
+same ways (no obs-fold, no bare LF/CR, token header names, one consistent
+Content-Length, TE only with ``chunked`` last) because a confused response parser
+is how response splitting and desync start.
+"""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+
+import httptools
+
+# ---------------------------------------------------------------------------- header names
+
+# Request headers that describe this hop only; never forwarded as received.
+# (Content-Length and Transfer-Encoding are re-derived from the framing we send.)
+REQUEST_HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
+    "trailer", "expect", "content-length", "host",
+})
+
+# Response headers that describe the upstream hop only.
+RESPONSE_HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+})
+
+# Connection options that are not header names (never strip a header because of them).
+CONNECTION_OPTIONS = frozenset({"close", "keep-alive", "upgrade"})
+
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
+# reg-name / IPv4 / [IPv6] with an optional port; percent-encoding and sub-delims allowed
+_HOST = re.compile(r"(?:[A-Za-z0-9._~!$&'()*+,;=%-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]*)?")
+
+REASONS: dict[int, bytes] = {s.value: s.phrase.encode("ascii") for s in HTTPStatus}
+
+
+class ProtocolError(Exception):
+    """A peer broke HTTP/1.1 framing; the connection cannot be trusted any more."""
+
+
+def status_line(status: int) -> bytes:
+    """``HTTP/1.1 404 Not Found`` (without CRLF)."""
+    return b"HTTP/1.1 %d %s" % (status, REASONS.get(status, b"Unknown"))
+
+
+def check_transfer_encoding(value: str, http_version: str) -> str | None:
+    """Why a request Transfer-Encoding is refused, or None when it is plain ``chunked``.
+
+    llhttp accepts any coding list ending in ``chunked`` (``gzip, chunked``,
+    ``identity, chunked``); we accept exactly one ``chunked`` so that no
+    upstream can read a different body length than we did. HTTP/1.0 has no
+    chunked coding at all (RFC 9112 6.1: treat it as faulty framing).
+    """
+    if http_version == "1.0":
+        return "Transfer-Encoding in an HTTP/1.0 request"
+    if value.strip(" \t").lower() != "chunked":
+        return f"unsupported or obfuscated Transfer-Encoding {value[:40]!r}"
+    return None
+
+
+def check_host(value: str) -> bool:
+    """True when a Host value is a syntactically valid authority (host[:port])."""
+    return _HOST.fullmatch(value) is not None
+
+
+def split_host(host: str) -> str:
+    """Lower-case host name without the port (IPv6 brackets kept)."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1].lower() if end > 0 else host.lower()
+    return host.partition(":")[0].lower()
+
+
+def connection_tokens(value: str) -> set[str]:
+    """Lower-case options of a Connection header value."""
+    return {t.strip(" \t").lower() for t in value.split(",") if t.strip(" \t")}
+
+
+# ---------------------------------------------------------------------------- responses
+
+
+class ResponseHead:
+    """A parsed upstream response head.
+
+    ``block`` is the header section exactly as received (validated), each field
+    preceded by CRLF, so that forwarding strips hop-by-hop fields with one
+    regular-expression pass and never re-encodes a value. ``connection`` holds
+    the field names the upstream listed in its Connection header (hop-by-hop too).
+    """
+
+    __slots__ = ("block", "chunked", "close", "connection", "content_length", "status", "status_text", "version")
+
+    def __init__(self, status: int, status_text: bytes, version: bytes, block: bytes) -> None:
+        self.status = status
+        self.status_text = status_text  # b"200 OK"
+        self.version = version
+        self.block = block
+        self.content_length = -1
+        self.chunked = False
+        self.close = version == b"HTTP/1.0"
+        self.connection: frozenset[bytes] = frozenset()
+
+
+class _HeadOnly:
+    """A parser protocol without callbacks: llhttp validates, Python is not called per field."""
+
+
+_HEAD_ONLY = _HeadOnly()
+
+
+def parse_response_head(head: bytes) -> ResponseHead:
+    """Parse and validate a response head (status line and fields, ending with the blank line).
+
+    llhttp validates the syntax (bare CR/LF, NUL and control characters,
+    obs-fold, whitespace before a colon, Content-Length syntax and duplicates,
+    CL together with TE); the checks it leaves to us are here. Raises
+    ProtocolError on anything ambiguous.
+    """
+    parser = httptools.HttpResponseParser(_HEAD_ONLY)
+    try:
+        parser.feed_data(head)
+    except httptools.HttpParserUpgrade:
+        pass  # a 101: the bytes after the head belong to the new protocol
+    except httptools.HttpParserError as exc:
+        raise ProtocolError(f"malformed response head: {exc}") from None
+    version = parser.get_http_version()
+    status = parser.get_status_code()
+    if version not in ("1.1", "1.0") or not 100 <= status <= 599:
+        raise ProtocolError(f"unsupported response line {head[:40]!r}")
+    eol = head.find(b"\r\n")
+    resp = ResponseHead(status, head[9:eol], head[:8], head[eol:-4])
+    resp.close = not parser.should_keep_alive()
+    low = head.lower()
+    te = low.find(b"\r\ntransfer-encoding:")
+    if te >= 0:
+        codings = b",".join(v for n, v in _FRAMING.findall(low) if n == b"transfer-encoding")
+        if [c.strip(b" \t") for c in codings.split(b",")] != [b"chunked"]:
+            # a transfer coding under the chunks (gzip, chunked) could not be re-framed
+            # for an HTTP/1.0 client; real servers use Content-Encoding for that
+            raise ProtocolError(f"unsupported response Transfer-Encoding {codings[:40]!r}")
+        if version == "1.0":
+            raise ProtocolError("Transfer-Encoding in an HTTP/1.0 response")
+        resp.chunked = True
+    else:
+        cl = low.find(b"\r\ncontent-length:")
+        if cl >= 0:
+            resp.content_length = int(low[cl + 17 : low.find(b"\r\n", cl + 17)])  # llhttp checked the digits
+    conn = low.find(b"\r\nconnection:")
+    if conn >= 0:
+        value = low[conn + 13 : low.find(b"\r\n", conn + 13)].strip(b" \t")
+        if value not in _CONNECTION_OPTIONS or low.find(b"\r\nconnection:", conn + 13) >= 0:
+            tokens = b",".join(v for n, v in _FRAMING.findall(low) if n == b"connection")
+            resp.connection = frozenset(t.strip(b" \t") for t in tokens.split(b",")) - _CONNECTION_OPTIONS
+    return resp
+
+
+_FRAMING = re.compile(rb"\r\n(transfer-encoding|connection):([^\r\n]*)")
+_CONNECTION_OPTIONS = frozenset({b"close", b"keep-alive", b""})
+
+
+def header_stripper(names: frozenset[str] | set[str], prefixes: tuple[str, ...] = ()) -> re.Pattern[bytes]:
+    """A pattern that removes every ``CRLF name: value`` field with one of ``names``
+    (or a name starting with one of ``prefixes``) from a header block."""
+    alts = sorted(re.escape(n) for n in names) + [re.escape(p) + r"[^:\r\n]*" for p in prefixes]
+    return re.compile(rb"\r\n(?:" + "|".join(alts).encode("latin-1") + rb"):[^\r\n]*", re.I)
+
+
+# ---------------------------------------------------------------------------- chunked bodies
+
+_SIZE, _DATA, _DATA_END, _TRAILER, _DONE = range(5)
+_MAX_LINE = 4096
+
+
+class ChunkedReader:
+    """Incremental reader of a chunked body.
+
+    ``feed(data, payload)`` validates the framing and returns how many bytes of
+    ``data`` belong to this message (less than ``len(data)`` only at the end).
+    When ``payload`` is a list the chunk contents are appended to it (decoding);
+    when it is None the caller forwards the raw bytes (pass-through), so large
+    chunks cost an index update, not a copy.
+    """
+
+    __slots__ = ("done", "line", "remaining", "state", "trailer_bytes")
+
+    def __init__(self) -> None:
+        self.state = _SIZE
+        self.remaining = 0
+        self.line = b""
+        self.trailer_bytes = 0
+        self.done = False
+
+    def feed(self, data: bytes, payload: list[bytes] | None) -> int:
+        i, n = 0, len(data)
+        while i < n:
+            state = self.state
+            if state == _DATA:
+                take = min(self.remaining, n - i)
+                if payload is not None:
+                    payload.append(data[i : i + take] if take != n or i else data)
+                i += take
+                self.remaining -= take
+                if not self.remaining:
+                    self.state = _DATA_END
+                continue
+            # the other states read a CRLF-terminated line
+            j = data.find(b"\n", i)
+            if j < 0:
+                self.line += data[i:]
+                if len(self.line) > _MAX_LINE:
+                    raise ProtocolError("chunk line too long")
+                return n
+            line = self.line + data[i : j + 1]
+            self.line = b""
+            i = j + 1
+            if len(line) > _MAX_LINE or not line.endswith(b"\r\n") or b"\r" in line[:-2]:
+                raise ProtocolError("chunk line without CRLF or too long")
+            line = line[:-2]
+            if state == _SIZE:
+                size, _, _ext = line.partition(b";")
+                if _HEX.fullmatch(size) is None:
+                    raise ProtocolError(f"invalid chunk size {line[:20]!r}")
+                self.remaining = int(size, 16)
+                self.state = _DATA if self.remaining else _TRAILER
+            elif state == _DATA_END:
+                if line:
+                    raise ProtocolError("chunk data longer than its size")
+                self.state = _SIZE
+            else:  # _TRAILER
+                if not line:
+                    self.state = _DONE
+                    self.done = True
+                    return i
+                self.trailer_bytes += len(line)
+                if self.trailer_bytes > _MAX_LINE * 4 or b":" not in line:
+                    raise ProtocolError("invalid or oversized trailer")
+        return n
+
+
+def chunk(data: bytes) -> list[bytes]:
+    """One chunk of the chunked coding, as pieces for ``writelines``."""
+    return [b"%x\r\n" % len(data), data, b"\r\n"]
+
+
+LAST_CHUNK = b"0\r\n\r\n"

@@ -1,0 +1,106 @@
+"""What the data path needs from one Runtime, compiled once per reload.
+
+Each request reads ``RuntimeRef.current`` once, and uses the matching
+:class:`ProxySettings` (cached by identity of the Runtime) for its whole life:
+limits, timeouts, trusted proxies, header spellings as bytes, the pipeline, the
+backends and the access log all come from the same config version.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gateway.proxy.clientaddr import TrustedProxies
+from gateway.proxy.http1 import REQUEST_HOP_BY_HOP, RESPONSE_HOP_BY_HOP, header_stripper
+from gateway.verdict import Verdict
+
+if TYPE_CHECKING:
+    from gateway.server import Runtime
+
+# headers the proxy rewrites itself; the client's copies are not forwarded as received
+_REWRITTEN = frozenset({"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"})
+
+
+class ProxySettings:
+    """Everything per-config the data path reads on every request."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        cfg = runtime.config
+        pipeline = runtime.pipeline
+        self.runtime = runtime
+        self.pipeline = pipeline
+        self.backends = runtime.backends
+        self.access_log = runtime.access_log
+        self.generation = runtime.generation
+        self.trusted = TrustedProxies(cfg.trusted_proxies)
+        limits = cfg.limits
+        self.max_request_line = limits.max_request_line_bytes
+        self.max_header_bytes = limits.max_header_bytes
+        self.max_headers = limits.max_headers
+        self.max_body = limits.max_body_bytes or (1 << 62)
+        self.max_pipelined = limits.max_pipelined
+        # bytes of an unparsed head we hold before answering 431 (line + fields + slack)
+        self.max_head_total = limits.max_request_line_bytes + limits.max_header_bytes + 1024
+        t = cfg.timeouts
+        self.header_read_s = t.header_read_s
+        self.keepalive_s = t.keepalive_s
+        self.client_body_s = t.client_body_s
+        self.upstream_connect_s = t.upstream_connect_s
+        self.upstream_response_s = t.upstream_response_s
+        self.upstream_idle_s = t.upstream_idle_s
+        self.upstream_keepalive_s = t.upstream_keepalive_s
+        self.tunnel_idle_s = t.tunnel_idle_s
+        self.lingering_s = t.lingering_close_s
+        # the sweeper checks deadlines this often: fine enough for the shortest timeout
+        self.tick_s = max(0.02, min(0.25, min(t.header_read_s, t.keepalive_s, t.client_body_s, t.upstream_response_s,
+                                              t.upstream_idle_s, t.upstream_connect_s) / 4))
+        self.id_header = cfg.request_id_header.lower()
+        self.id_header_b = cfg.request_id_header.lower().encode("latin-1")
+        self.id_header_out = cfg.request_id_header.encode("latin-1")
+        self.special = REQUEST_HOP_BY_HOP | _REWRITTEN | {self.id_header}
+        # removes, in one pass over a raw request head, every field the proxy rewrites or drops
+        # (Host is forwarded as the client sent it, so it stays in the block)
+        self.forward_drop = self.special - {"host"}
+        self.request_strip = header_stripper(self.forward_drop, ("x-clefgate-",))
+
+        self.response_strip = header_stripper(RESPONSE_HOP_BY_HOP | {self.id_header})
+        self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})
+        self.via_11 = f"1.1 {cfg.via}".encode("latin-1")
+        self.via_10 = f"1.0 {cfg.via}".encode("latin-1")
+        self.via_id_11 = b"\r\nvia: " + self.via_11 + b"\r\n" + self.id_header_out + b": "
+        self.via_id_10 = b"\r\nvia: " + self.via_10 + b"\r\n" + self.id_header_out + b": "
+        self.public_scheme = cfg.public_scheme
+        self.debug_headers = cfg.logging.debug_headers
+        self.body_prefix = pipeline.body_prefix_bytes
+        self.local_prefix = pipeline.local.prefix if pipeline.local is not None else None
+        self._verdict_headers: dict[int, tuple[Verdict, bytes, bytes]] = {}
+
+    def verdict_headers(self, verdict: Verdict) -> tuple[bytes, bytes]:
+        """(headers for the upstream, debug headers for the client) describing a verdict.
+
+        Rule verdicts are long-lived objects, so the bytes are cached per verdict.
+        """
+        hit = self._verdict_headers.get(id(verdict))
+        if hit is not None and hit[0] is verdict:
+            return hit[1], hit[2]
+        up = [b"x-clefgate-verdict: ", verdict.action.value.encode(), b"\r\nx-clefgate-source: ",
+              verdict.source.value.encode(), b"\r\n"]
+        if verdict.rule:
+            up += (b"x-clefgate-rule: ", _header_value(verdict.rule), b"\r\n")
+        score = verdict.score
+        if score is not None:
+            up.append(b"x-clefgate-score: %.3f\r\n" % score)
+        up_b = b"".join(up)
+        down_b = b""
+        if self.debug_headers:
+            down_b = up_b + b"x-clefgate-reason: " + _header_value(verdict.reason) + b"\r\n"
+        if len(self._verdict_headers) > 512:
+            self._verdict_headers.clear()
+        self._verdict_headers[id(verdict)] = (verdict, up_b, down_b)
+        return up_b, down_b
+
+
+def _header_value(text: str) -> bytes:
+    """A header-safe rendering of free text (no CR/LF/control characters, bounded)."""
+    clean = "".join(c if " " <= c <= "~" else "?" for c in text[:200])
+    return clean.encode("ascii")
