@@ -27,7 +27,7 @@ from gateway.config import Config, ConfigError
 from gateway.features import Features
 from gateway.policy import Policy
 from gateway.policy import check as check_policy
-from gateway.rules import RuleTable, from_config
+from gateway.rules import RuleFileError, RuleTable, from_config
 from gateway.verdict import ALLOW_ALL, Action, LocalResponse, ScoreRequest, Source, Verdict
 
 
@@ -205,11 +205,13 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         else ClientState(cfg.clients, cfg.redis)
 
     table: RuleTable | None = None
+    challengers: list[str] = []
     try:
         table = from_config(cfg, state) if cfg.rules.files else None
-    except ConfigError as exc:
-        rule_problems = exc.problems
-        source = exc.source
+    except RuleFileError as exc:
+        rule_problems, source, challengers = exc.problems, exc.source, exc.challengers
+    if table is not None:
+        challengers = [r.label for r in table.rules if r.action == "challenge"]
 
     policy = Policy(cfg.policy)
     problems.extend(check_policy(cfg.policy))
@@ -219,10 +221,8 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
             problems.append(f"routes[{i}].policy: unknown policy {route.policy!r} (known under policy.routes: {known})")
 
     why = []
-    if table is not None:
-        challengers = [r.label for r in table.rules if r.action == "challenge"]
-        if challengers:
-            why.append(f"rule(s) {', '.join(challengers[:3])}{' and others' if len(challengers) > 3 else ''} challenge")
+    if challengers:
+        why.append(f"rule(s) {', '.join(challengers[:3])}{' and others' if len(challengers) > 3 else ''} challenge")
     if cfg.rules.default == "challenge":
         why.append("rules.default is challenge")
     if scorer is not None and policy.can_challenge:

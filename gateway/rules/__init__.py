@@ -16,7 +16,7 @@ regex), ``body_size`` (``"> 1MiB"``), ``client`` (per-client window statistics),
 (``difficulty``), ``route`` (``backend``, ``continue``) and ``score`` (``policy``).
 """
 
-from gateway.rules.loader import RuleOptions, from_config, load
+from gateway.rules.loader import RuleFileError, RuleOptions, from_config, load
 from gateway.rules.table import ACTIONS, CompiledRule, RuleTable
 
-__all__ = ["ACTIONS", "CompiledRule", "RuleOptions", "RuleTable", "from_config", "load"]
+__all__ = ["ACTIONS", "CompiledRule", "RuleFileError", "RuleOptions", "RuleTable", "from_config", "load"]

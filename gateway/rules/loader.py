@@ -32,6 +32,15 @@ OVERRIDABLE = ("allow", "block", "challenge", "score")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 
 
+class RuleFileError(ConfigError):
+    """ConfigError for rule files; also names the rules that would challenge, so the caller can
+    still report a missing challenge key in the same run."""
+
+    def __init__(self, problems: list[str], source: str, challengers: list[str]) -> None:
+        super().__init__(problems, source)
+        self.challengers = challengers
+
+
 @dataclass
 class RuleOptions:
     """What the rules are checked against and the defaults they inherit."""
@@ -106,7 +115,7 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
             catch_all = rule
 
     if problems:
-        raise ConfigError(problems, source=str(files[0]))
+        raise RuleFileError(problems, str(files[0]), [r.label for r in compiled if r.action == "challenge"])
     return RuleTable(compiled, read, emit)
 
 

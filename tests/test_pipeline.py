@@ -1,0 +1,203 @@
+"""The pipeline: build() from config (every problem at once), synchronous rule verdicts, the model path, passes, observers."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from gateway import config as configmod
+from gateway.config import Config, ConfigError
+from gateway.features import Features
+from gateway.pipeline import NO_MODEL, Pipeline, build, check
+from gateway.policy import Policy
+from gateway.verdict import Action, LocalResponse, ScoreRequest, Source, Verdict
+from tests.conftest import make_features
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = {"id": "k1", "secret": "s" * 40}
+
+
+def cfg_of(**extra: Any) -> Config:
+    raw: dict[str, Any] = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}, "api": {"servers": ["http://127.0.0.1:10"]}}}
+    raw.update(extra)
+    return configmod.validate(raw, str(ROOT / "clefgate.yaml"))
+
+
+def rules_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "rules.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+class FakeScorer:
+    """A ScoreStage: fixed probabilities through the real policy; records what it was asked."""
+
+    def __init__(self, policy: Policy, bad: float = 0.0, attack: float = 0.0) -> None:
+        self.policy = policy
+        self.bad, self.attack = bad, attack
+        self.seen: list[tuple[Features, ScoreRequest]] = []
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        self.seen.append((features, request))
+        probs = {"class": {"human": 1 - self.bad - self.attack, "good_bot": 0.0, "bad_bot": self.bad, "attack": self.attack}}
+        return self.policy.verdict(features, probs, request)
+
+
+def test_no_rules_forwards_everything() -> None:
+    p = build(cfg_of())
+    v = p.decide(make_features())
+    assert v is NO_MODEL and isinstance(p, Pipeline)
+    assert p.body_prefix_bytes == 0 and "no rules" in p.description
+
+
+def test_shipped_rules_decide_synchronously() -> None:
+    p = build(cfg_of(rules={"files": ["rules/default.yaml"]}, challenge={"keys": [KEY]}))
+    blocked = p.decide(make_features(target="/.env"))
+    assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
+    page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
+    assert page.status == 403
+    assert "24 rules from 6 file(s)" in p.description
+
+
+async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
+                 routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
+                 policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
+    scorer = FakeScorer(Policy(cfg.policy), bad=0.3)
+    p = build(cfg, scorer)
+    assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
+    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    pending = p.decide(make_features(target="/checkout/pay"))
+    assert inspect.isawaitable(pending)
+    v = await pending
+    assert v.action is Action.CHALLENGE and v.policy == "checkout"
+    features, request = scorer.seen[-1]
+    assert request.rule == "everything" and request.policy == "checkout"
+    assert features.client is not None and features.client.requests == 1 and features.client.error_ratio == 1.0
+    forwarded = await p.decide(make_features(target="/shop"))  # type: ignore[misc]
+    assert forwarded.action is Action.FORWARD and scorer.seen[-1][1].policy is None
+
+
+@pytest.mark.parametrize("mode,action", [("allow", Action.FORWARD), ("block", Action.BLOCK), ("challenge", Action.CHALLENGE)])
+def test_rules_default_is_named_and_counted(tmp_path: Path, mode: str, action: Action) -> None:
+    from gateway.pipeline import DEFAULTS
+
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - path: /x\n    action: block\n")], "default": mode},
+                 challenge={"keys": [KEY]})
+    before = DEFAULTS.get(action.value)
+    v = build(cfg).decide(make_features(target="/y"))
+    assert isinstance(v, Verdict) and v.action is action and v.source is Source.DEFAULT
+    assert DEFAULTS.get(action.value) == before + 1
+
+
+def test_every_problem_in_one_error(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: r\n    path: /x\n    action: route\n    backend: nowhere\n"
+                               "  - name: c\n    path: /y\n    action: challenge\n")
+    cfg = cfg_of(rules={"files": [bad]}, routes=[{"path_prefix": "/", "backend": "app", "policy": "shop"}],
+                 policy={"difficulty_min": 25, "difficulty_max": 20})
+    with pytest.raises(ConfigError) as err:
+        build(cfg)
+    assert err.value.problems == [
+        "rules.yaml:r: backend: unknown backend 'nowhere' (known: api, app)",
+        "policy: difficulty_min (25) is above difficulty_max (20)",
+        "routes[0].policy: unknown policy 'shop' (known under policy.routes: none)",
+        "challenge.keys: required because rule(s) c challenge; set challenge.keys: [{id: k1, secret: env:CLEFGATE_CHALLENGE_KEY}] "
+        "(or challenge.dev_generate_secret: true for development only)",
+    ]
+    assert check(cfg) == err.value.problems
+
+
+def test_rule_problems_alone_name_the_rule_file_as_source(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: r\n    user_agent: '('\n    action: block\n")
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [bad]}))
+    assert err.value.source == bad
+    assert err.value.problems == ["rules.yaml:r: user_agent: bad regex '(': missing ), unterminated subpattern at position 0"]
+
+
+def test_a_model_that_can_challenge_needs_a_key() -> None:
+    with pytest.raises(ConfigError, match="the model policy can challenge"):
+        build(cfg_of(), FakeScorer(Policy()))
+
+
+def _pass_cookie(p: Pipeline, f: Features, difficulty: int = 4) -> str:
+    svc = p.passes
+    assert svc is not None
+    html = svc.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=difficulty), f).body.decode()
+    token = re.search(r'name="token" value="([^"]+)"', html).group(1)  # type: ignore[union-attr]
+    nonce = re.search(r'data-nonce="([^"]+)"', html).group(1)  # type: ignore[union-attr]
+    from gateway.challenge import solve
+    body = urlencode({"token": token, "counter": solve(nonce, difficulty)}).encode()
+    resp = p.local.handle(make_features("POST", "/.clefgate/verify", list(f.headers), client_ip=f.client_ip, body=body), body)  # type: ignore[union-attr]
+    assert isinstance(resp, LocalResponse) and resp.status == 303
+    return next(v for k, v in resp.headers if k == "Set-Cookie").split(";", 1)[0]
+
+
+async def test_a_pass_turns_rule_and_model_challenges_into_forwards(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /gated\n    action: challenge\n    difficulty: 4\n"
+                                 "  - name: rest\n    action: score\n")
+    cfg = cfg_of(rules={"files": [rules]}, challenge={"keys": [KEY]}, policy={"difficulty_min": 4, "difficulty_max": 4})
+    p = build(cfg, FakeScorer(Policy(cfg.policy), bad=0.7))
+    f = make_features(target="/gated")
+    assert p.decide(f).action is Action.CHALLENGE  # type: ignore[union-attr]
+    cookie = _pass_cookie(p, f)
+    headers = [*f.headers, ("Cookie", cookie)]
+    gated = p.decide(make_features(target="/gated", headers=headers))
+    assert isinstance(gated, Verdict) and gated.action is Action.FORWARD and gated.rule == "gate"
+    scored = await p.decide(make_features(target="/other", headers=headers))  # type: ignore[misc]
+    assert scored.action is Action.FORWARD and "challenge passed" in scored.reason and scored.source is Source.MODEL
+    # another client presenting the same cookie is challenged
+    stolen = p.decide(make_features(target="/gated", headers=headers, client_ip="198.51.100.1"))
+    assert stolen.action is Action.CHALLENGE  # type: ignore[union-attr]
+
+
+def test_observers_feed_windows_but_never_with_the_gateways_own_pages() -> None:
+    p = build(cfg_of())
+    state = p.state
+    assert state is not None
+    f = make_features(target="/a")
+    p.observe(f, Verdict(Action.FORWARD, Source.RULE, "r"), 404)
+    p.observe(f, Verdict(Action.BLOCK, Source.RULE, "r"), 403)                 # our block page
+    p.observe(f, Verdict(Action.CHALLENGE, Source.MODEL, "m"), 403)            # our challenge page
+    p.observe(make_features(target="/.clefgate/verify"), Verdict(Action.FORWARD, Source.DEFAULT, "local"), 403)
+    p.observe(f, Verdict(Action.FORWARD, Source.SHADOW, "s", shadow_action=Action.BLOCK), 200)  # shadow: the origin answered
+    assert state.windows.counts("203.0.113.7") == (2, 1)
+
+
+async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /gated\n    action: challenge\n    difficulty: 4\n")
+    cfg = cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True})
+    first = build(cfg)
+    first.state.record("1.2.3.4", "/", 200)  # type: ignore[union-attr]
+    cookie = _pass_cookie(first, make_features(target="/gated"))
+    second = build(cfg, previous=first)
+    assert second.state is first.state and second.passes.nonces is first.passes.nonces  # type: ignore[union-attr]
+    honoured = second.decide(make_features(target="/gated", headers=[("Host", "h"), ("User-Agent", make_features().user_agent),
+                                                                      ("Cookie", cookie)]))
+    assert honoured.action is Action.FORWARD  # type: ignore[union-attr]
+    await second.start()
+    await first.close(successor=second)
+    changed = build(cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True}, clients={"window_s": 30}), previous=second)
+    assert changed.state is not second.state
+    await second.close(successor=changed)
+    await changed.close()
+
+
+def test_policy_for_route_matching() -> None:
+    cfg = cfg_of(routes=[{"host": "shop.example", "path_prefix": "/checkout", "backend": "app", "policy": "strict"},
+                         {"host": "*.example", "path_prefix": "/", "backend": "app", "policy": "loose"},
+                         {"path_prefix": "/checkout/free", "backend": "app"}],
+                 policy={"routes": {"strict": {}, "loose": {}}})
+    p = build(cfg)
+
+    def on(host: str, path: str) -> str | None:
+        return p.policy_for(make_features(target=path, headers=[("Host", host)]))
+    assert on("shop.example:443", "/checkout/pay") == "strict"
+    assert on("blog.example", "/checkout/pay") == "loose"
+    assert on("shop.example", "/checkout/free/x") is None  # the longest prefix wins, even without a policy
+    assert on("other.test", "/x") is None
