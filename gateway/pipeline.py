@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway import metrics
-from gateway.challenge import PREFIX, ChallengeService, load_signer
+from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
 from gateway.clients import ClientState
 from gateway.config import Config, ConfigError
 from gateway.features import Features
@@ -227,6 +227,7 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         why.append("rules.default is challenge")
     if scorer is not None and policy.can_challenge:
         why.append("the model policy can challenge")
+    signer: Signer | None
     if previous is not None and previous.passes is not None and not cfg.challenge.keys and cfg.challenge.dev_generate_secret:
         signer = previous.passes.signer  # keep the generated dev key across reloads so passes survive them
     else:

@@ -61,15 +61,17 @@ class Thresholds:
 
 
 def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) -> Thresholds:
-    def pick(field: str) -> object:
-        value = getattr(override, field) if override is not None else None
-        return getattr(base, field) if value is None else value
-
-    return Thresholds(name=name, block_attack=float(pick("block_attack")),  # type: ignore[arg-type]
-                      block_risk=None if pick("block_risk") is None else float(pick("block_risk")),  # type: ignore[arg-type]
-                      challenge_risk=float(pick("challenge_risk")), difficulty_min=int(pick("difficulty_min")),  # type: ignore[arg-type]
-                      difficulty_max=int(pick("difficulty_max")), shadow=bool(pick("shadow")),  # type: ignore[call-overload]
-                      rollout_percent=float(pick("rollout_percent")))  # type: ignore[arg-type]
+    o = override or RoutePolicyConfig()
+    return Thresholds(
+        name=name,
+        block_attack=base.block_attack if o.block_attack is None else o.block_attack,
+        block_risk=base.block_risk if o.block_risk is None else o.block_risk,
+        challenge_risk=base.challenge_risk if o.challenge_risk is None else o.challenge_risk,
+        difficulty_min=base.difficulty_min if o.difficulty_min is None else o.difficulty_min,
+        difficulty_max=base.difficulty_max if o.difficulty_max is None else o.difficulty_max,
+        shadow=base.shadow if o.shadow is None else o.shadow,
+        rollout_percent=base.rollout_percent if o.rollout_percent is None else o.rollout_percent,
+    )
 
 
 def check(cfg: PolicyConfig) -> list[str]:

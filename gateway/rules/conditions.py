@@ -429,4 +429,5 @@ def standalone(expr: str, emit: Emitter) -> Callable[[Features], bool]:
     """A single condition expression as a function of Features (tests and debugging)."""
     from gateway.rules.table import compile_function
 
-    return compile_function([(expr, "return True")], "return False", emit)
+    fn = compile_function([(expr, "return True")], "return False", emit)
+    return lambda f: bool(fn(f))
