@@ -766,6 +766,61 @@ def test_systemd_sandbox_exposure_is_low(tmp_path: Path) -> None:
     assert float(m.group(1)) <= 2.0, f"exposure {m.group(1)} (systemd-analyze security): the unit lost hardening\n{result.stdout}"
 
 
+_MDWE_WRAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+# PR_SET_MDWE(PR_MDWE_REFUSE_EXEC_GAIN): what MemoryDenyWriteExecute=yes enforces, kept across execve
+if libc.prctl(65, 1, 0, 0, 0) != 0:
+    sys.exit(77)
+os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+"""
+
+
+def test_gateway_serves_under_memory_deny_write_execute(tmp_path: Path, demo_origin: Any) -> None:
+    """The unit sets MemoryDenyWriteExecute=yes: the gateway (uvloop, httptools, onnxruntime) must run without W+X memory."""
+    import os
+    import signal
+
+    from tests.harness import config_for, free_port, http_get, wait_until
+
+    assert "MemoryDenyWriteExecute" in _unit()["Service"]
+    wrapper = tmp_path / "mdwe.py"
+    wrapper.write_text(_MDWE_WRAPPER, encoding="utf-8")
+    probe = run(sys.executable, str(wrapper), "-c", "import ctypes; print(ctypes.CDLL(None).prctl(66, 0, 0, 0, 0))")
+    if probe.returncode == 77:
+        pytest.skip("this kernel has no PR_SET_MDWE (Linux >= 6.3)")
+    assert probe.stdout.strip() == "1", probe.stdout + probe.stderr
+    key = tmp_path / "challenge-key"
+    key.write_text("0123456789abcdef" * 4)
+    port, admin = free_port(), free_port()
+    config = config_for(demo_origin.url, listen=f"127.0.0.1:{port}", admin={"listen": f"127.0.0.1:{admin}"},
+                        rules={"files": [str(ROOT / "rules" / "default.yaml")]},
+                        challenge={"keys": [{"id": "k1", "secret": f"file:{key}"}]},
+                        model={"providers": ["cpu"]}, logging={"level": "info", "access_log": "off"})
+    (tmp_path / "clefgate.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen([sys.executable, str(wrapper), "-m", "gateway", "serve", "--config", str(tmp_path / "clefgate.yaml")],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        try:
+            try:
+                wait_until(lambda: proc.poll() is None and http_get(f"http://127.0.0.1:{admin}/readyz")[0] == 200, 60.0, what="/readyz")
+            except TimeoutError:
+                pytest.fail(f"not ready under MDWE (exit {proc.poll()}):\n{(tmp_path / 'stderr').read_text(errors='replace')}")
+            browser = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+                       "Accept": "text/html", "Accept-Language": "en"}
+            for path in ("/", "/shop", "/robots.txt", "/.env"):
+                status, _ = http_get(f"http://127.0.0.1:{port}{path}", timeout=10.0, headers=browser)
+                assert status < 500, f"{path}: {status}\n{(tmp_path / 'stderr').read_text(errors='replace')}"
+            assert proc.poll() is None
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def test_systemd_unit_reloads_drains_and_restarts() -> None:
     unit = _unit()
     service = unit["Service"]
