@@ -686,6 +686,12 @@ def test_gpu_variants_request_a_gpu_for_the_gateway_only(rendered: dict[str, lis
                 assert c == base_containers[cname], f"{gpu}: the GPU patch must not touch {cname}"
         tolerations = dep["spec"]["template"]["spec"]["tolerations"]
         assert any(t["key"] == "nvidia.com/gpu" for t in tolerations)
+        # GPU targets are labelled for the alert that notices a fall-back to the CPU
+        (monitor,) = _by_kind(rendered[gpu], "ServiceMonitor")
+        (base_monitor,) = _by_kind(rendered[cpu], "ServiceMonitor")
+        relabel = monitor["spec"]["endpoints"][0]["relabelings"]
+        assert {"action": "replace", "targetLabel": "expected_provider", "replacement": "cuda"} in relabel
+        assert "relabelings" not in base_monitor["spec"]["endpoints"][0]
         gpu_cfg = _gateway_config(rendered[gpu], dep)
         cpu_cfg = _gateway_config(rendered[cpu], base)
         assert gpu_cfg["config"]["model"]["providers"] == ["cuda", "cpu"]

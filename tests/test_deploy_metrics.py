@@ -32,8 +32,10 @@ DEPLOY = ROOT / "deploy"
 # Series that Prometheus itself adds to every scrape; alerts may use them.
 PROMETHEUS_SERIES = frozenset({"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_series_added",
                                "scrape_samples_post_metric_relabeling"})
-# Labels every scraped series carries (target labels), and those the exposition adds.
-TARGET_LABELS = frozenset({"job", "instance"})
+# Labels the scrape adds to every series (target labels): job and instance, and
+# expected_provider, which GPU deployments set (deploy/k8s/components/gpu) for the
+# ClefgateModelNotOnCuda alert.
+TARGET_LABELS = frozenset({"job", "instance", "expected_provider"})
 
 _KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right",
                        "inf", "nan", "start", "end"})
@@ -285,6 +287,7 @@ DASHBOARD_TOPICS = {
 
 ALERT_TOPICS = {
     "breaker open": "clefgate_breaker_state",
+    "model provider fell back from CUDA to CPU": "clefgate_model_loaded_info",
     "fallback rate": "clefgate_model_fallbacks_total",
     "challenge pass rate": "clefgate_challenges_passed_total",
     "p99 added latency": "clefgate_added_latency_seconds_bucket",

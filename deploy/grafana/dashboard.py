@@ -211,6 +211,13 @@ def build() -> dict[str, Any]:
                      targets((f"sum by (model) (clefgate_model_queue{{{SEL}}})", "{{model}}"))))
     L.add(timeseries("Decisions from the model", "Requests decided from model probabilities, by source (model run or cache).",
                      targets((rate_by("clefgate_model_decisions_total", "source"), "{{source}}")), unit="reqps", stack=True))
+    L.add(stat("Model loaded", "Model versions loaded, with the provider they really run on (cuda, cpu) and the precision; "
+               "a CUDA deployment showing cpu has fallen back (alert ClefgateModelNotOnCuda).",
+               [target(f"count by (model, provider, precision) (clefgate_model_loaded_info{{{SEL}}})",
+                       "{{model}} on {{provider}} ({{precision}})")],
+               thresholds=[(None, "blue")]), w=12, h=5)
+    L.add(stat("Model load time", "Seconds the last load of each model took, warm-up included (per instance, the slowest).",
+               [target(f"max by (model) (clefgate_model_load_seconds{{{SEL}}})", "{{model}}")], unit="s"), w=12, h=5)
 
     # ------------------------------------------------------------------ challenges
     L.row("Challenges")
