@@ -158,29 +158,48 @@ def exported_names(text: str) -> Exported:
     return Exported(series, families)
 
 
+ADMIN_TOKEN = "deploy-test-admin-token-" + "0" * 16
+
+
 @pytest.fixture(scope="module")
-def scrape(tmp_path_factory: pytest.TempPathFactory, demo_origin: Any) -> str:
-    """/metrics of a real gateway with rules, challenge, decision log and the shipped model enabled."""
+def gateway(tmp_path_factory: pytest.TempPathFactory, demo_origin: Any) -> Iterator[Gateway]:
+    """A real gateway configured like deploy/'s: rules, challenge, decision log, the shipped model, an admin token from a file."""
     work = tmp_path_factory.mktemp("deploy-metrics")
-    key = work / "challenge-key"
-    key.write_text("0123456789abcdef" * 4 + "\n")
+    (work / "challenge-key").write_text("0123456789abcdef" * 4 + "\n")
+    (work / "admin-token").write_text(ADMIN_TOKEN + "\n")
     config = config_for(demo_origin.url,
+                        admin={"token": f"file:{work / 'admin-token'}"},
                         rules={"files": [str(ROOT / "rules" / "default.yaml")]},
-                        challenge={"keys": [{"id": "k1", "secret": f"file:{key}"}]},
+                        challenge={"keys": [{"id": "k1", "secret": f"file:{work / 'challenge-key'}"}]},
                         decision_log={"path": str(work / "decisions.jsonl")},
                         model={"enabled": True, "providers": ["cpu"]},
                         logging={"level": "info", "access_log": str(work / "access.log")})
     gw = Gateway(work / "gateway", config)
     try:
-        # a little traffic of each kind, so that labelled series have samples too
-        for path, headers in (("/", {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
-                                     "Accept": "text/html", "Accept-Language": "en"}),
-                              ("/robots.txt", {}), ("/.env", {"User-Agent": "python-requests/2.31"}),
-                              ("/shop", {"User-Agent": "curl/8.5"})):
-            http_get(gw.url + path, timeout=10.0, headers=headers)
-        return gw.metrics()
+        yield gw
     finally:
         gw.stop()
+
+
+@pytest.fixture(scope="module")
+def scrape(gateway: Gateway) -> str:
+    """/metrics after a little traffic of each kind, so that labelled series have samples too."""
+    browser = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+               "Accept": "text/html", "Accept-Language": "en"}
+    for path, headers in (("/", browser), ("/robots.txt", {}), ("/.env", {"User-Agent": "python-requests/2.31"}),
+                          ("/shop", {"User-Agent": "curl/8.5"})):
+        http_get(gateway.url + path, timeout=10.0, headers=headers)
+    return gateway.metrics()
+
+
+def test_admin_port_serves_probes_and_metrics_openly_but_admin_only_with_the_token(gateway: Gateway) -> None:
+    """What the deployments rely on: probes and Prometheus need no token, /admin/* does."""
+    for path in ("/healthz", "/readyz", "/metrics"):
+        assert http_get(gateway.admin_url + path)[0] == 200, path
+    assert http_get(gateway.admin_url + "/admin/config")[0] == 401
+    assert http_get(gateway.admin_url + "/admin/config", headers={"Authorization": "Bearer wrong"})[0] == 401
+    status, body = http_get(gateway.admin_url + "/admin/config", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert status == 200 and ADMIN_TOKEN not in body.decode(), "the token must be redacted from /admin/config"
 
 
 def declared_labels() -> dict[str, tuple[set[str], str]]:
