@@ -253,7 +253,7 @@ class RulesConfig:
     """The deterministic rule table (rules/*.yaml)."""
 
     files: list[str] = setting(factory=list, doc="Rule files evaluated in order (first match wins); empty allows everything.")
-    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules; defaults to lists/ beside the first rule file.")
+    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules (ip: list:NAME); defaults to lists/ beside each rule file.")
     default: str = setting("score", "What happens when no rule matches: score (ask the model; forwarded when no model is configured), allow, challenge or block.",
                            check=one_of("score", "allow", "challenge", "block"))
     disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. block-wordpress-probes when WordPress runs behind this gateway.",

@@ -9,7 +9,6 @@ in its file); file-level problems as ``file: message``.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +59,7 @@ class _Entry:
     raw: Mapping[str, Any]
     file: str
     label: str
+    folder: Path  # the folder of the file the rule is in: its lists/ is where list:NAME is looked up
 
 
 def from_config(cfg: Config, state: ClientState) -> RuleTable:
@@ -81,8 +81,8 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
     for f in files:
         _read_file(Path(f).resolve(), base, entries, problems, read, stack=())
 
-    lists_dir = Path(opts.lists_dir) if opts.lists_dir else base / "lists"
-    ctx_lists = NamedLists(lists_dir)
+    configured = NamedLists(Path(opts.lists_dir)) if opts.lists_dir else None
+    beside: dict[Path, NamedLists] = {}
     emit = Emitter()
     compiled: list[CompiledRule] = []
     seen: dict[str, str] = {}
@@ -94,7 +94,8 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
             seen[name] = entry.file
         if isinstance(name, str) and name in opts.disabled:
             continue
-        rule = _compile_rule(entry, opts, ctx_lists, state, emit, problems)
+        lists = configured or beside.setdefault(entry.folder, NamedLists(entry.folder / "lists"))
+        rule = _compile_rule(entry, opts, lists, state, emit, problems)
         if rule is not None:
             compiled.append(rule)
 
@@ -120,7 +121,11 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
 
 
 def _display(path: Path, base: Path) -> str:
-    return os.path.relpath(path, base)
+    """A rule file as messages show it: relative to the first file's folder, or absolute when outside it."""
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
 
 
 def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str], read: list[str], stack: tuple[Path, ...],
@@ -166,7 +171,7 @@ def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str
             continue
         name = raw.get("name")
         label = name if isinstance(name, str) and name else f"#{i}"
-        entries.append(_Entry(raw, shown, label))
+        entries.append(_Entry(raw, shown, label, path.parent))
 
 
 def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: ClientState, emit: Emitter,
