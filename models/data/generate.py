@@ -183,8 +183,8 @@ def _crawler_endpoint(rng: Draw, tags: tuple[str, ...]) -> tuple[Endpoint, str]:
         groups = ("health",)
     elif "social-preview" in tags or "advertising" in tags:
         groups = ("page",)
-    else:
-        groups = ("page", "page", "page", "robots", "search", "asset")
+    else:  # search engines and archivers: canonical pages, robots, sitemaps, a few assets
+        groups = ("page", "page", "page", "robots", "robots", "asset")
     group = rng.choice(groups)
     options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
     tpl = rng.choice(options)
@@ -248,7 +248,8 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
     r = rng.random()
     if r < 0.30:  # self-declared: AI and SEO crawlers, scanners' user agents, automation tools
         agent = rng.choice(crawlers_for(rng.split, "bad"))
-        ep, host, _ = _page_endpoint(rng, ("page", "search", "page", "robots"))
+        # AI and SEO crawlers take every parametrised URL they find (searches, filters, pagination)
+        ep, host, _ = _page_endpoint(rng, ("page", "search", "search", "page", "robots"))
         if any(t in agent.tags for t in ("browser-automation",)) and "Mozilla" in agent.ua and rng.random() < 0.5:
             browser = _weighted(rng, [a for a in browsers_for(rng.split) if a.engine == "chromium"])
             fake = BrowserAgent(agent.ua, "chromium", False, browser.brand, browser.major, "Linux", 1.0)
@@ -350,7 +351,7 @@ def attack(rng: Draw) -> dict[str, Any]:
     site_name = rng.choice(site.SITES)
     host = site.HOSTS[site_name]
     if rng.random() < 0.22:
-        path = rng.choice(attacks.probe_paths(rng.split))
+        path = attacks.probe(rng, rng.split)
         ep = Endpoint(rng.choice(("GET", "GET", "GET", "POST", "HEAD")), path, "page")
         head, version = _attacker_head(rng, host, ep, None, None)
         stats = _stats(rng, "scanner") if rng.random() < 0.4 else None

@@ -97,6 +97,37 @@ COMMENT_MARKDOWN = (
 )
 
 
+LOCALE_CODES = ("en", "de", "fr", "es", "it", "ja", "zh", "pt-br", "nl", "pl", "ko", "ru", "tr", "sv", "en-us", "en-gb", "fr-ca")
+PARAM_NAMES = ("page", "sort", "ref", "lang", "view", "tab", "filter", "from", "to", "limit", "offset", "format", "color", "size",
+               "src", "source", "mode", "type", "category", "tag", "year", "month", "currency", "region", "variant", "session_id")
+
+
+def _segment(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.35:
+        return rng.choice(WORDS + NOUNS + CATEGORIES + TAGS + SECTIONS + PAGES)
+    if r < 0.55:
+        return _slug(rng)
+    if r < 0.7:
+        return str(rng.randint(1, 10**6))
+    if r < 0.8:
+        return rng.choice(LOCALE_CODES)
+    if r < 0.9:
+        return f"v{rng.randint(1, 5)}" if rng.random() < 0.5 else f"{rng.randint(2010, 2025)}"
+    return _hex(rng, rng.choice((8, 12, 24)))
+
+
+def _value(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.3:
+        return str(rng.randint(0, 5000))
+    if r < 0.6:
+        return rng.choice(WORDS + NOUNS + CATEGORIES + ("asc", "desc", "grid", "list", "json", "true", "false", "EUR", "USD"))
+    if r < 0.8:
+        return search_query(rng)
+    return f"{rng.randint(2015, 2025)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+
+
 def _slug(rng: random.Random) -> str:
     return f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{rng.choice(NOUNS)}"
 
@@ -314,6 +345,16 @@ TEMPLATES: tuple[Template, ...] = (
     Template("asset.favicon", "*", "asset", _asset(lambda r: r.choice(("/favicon.ico", "/apple-touch-icon.png", "/favicon-32x32.png")), "image")),
     Template("asset.next", "*", "asset", _asset(lambda r: f"/_next/static/chunks/{r.choice(('pages', 'app', 'framework'))}-{_hex(r, 16)}.js", "script")),
     Template("asset.icon", "*", "asset", _asset(lambda r: f"/assets/icons/{r.choice(NOUNS)}.svg?v={r.randint(1, 9)}", "image")),
+    # --- generic shapes every kind of client requests (so that a path's *shape* alone
+    # never tells a person from a bot or an attack: only its content may)
+    Template("generic.locale", "*", "page", _page(lambda r: f"/{r.choice(LOCALE_CODES)}/{r.choice(('latest', 'stable', 'v2', '2024', 'help', 'docs'))}/{r.choice(PAGES + TOPICS)}/")),
+    Template("generic.deep", "*", "page", _page(lambda r: "/" + "/".join(_segment(r) for _ in range(r.randint(1, 5))) + r.choice(("", "/", "", ".html")))),
+    Template("generic.dated", "*", "page", _page(lambda r: f"/{r.choice(('news', 'posts', 'articles', 'events', 'press'))}/{r.randint(2012, 2025)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}-{_slug(r)}")),
+    Template("generic.ids", "*", "page", _page(lambda r: f"/{r.choice(('item', 'view', 'listing', 'node', 'id', 'ticket', 'member'))}/{r.randint(1, 10**7)}{r.choice(('', '/edit', '/history', '/comments', '/photos'))}")),
+    Template("generic.legacy", "*", "page", _page(lambda r: f"/{r.choice(('index', 'page', 'view', 'show', 'article', 'product', 'default', 'list'))}.{r.choice(('php', 'aspx', 'jsp', 'cfm', 'html', 'htm', 'asp'))}?{r.choice(('id', 'page', 'p', 'cat', 'article'))}={r.randint(1, 9999)}{r.choice(('', '&lang=' + r.choice(LOCALE_CODES), '&sort=' + r.choice(('asc', 'desc', 'date'))))}")),
+    Template("generic.query", "*", "page", _page(lambda r: f"/{_segment(r)}?" + "&".join(f"{r.choice(PARAM_NAMES)}={_q(_value(r), r)}" for _ in range(r.randint(1, 4))))),
+    Template("generic.tracking", "*", "page", _page(lambda r: f"/{_segment(r)}/{_slug(r)}?utm_source={r.choice(('newsletter', 'twitter', 'google', 'facebook'))}&utm_medium={r.choice(('email', 'social', 'cpc'))}&utm_campaign={r.choice(WORDS)}_{r.randint(1, 99)}{r.choice(('', '&gclid=' + _hex(r, 24), '&fbclid=' + _hex(r, 30)))}")),
+    Template("generic.files", "*", "download", lambda r: Endpoint("GET", f"/{r.choice(('files', 'downloads', 'uploads', 'media', 'docs', 'assets'))}/{_slug(r)}.{r.choice(('pdf', 'zip', 'csv', 'docx', 'mp4', 'xlsx', 'epub', 'tar.gz'))}", "download")),
     # --- crawler endpoints
     Template("robots", "*", "robots", lambda r: Endpoint("GET", "/robots.txt", "robots")),
     Template("sitemap", "*", "robots", lambda r: Endpoint("GET", r.choice(("/sitemap.xml", f"/sitemap-{r.randint(1, 9)}.xml", "/sitemap_index.xml")), "robots")),

