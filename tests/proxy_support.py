@@ -10,6 +10,7 @@ decision. Whole-process behaviour (RSS, signals, reload) is tested against
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import socket
@@ -20,8 +21,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-import pytest
 
 from gateway import config as configmod
 from gateway.accesslog import AccessLog
@@ -35,29 +34,26 @@ T = TypeVar("T")
 
 # ---------------------------------------------------------------------------- origins
 
-
-@pytest.fixture(scope="session")
-def origin_a() -> Iterator[OriginProcess]:
-    """The aiohttp test origin named "a" (a subprocess for the whole session)."""
-    origin = start_origin("a")
-    yield origin
-    origin.stop()
+_ORIGINS: dict[str, OriginProcess] = {}
 
 
-@pytest.fixture(scope="session")
-def origin_b() -> Iterator[OriginProcess]:
-    """A second aiohttp origin, named "b" (failover, balancing)."""
-    origin = start_origin("b")
-    yield origin
-    origin.stop()
+def shared_origin(name: str, *, raw: bool = False) -> OriginProcess:
+    """An origin subprocess shared by every test of the session (stopped at exit).
+
+    ``"a"`` and ``"b"`` are aiohttp origins that tell themselves apart by name;
+    ``raw=True`` is the scripted raw origin.
+    """
+    key = f"{name}:{raw}"
+    origin = _ORIGINS.get(key)
+    if origin is None or origin.proc.poll() is not None:
+        origin = _ORIGINS[key] = start_origin(name, raw=raw)
+    return origin
 
 
-@pytest.fixture(scope="session")
-def raw_origin() -> Iterator[OriginProcess]:
-    """The scripted raw origin (canned responses by path, some deliberately broken)."""
-    origin = start_origin("raw", raw=True)
-    yield origin
-    origin.stop()
+@atexit.register
+def _stop_origins() -> None:
+    for origin in _ORIGINS.values():
+        origin.stop()
 
 
 def closed_port() -> int:

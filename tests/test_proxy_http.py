@@ -16,16 +16,26 @@ import httpx
 import pytest
 
 from tests.origin import OriginProcess, pattern
-from tests.proxy_support import (  # noqa: F401  (fixtures)
+from tests.proxy_support import (
     GatewayThread,
     RawClient,
     gateway,
     get,
     make_config,
-    origin_a,
-    raw_origin,
     request,
+    shared_origin,
 )
+
+
+@pytest.fixture(scope="module")
+def origin_a() -> OriginProcess:
+    return shared_origin("a")
+
+
+@pytest.fixture(scope="module")
+def raw_origin() -> OriginProcess:
+    return shared_origin("raw", raw=True)
+
 
 
 @pytest.fixture(scope="module")
@@ -248,5 +258,5 @@ def test_curl_upload_and_download(gw: GatewayThread, tmp_path: Path) -> None:
     # curl -0 speaks HTTP/1.0
     out = subprocess.run(["curl", "-sS", "-0", "-i", f"{gw.url}/chunked/2000"], capture_output=True, timeout=60,
                          check=True)
-    head, _, body = out.stdout.partition(b"\r\n\r\n")
+    _, _, body = out.stdout.partition(b"\r\n\r\n")
     assert body == pattern(2000)

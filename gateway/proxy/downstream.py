@@ -198,9 +198,6 @@ class ClientConnection(asyncio.Protocol):
                     if end > 0:
                         self.raw_head = data[:end]
             self.head_seen += len(data)
-            if self.head_seen > self.st.max_head_total:
-                self.reject(GatewayError(431, "header_too_large", "The request head exceeds the configured limits."))
-                return
         try:
             self.parser.feed_data(data)
         except _HttpParserUpgrade as exc:
@@ -214,6 +211,11 @@ class ClientConnection(asyncio.Protocol):
                 self.reject(GatewayError(500, "internal", "The gateway failed while reading the request."))
         except _HttpParserError as exc:
             self.reject(GatewayError(400, "malformed", f"Malformed request: {exc}."))
+        else:
+            # a head still incomplete after this much input is refused before it grows further
+            # (httptools buffers a field until it is complete)
+            if self.in_head and self.msg_open and self.head_seen > self.st.max_head_total:
+                self.reject(GatewayError(431, "header_too_large", "The request head exceeds the configured limits."))
 
     # ================================================================== httptools callbacks
 
@@ -304,6 +306,8 @@ class ClientConnection(asyncio.Protocol):
                     self.deadline_kind = C_BODY
                     self.deadline = self.plane.now + st.client_body_s
         # ---- target and host
+        if method_b == b"CONNECT":
+            raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
         if target[:1] == b"/":
             path, _, query = target.decode("latin-1").partition("?")
             host = hmap.get("host")
@@ -319,8 +323,6 @@ class ClientConnection(asyncio.Protocol):
             path, query, host = "*", "", hmap.get("host")
         else:
             raise GatewayError(400, "bad_target", "The request target is not in origin or absolute form.")
-        if method_b == b"CONNECT":
-            raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
         if host is None:
             if version == "1.1":
                 raise GatewayError(400, "bad_host", "HTTP/1.1 requests need a Host header.")

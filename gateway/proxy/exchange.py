@@ -522,7 +522,6 @@ class Exchange:
         now = _perf()
         self.t_uphead = now
         self.status = head.status
-        self.resp_started = True
         self.deadline = self.conn.plane.now + st.upstream_idle_s
         self.deadline_kind = D_UPSTREAM_IDLE
         assert self.server is not None
@@ -570,10 +569,12 @@ class Exchange:
             if self.head_pending:
                 pieces.insert(0, self.head_pending)
                 self.head_pending = b""
+                self.resp_started = True
             transport.writelines(pieces)  # type: ignore[union-attr]
         elif self.head_pending:
             head = self.head_pending
             self.head_pending = b""
+            self.resp_started = True
             if len(data) <= 16384:
                 transport.write(head + data)  # type: ignore[union-attr]
             else:
@@ -588,6 +589,7 @@ class Exchange:
         if self.head_pending:
             transport.write(self.head_pending + tail)  # type: ignore[union-attr]
             self.head_pending = b""
+            self.resp_started = True
         elif tail:
             transport.write(tail)  # type: ignore[union-attr]
         self.resp_done = True
@@ -641,11 +643,14 @@ class Exchange:
             self._connect(True)
             return
         if self.resp_started:
+            # part of the response is on its way: the client can only learn of the failure
+            # from the connection closing early
             self.error = f"upstream_{kind}"
             log.warning("request %s: %s", self.request_id, detail)
             self.resp_done = True
             self.conn.abort()
             return
+        self.head_pending = b""  # a head not yet sent is replaced by the error
         status = 504 if kind == "timeout" else 502
         self.fail(GatewayError(status, f"upstream_{kind}", detail))
 

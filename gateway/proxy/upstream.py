@@ -223,6 +223,9 @@ class UpstreamConnection(asyncio.Protocol):
             if end < 0:
                 if len(buf) > MAX_RESPONSE_HEAD:
                     self._protocol_error(ex, "response head too large")
+                elif buf.count(b"\n") != buf.count(b"\r\n"):
+                    # a head with bare LF line ends would never see CRLFCRLF: refuse it now
+                    self._protocol_error(ex, "bare LF in the response head")
                 else:
                     self._buf = buf
                 return

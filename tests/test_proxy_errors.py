@@ -1,0 +1,214 @@
+"""Limits, timeouts and upstream failures: each ends in one clear gateway error with a request id."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.origin import OriginProcess, pattern
+from tests.proxy_support import (
+    GatewayThread,
+    RawClient,
+    RawResponse,
+    closed_port,
+    gateway,
+    get,
+    make_config,
+    request,
+    shared_origin,
+)
+
+
+@pytest.fixture(scope="module")
+def origin_a() -> OriginProcess:
+    return shared_origin("a")
+
+
+@pytest.fixture(scope="module")
+def raw_origin() -> OriginProcess:
+    return shared_origin("raw", raw=True)
+
+
+
+def assert_gateway_error(gw: GatewayThread, resp: RawResponse, status: int) -> dict:
+    """The response is a gateway-made ``status`` whose id is in the header, the body and the log."""
+    assert resp.status == status, resp.body
+    rid = resp.header("x-request-id")
+    assert rid, resp.headers
+    assert f"request id: {rid}".encode() in resp.body
+    line = gw.wait_log(lambda r: r["request_id"] == rid)
+    assert line["status"] == status
+    return line
+
+
+# ---------------------------------------------------------------------------- limits
+
+
+@pytest.fixture(scope="module")
+def limited(origin_a: OriginProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayThread]:
+    cfg = make_config([origin_a.url], tmp_path_factory.mktemp("limited"), limits={
+        "max_request_line_bytes": 200, "max_header_bytes": 1000, "max_headers": 10, "max_body_bytes": 10_000})
+    with gateway(cfg) as g:
+        yield g
+
+
+def test_request_line_too_long_is_431(limited: GatewayThread) -> None:
+    resp = request(limited.port, get("/" + "a" * 300))
+    assert_gateway_error(limited, resp, 431)
+
+
+def test_header_block_too_large_is_431(limited: GatewayThread) -> None:
+    resp = request(limited.port, get("/echo", extra="X-Big: " + "b" * 2000 + "\r\n"))
+    assert_gateway_error(limited, resp, 431)
+
+
+def test_header_too_large_even_when_it_arrives_in_pieces(limited: GatewayThread) -> None:
+    with RawClient(limited.port) as c:
+        c.send(b"GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        for _ in range(10):
+            c.send(b"b" * 200)
+            time.sleep(0.01)
+        c.send(b"\r\n\r\n")
+        assert_gateway_error(limited, c.response(), 431)
+
+
+def test_endless_header_is_cut_at_the_limit(limited: GatewayThread) -> None:
+    # a client that never ends its head is answered once it passes the limit, not buffered forever
+    with RawClient(limited.port) as c:
+        c.send(b"GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        with contextlib.suppress(OSError):  # the gateway may reset us once its lingering close ends
+            for _ in range(200):
+                c.send(b"b" * 1000)
+        resp = c.response()
+    assert resp.status == 431
+
+
+def test_too_many_headers_is_431(limited: GatewayThread) -> None:
+    extra = "".join(f"X-H{i}: v\r\n" for i in range(12))
+    assert_gateway_error(limited, request(limited.port, get("/echo", extra=extra)), 431)
+
+
+def test_body_over_limit_by_content_length_is_413(limited: GatewayThread) -> None:
+    resp = request(limited.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n")
+    assert_gateway_error(limited, resp, 413)
+
+
+def test_chunked_body_over_limit_is_413(limited: GatewayThread) -> None:
+    with RawClient(limited.port) as c:
+        c.send(b"POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        with contextlib.suppress(OSError):
+            for _ in range(10):
+                c.send(b"1000\r\n" + b"z" * 4096 + b"\r\n")
+        resp = c.response()
+        assert c.closed(5)
+    assert_gateway_error(limited, resp, 413)
+
+
+def test_body_within_limit_passes(limited: GatewayThread) -> None:
+    resp = request(limited.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 9000\r\n\r\n" + b"y" * 9000)
+    assert resp.status == 200 and resp.json()["body_len"] == 9000
+
+
+# ---------------------------------------------------------------------------- client timeouts
+
+
+@pytest.fixture(scope="module")
+def impatient(origin_a: OriginProcess, raw_origin: OriginProcess,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayThread]:
+    cfg = make_config({"app": [origin_a.url], "raw": [raw_origin.url]}, tmp_path_factory.mktemp("impatient"),
+                      routes=[{"path_prefix": "/hang", "backend": "raw"}],
+                      timeouts={"header_read_s": 0.4, "keepalive_s": 0.4, "client_body_s": 0.4,
+                                "upstream_response_s": 0.5, "upstream_idle_s": 0.5})
+    with gateway(cfg) as g:
+        yield g
+
+
+def test_slow_header_is_408(impatient: GatewayThread) -> None:
+    with RawClient(impatient.port) as c:
+        c.send(b"GET /echo HTTP/1.1\r\nHost: x\r\n")
+        resp = c.response()
+        assert c.closed(5)
+    assert_gateway_error(impatient, resp, 408)
+
+
+def test_idle_keep_alive_connection_is_closed_silently(impatient: GatewayThread) -> None:
+    with RawClient(impatient.port) as c:
+        c.send(get("/bytes/1"))
+        assert c.response().status == 200
+        assert c.closed(5)
+        assert c.buf == b""
+
+
+def test_stalled_request_body_is_408(impatient: GatewayThread) -> None:
+    with RawClient(impatient.port) as c:
+        c.send(b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npartial")
+        resp = c.response()
+    assert resp.status == 408
+
+
+def test_upstream_timeout_is_504(impatient: GatewayThread) -> None:
+    started = time.monotonic()
+    resp = request(impatient.port, get("/hang"))
+    assert_gateway_error(impatient, resp, 504)
+    assert time.monotonic() - started < 10
+
+
+def test_slow_but_steady_response_is_not_cut(impatient: GatewayThread) -> None:
+    # each pause (0.2 s) is under upstream_idle_s (0.5 s) even though the whole takes longer
+    resp = request(impatient.port, get("/slowbody/4000?pieces=4&delay=0.2"))
+    assert resp.status == 200 and resp.body == pattern(4000)
+
+
+# ---------------------------------------------------------------------------- upstream failures
+
+
+def test_upstream_connect_failure_is_502(tmp_path: Path) -> None:
+    with gateway(make_config([f"http://127.0.0.1:{closed_port()}"], tmp_path)) as g:
+        resp = request(g.port, get("/echo"))
+        line = assert_gateway_error(g, resp, 502)
+    assert line["backend"] == "app"
+
+
+@pytest.mark.parametrize("path", ["/cl-te", "/dup-cl", "/obs-fold", "/bare-lf", "/garbage", "/space-colon", "/reset",
+                                  "/half-head", "/bogus-101", "/bad-chunk"])
+def test_broken_upstream_response_is_502(raw_origin: OriginProcess, tmp_path: Path, path: str) -> None:
+    with gateway(make_config([raw_origin.url], tmp_path, backends={"app": {"retries": 0}})) as g:
+        resp = request(g.port, get(path))
+        assert_gateway_error(g, resp, 502)
+
+
+def test_upstream_closing_inside_the_body_cuts_the_client(raw_origin: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([raw_origin.url], tmp_path)) as g, RawClient(g.port) as c:
+        c.send(get("/truncated"))
+        with pytest.raises(ConnectionError):
+            c.response()
+        line = g.wait_log(lambda r: r["path"] == "/truncated")
+    assert line["status"] == 200  # the head had gone out; the connection end tells the client
+
+
+def test_gateway_keeps_serving_after_upstream_errors(raw_origin: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([raw_origin.url], tmp_path)) as g, RawClient(g.port) as c:
+        for path in ("/garbage", "/reset", "/early-hints"):
+            c2 = RawClient(g.port)
+            c2.send(get(path))
+            c2.response()
+            c2.close()
+        c.send(get("/early-hints"))
+        assert c.response().body == b"ok"
+
+
+def test_half_closed_client_still_gets_its_response(origin_a: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([origin_a.url], tmp_path)) as g:
+        sock = socket.create_connection(("127.0.0.1", g.port), timeout=5)
+        sock.sendall(get("/delay/0.1"))
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        sock.close()
+    assert data.startswith(b"HTTP/1.1 200 OK")
