@@ -230,6 +230,9 @@ RAW_RESPONSES: dict[str, bytes | str] = {
     "/http10": b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nold style",
     # 101 to a request that did not ask to upgrade
     "/bogus-101": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    # answered on a fresh connection; a later request on the same connection is met with a
+    # close, as when a server's keep-alive timer fires just as the proxy reuses the connection
+    "/stale": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 }
 
 
@@ -245,6 +248,7 @@ class RawOrigin:
         return int(self.server.sockets[0].getsockname()[1])
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served = 0
         try:
             while True:
                 try:
@@ -262,6 +266,9 @@ class RawOrigin:
                         length = int(v.strip())
                 if length:
                     await reader.readexactly(length)
+                served += 1
+                if path == "/stale" and served > 1:
+                    return
                 answer = RAW_RESPONSES.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 if answer == "hang":
                     await asyncio.sleep(3600)

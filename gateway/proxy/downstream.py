@@ -519,13 +519,13 @@ class ClientConnection(asyncio.Protocol):
     def check_deadlines(self, now: float) -> None:
         """Called by the sweeper with the loop's time."""
         kind = self.deadline_kind
+        if kind == C_TUNNEL:
+            tunnel = self.tunnel
+            if tunnel is not None and now >= tunnel.deadline:
+                tunnel.idle_timeout()
+            return
         if kind != C_NONE and now >= self.deadline:
-            if kind == C_TUNNEL:
-                tunnel = self.tunnel
-                if tunnel is not None and now >= tunnel.deadline:
-                    tunnel.idle_timeout()
-                    return
-            elif kind == C_BODY and (self.paused or self.reading is None):
+            if kind == C_BODY and (self.paused or self.reading is None):
                 # we are the ones not reading (backpressure, waiting to decide)
                 self.deadline = now + self.st.client_body_s
             elif kind == C_BODY:

@@ -1,0 +1,277 @@
+"""Backends: routing, selection, passive ejection, active health checks, failover and retries."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway import metrics
+from gateway.backends import EJECTIONS, UP, BackendSet, Route
+from tests.origin import OriginProcess
+from tests.proxy_support import (
+    RawClient,
+    closed_port,
+    gateway,
+    get,
+    make_config,
+    request,
+    shared_origin,
+    wait_for,
+)
+
+
+@pytest.fixture(scope="module")
+def origin_a() -> OriginProcess:
+    return shared_origin("a")
+
+
+@pytest.fixture(scope="module")
+def origin_b() -> OriginProcess:
+    return shared_origin("b")
+
+
+@pytest.fixture(scope="module")
+def raw_origin() -> OriginProcess:
+    return shared_origin("raw", raw=True)
+
+
+# ---------------------------------------------------------------------------- routing (unit)
+
+
+def routed() -> BackendSet:
+    cfg = make_config({"web": ["http://127.0.0.1:1"], "api": ["http://127.0.0.1:2"], "v2": ["http://127.0.0.1:3"],
+                       "shop": ["http://127.0.0.1:4"], "any": ["http://127.0.0.1:5"]},
+                      default_backend="web",
+                      routes=[{"path_prefix": "/api", "backend": "api"},
+                              {"name": "api-v2", "path_prefix": "/api/v2/", "backend": "v2"},
+                              {"host": "shop.example", "path_prefix": "/api", "backend": "shop"},
+                              {"host": "*.example.org", "path_prefix": "/", "backend": "any"}])
+    return BackendSet.build(cfg)
+
+
+@pytest.mark.parametrize(("host", "path", "route"), [
+    ("x.example", "/", Route("default", "web")),
+    ("x.example", "/api", Route("api", "api")),
+    ("x.example", "/api/users", Route("api", "api")),
+    ("x.example", "/apiary", Route("default", "web")),  # prefixes match whole path segments
+    ("x.example", "/api/v2/items", Route("api-v2", "v2")),  # the longest prefix wins
+    ("x.example", "/api/v2", Route("api", "api")),  # "/api/v2/" needs the slash
+    ("shop.example", "/api/cart", Route("shop", "shop")),  # a host-specific route beats any-host at equal length
+    ("shop.example", "/api/v2/x", Route("api-v2", "v2")),  # ... but not a longer prefix
+    ("www.example.org", "/anything", Route("any", "any")),  # wildcard host
+    ("example.org", "/anything", Route("default", "web")),  # the wildcard needs a subdomain
+])
+def test_route_longest_prefix_then_most_specific_host(host: str, path: str, route: Route) -> None:
+    assert routed().route(host, path) == route
+
+
+def test_default_backend_is_the_first_when_unset() -> None:
+    cfg = make_config({"one": ["http://127.0.0.1:1"], "two": ["http://127.0.0.1:2"]})
+    assert BackendSet.build(cfg).route("h", "/x") == Route("default", "one")
+
+
+# ---------------------------------------------------------------------------- selection (unit)
+
+
+def pool(balance: str = "round_robin", weights: tuple[int, ...] = (1, 1)) -> BackendSet:
+    servers = [{"url": f"http://127.0.0.1:{1000 + i}", "weight": w} for i, w in enumerate(weights)]
+    return BackendSet.build(make_config({"app": []}, backends={"app": {"servers": servers, "balance": balance}}))
+
+
+def test_weighted_round_robin_shares_and_interleaves() -> None:
+    backend = pool(weights=(3, 1)).backends["app"]
+    picks = [backend.select(0.0) for _ in range(400)]
+    counts = Counter(s.weight for s in picks if s)
+    assert counts == {3: 300, 1: 100}
+    # smooth: the light server never waits more than 4 picks
+    light = [i for i, s in enumerate(picks) if s and s.weight == 1]
+    assert max(b - a for a, b in itertools.pairwise(light)) == 4
+
+
+def test_least_outstanding_prefers_the_idle_server() -> None:
+    backend = pool("least_outstanding").backends["app"]
+    first, second = backend.servers
+    first.outstanding = 3
+    assert backend.select(0.0) is second
+    second.outstanding = 5
+    assert backend.select(0.0) is first
+    # ties rotate instead of piling onto the first server
+    first.outstanding = second.outstanding = 0
+    assert {backend.select(0.0) for _ in range(4)} == {first, second}
+
+
+def test_selection_skips_unhealthy_ejected_and_tried_servers() -> None:
+    backend = pool(weights=(1, 1, 1)).backends["app"]
+    a, b, c = backend.servers
+    a.healthy = False
+    b.ejected_until = 100.0
+    assert {backend.select(50.0) for _ in range(5)} == {c}
+    assert backend.select(50.0, exclude=[c]) is None
+    assert backend.select(150.0, exclude=[c]) is b  # the ejection has expired
+
+
+def test_passive_ejection_after_consecutive_failures() -> None:
+    backend = pool().backends["app"]
+    server = backend.servers[0]
+    assert not server.connect_failed(10.0, 3, 5.0)
+    server.connect_succeeded()  # a success resets the streak
+    assert not server.connect_failed(10.0, 3, 5.0)
+    assert not server.connect_failed(10.0, 3, 5.0)
+    assert server.connect_failed(10.0, 3, 5.0)
+    assert not server.available(12.0) and server.available(15.0)
+
+
+def test_build_adopts_unchanged_servers_and_closes_removed_ones() -> None:
+    async def scenario() -> None:
+        old = pool(weights=(1, 1))
+        kept, dropped = old.backends["app"].servers
+        kept.healthy = False
+        cfg = make_config({"app": []}, backends={"app": {"servers": [{"url": kept.url, "weight": 5},
+                                                                      "http://127.0.0.1:2999"]}})
+        new = BackendSet.build(cfg, old)
+        assert new.backends["app"].servers[0] is kept  # same object: pool and health state survive
+        assert kept.weight == 5 and not kept.healthy
+        await new.start()
+        await old.close(keep=new)
+        assert dropped.pool.closed and not kept.pool.closed
+        await new.close()
+        assert kept.pool.closed
+    asyncio.run(scenario())
+
+
+def test_healthy_summary() -> None:
+    backends = pool()
+    assert backends.healthy == {"app": True}
+    for s in backends.backends["app"].servers:
+        s.healthy = False
+    assert backends.healthy == {"app": False}
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+def origins_seen(port: int, n: int) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    for _ in range(n):
+        resp = request(port, get("/identity"))
+        assert resp.status == 200, resp.body
+        seen[resp.body.decode()] += 1
+    return seen
+
+
+def test_round_robin_across_two_origins(origin_a: OriginProcess, origin_b: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([origin_a.url, origin_b.url], tmp_path)) as g:
+        assert origins_seen(g.port, 10) == {"a": 5, "b": 5}
+
+
+def test_failover_retries_idempotent_requests_and_ejects_the_dead_server(origin_a: OriginProcess, tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}"
+    cfg = make_config([dead, origin_a.url], tmp_path, backends={"app": {"eject_after_failures": 2, "eject_s": 60}})
+    before = EJECTIONS.get("app", dead)
+    with gateway(cfg) as g:
+        # every GET succeeds: a connect failure is retried on the other server
+        assert origins_seen(g.port, 6) == {"a": 6}
+        dead_server = g.runtime.backends.backends["app"].servers[0]
+        assert g.call(lambda: dead_server.available(time.monotonic())) is False
+        line = g.wait_log(lambda r: r["path"] == "/identity")
+        assert line["server"] == origin_a.url
+    assert EJECTIONS.get("app", dead) == before + 1
+    assert metrics.UPSTREAM_ERRORS.get("app", "connect") >= 2
+
+
+def test_non_idempotent_request_is_not_retried(origin_a: OriginProcess, tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}"
+    with gateway(make_config([dead, origin_a.url], tmp_path)) as g:
+        # smooth round-robin with equal weights starts with the first server: the dead one
+        resp = request(g.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        assert resp.status == 502
+        assert request(g.port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi").status == 200
+
+
+def test_retries_zero_means_one_try(origin_a: OriginProcess, tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{closed_port()}"
+    with gateway(make_config([dead, origin_a.url], tmp_path, backends={"app": {"retries": 0}})) as g:
+        assert request(g.port, get("/identity")).status == 502
+
+
+def test_stale_pooled_connection_is_retried_on_a_fresh_one(raw_origin: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([raw_origin.url], tmp_path)) as g, RawClient(g.port) as c:
+        for _ in range(3):
+            c.send(get("/stale"))
+            assert c.response().body == b"ok"
+        # a POST on the stale connection cannot be retried safely
+        c.send(b"POST /stale HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert c.response().status == 502
+
+
+def test_health_checks_take_a_server_out_and_back(origin_a: OriginProcess, tmp_path: Path) -> None:
+    # a private origin: its health is toggled by this test
+    from tests.origin import start_origin
+
+    flaky = start_origin("flaky")
+    try:
+        hc = {"path": "/healthz", "interval_s": 0.1, "timeout_s": 1.0, "unhealthy_threshold": 2, "healthy_threshold": 2}
+        cfg = make_config([origin_a.url, flaky.url], tmp_path, backends={"app": {"health_check": {"enabled": True, **hc}}})
+        with gateway(cfg) as g:
+            wait_for(lambda: g.call(lambda: g.runtime.backends.healthy) == {"app": True}, what="healthy")
+            assert set(origins_seen(g.port, 4)) == {"a", "flaky"}
+            httpx.get(f"{flaky.url}/control/health?ok=0")
+            flaky_server = g.runtime.backends.backends["app"].servers[1]
+            wait_for(lambda: not g.call(lambda: flaky_server.healthy), what="flaky marked down")
+            assert origins_seen(g.port, 6) == {"a": 6}
+            assert g.call(lambda: UP.get("app", flaky.url)) == 0.0
+            httpx.get(f"{flaky.url}/control/health?ok=1")
+            wait_for(lambda: g.call(lambda: flaky_server.healthy), what="flaky back")
+            assert set(origins_seen(g.port, 4)) == {"a", "flaky"}
+    finally:
+        flaky.stop()
+
+
+def test_no_healthy_server_is_503(tmp_path: Path) -> None:
+    from tests.origin import start_origin
+
+    down = start_origin("down")
+    try:
+        httpx.get(f"{down.url}/control/health?ok=0")
+        hc = {"path": "/healthz", "interval_s": 0.1, "unhealthy_threshold": 1}
+        cfg = make_config([down.url], tmp_path, backends={"app": {"health_check": {"enabled": True, **hc}}})
+        with gateway(cfg) as g:
+            wait_for(lambda: g.call(lambda: g.runtime.backends.healthy) == {"app": False}, what="down")
+            resp = request(g.port, get("/identity"))
+            assert resp.status == 503
+            rid = resp.header("x-request-id")
+            assert rid and f"request id: {rid}".encode() in resp.body
+            assert g.wait_log(lambda r: r["request_id"] == rid)["status"] == 503
+    finally:
+        down.stop()
+
+
+def test_least_outstanding_routes_around_a_busy_server(origin_a: OriginProcess, origin_b: OriginProcess,
+                                                       tmp_path: Path) -> None:
+    cfg = make_config([origin_a.url, origin_b.url], tmp_path, backends={"app": {"balance": "least_outstanding"}})
+    with gateway(cfg) as g:
+        slow = RawClient(g.port)
+        slow.send(get("/delay/1.0"))
+        wait_for(lambda: g.call(lambda: sum(s.outstanding for s in g.runtime.backends.servers())) == 1, what="in flight")
+        busy = next(s for s in g.runtime.backends.servers() if s.outstanding)
+        idle_name = "b" if busy.url == origin_a.url else "a"
+        assert origins_seen(g.port, 4) == {idle_name: 4}
+        assert slow.response().status == 200
+        slow.close()
+
+
+def test_reload_keeps_pools_of_unchanged_servers(origin_a: OriginProcess, origin_b: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([origin_a.url], tmp_path)) as g:
+        origins_seen(g.port, 2)
+        server = next(g.runtime.backends.servers())
+        g.reload(make_config({"app": [origin_a.url], "other": [origin_b.url]}, tmp_path,
+                             routes=[{"path_prefix": "/other", "backend": "other"}]))
+        assert next(g.runtime.backends.servers()) is server
+        assert g.call(lambda: len(server.pool.idle)) >= 1
+        assert request(g.port, get("/other/identity")).json()["origin"] == "b"

@@ -1,0 +1,146 @@
+"""A tiny Clef-flash trained in seconds: training, calibration, export, parity, runtime, refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+
+from gateway import features as feat
+from gateway.decider import manifest as mf
+from gateway.decider.onnx import ModelLoadError, OnnxOptions, OnnxScorer
+from models import export, train
+from models.calibrate import softmax
+from models.data.generate import generate
+from models.flash import FlashConfig, FlashNet
+
+TINY = Path(__file__).resolve().parents[1] / "models" / "configs" / "tiny.yaml"
+NAME = "clef-flash-tiny"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny")
+    work, repo = root / "work", root / "repo"
+    assert train.main(["--config", str(TINY), "--work-dir", str(work), "--repository", str(repo)]) == 0
+    return {"work": work, "repo": repo, "version": repo / NAME / "0.0.1"}
+
+
+def held_out_batch(rows: int = 96) -> tuple[np.ndarray, np.ndarray]:
+    inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", rows, seed=99)]
+    return feat.pad_batch(inputs)
+
+
+def load_net(work: Path) -> FlashNet:
+    checkpoint = torch.load(work / "model.pt", map_location="cpu", weights_only=False)
+    net = FlashNet(FlashConfig(**checkpoint["config"]))
+    net.load_state_dict(checkpoint["state_dict"])
+    return net.eval()
+
+
+def test_training_writes_a_complete_version(tiny: dict[str, Path]) -> None:
+    m = mf.load(tiny["version"], feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+                require=("fp32", "int8", "fp16"), name=NAME)
+    for precision in ("fp32", "int8", "fp16"):
+        m.verify_file(precision)
+    assert (tiny["version"] / "reliability.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert m.training_data["sha256"] == hashlib.sha256((tiny["work"] / "train.jsonl").read_bytes()).hexdigest()
+    assert m.training_data["rows"] == 1200 and m.training_data["eval"]["rows"] == 400
+    ev = m.metrics["eval"]["class"]
+    assert {"accuracy", "ece_before", "ece_after", "brier_before", "brier_after", "confusion", "per_option"} <= set(ev)
+    assert sum(map(sum, ev["confusion"])) == 400
+    assert set(m.metrics["eval"]["policy_model_alone"]) >= {"humans_blocked", "humans_challenged", "attacks_blocked"}
+    assert m.raw["parity"]["fp32"]["max_abs_prob_diff"] <= 1e-4
+    assert all(0.01 <= t <= 100 for t in m.temperature.values())
+    assert len(m.explain["weights"]) == 4 and len(m.explain["weights"][0]) == feat.NUM_FEATURES
+    assert m.question("attack_kind").given == ("class", "attack")
+
+
+def test_onnxruntime_matches_torch(tiny: dict[str, Path]) -> None:
+    net = load_net(tiny["work"])
+    ids, numeric = held_out_batch()
+    with torch.no_grad():
+        ref = [softmax(t.numpy()) for t in net(torch.from_numpy(ids), torch.from_numpy(numeric))]
+
+    def run(name: str) -> list[np.ndarray]:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        session = ort.InferenceSession(str(tiny["version"] / name), so, providers=["CPUExecutionProvider"])
+        return [softmax(o) for o in session.run(None, {"ids": ids, "numeric": numeric})]
+
+    fp32, int8, fp16 = run("model.onnx"), run("model.int8.onnx"), run("model.fp16.onnx")
+    for got, want in zip(fp32, ref, strict=True):
+        assert np.abs(got - want).max() < 1e-4
+    # int8 and fp16 drift a little: compare with a tolerance and on decisions
+    for approx, tol in ((int8, 0.03), (fp16, 0.01)):
+        assert np.abs(approx[0] - ref[0]).mean() < tol
+        assert np.mean(approx[0].argmax(1) == ref[0].argmax(1)) >= 0.95
+
+
+def test_runtime_applies_the_manifest(tiny: dict[str, Path]) -> None:
+    scorer = OnnxScorer(OnnxOptions(repository=tiny["repo"], name=NAME, providers=("cpu",), variant="fp32"))
+    assert (scorer.label, scorer.provider, scorer.precision) == (f"{NAME}@0.0.1", "cpu", "fp32")
+    rows = [feat.from_record(r) for r in generate("eval", 40, seed=5)]
+    probs = scorer.run_batch(rows)
+    assert len(probs) == 40 and scorer.run_batch([]) == []
+    for p in probs:
+        assert list(p) == ["class", "attack_kind"]
+        assert list(p["class"]) == ["human", "good_bot", "bad_bot", "attack"]
+        for options in p.values():
+            assert abs(sum(options.values()) - 1.0) < 1e-6
+    inputs = [feat.model_input(f) for f in rows]
+    logits = scorer.logits(inputs)
+    t = scorer.manifest.temperature["class"]
+    expected = softmax(logits["class"], t)
+    assert np.allclose([[p["class"][c] for c in ("human", "good_bot", "bad_bot", "attack")] for p in probs], expected, atol=1e-6)
+    ungrouped = OnnxScorer(OnnxOptions(repository=tiny["repo"], name=NAME, providers=("cpu",), variant="fp32", group_by_length=False))
+    assert np.allclose(ungrouped.logits(inputs)["class"], logits["class"], atol=1e-4)
+    int8 = OnnxScorer(OnnxOptions(repository=tiny["repo"], name=NAME, providers=("cpu",)))
+    assert int8.precision == "int8"
+    explanation = scorer.explain(rows[0])
+    assert all(": " in e and "=" in e for e in explanation)
+
+
+def test_refuses_a_model_of_another_feature_version(tiny: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / NAME / "0.0.9"
+    shutil.copytree(tiny["version"], copy)
+    raw = json.loads((copy / mf.MANIFEST_FILE).read_text())
+    raw["feature_version"] = "0"
+    (copy / mf.MANIFEST_FILE).write_text(json.dumps(raw))
+    with pytest.raises(mf.FeatureVersionMismatch) as err:
+        OnnxScorer(OnnxOptions(repository=tmp_path, name=NAME, providers=("cpu",)))
+    assert "feature version '0'" in str(err.value) and f"feature version '{feat.FEATURE_VERSION}'" in str(err.value)
+
+
+def test_refuses_a_changed_model_file(tiny: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / NAME / "0.0.1"
+    shutil.copytree(tiny["version"], copy)
+    with (copy / "model.int8.onnx").open("ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(mf.ManifestError, match="sha256"):
+        OnnxScorer(OnnxOptions(repository=tmp_path, name=NAME, providers=("cpu",)))
+
+
+def test_no_usable_provider_is_a_clear_error(tiny: dict[str, Path]) -> None:
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        try:
+            OnnxScorer(OnnxOptions(repository=tiny["repo"], name=NAME, providers=("cuda",)))
+            pytest.skip("a CUDA device is present")
+        except ModelLoadError as exc:
+            assert "cuda:" in str(exc)
+    with pytest.raises(ModelLoadError, match="unknown provider"):
+        OnnxScorer(OnnxOptions(repository=tiny["repo"], name=NAME, providers=("tpu",)))
+
+
+def test_export_cli_reexports_a_checkpoint(tiny: dict[str, Path], tmp_path: Path) -> None:
+    assert export.main(["--checkpoint", str(tiny["work"] / "model.pt"), "--repository", str(tmp_path), "--version", "0.0.2",
+                        "--sample", str(tiny["work"] / "eval.jsonl")]) == 0
+    m = mf.load(tmp_path / NAME / "0.0.2", feature_version=feat.FEATURE_VERSION, require=("fp32", "int8", "fp16"))
+    assert m.version == "0.0.2" and m.raw["parity"]["int8"]["checked"]
+    assert not list(tmp_path.glob(f"{NAME}/.*"))  # the temporary build folder was renamed away
