@@ -43,12 +43,21 @@ def http_get(url: str, timeout: float = 2.0, headers: dict[str, str] | None = No
         return e.code, e.read()
 
 
+class Abort(Exception):
+    """Raised by a wait_until predicate to stop waiting at once (e.g. the process died)."""
+
+
 def wait_until(predicate: Any, timeout: float, interval: float = 0.05, what: str = "condition") -> None:
+    """Poll ``predicate`` until it is true; errors count as "not yet", except ``Abort``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
+        try:
             if predicate():
                 return
+        except Abort as exc:
+            raise RuntimeError(str(exc)) from None
+        except Exception:  # not up yet (connection refused, half-written file, ...)
+            pass
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}")
 
@@ -128,7 +137,7 @@ class Gateway:
     def wait_ready(self, timeout: float = 60.0) -> None:
         def ready() -> bool:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited with {self.proc.returncode}:\n{self.stderr()}")
+                raise Abort(f"gateway exited with {self.proc.returncode}:\n{self.stderr()}")
             return http_get(self.admin_url + "/readyz")[0] == 200
         try:
             wait_until(ready, timeout, what="gateway /readyz")
