@@ -265,7 +265,7 @@ def test_solve_verify_and_pass(svc: ChallengeService) -> None:
     assert servicemod.PASSED.get() == passed + 1 and servicemod.SOLVE.count() == issued + 1
     assert svc.state.stats(f.client_ip).challenges_passed == 1
 
-    with_cookie = browser(cookie=f"theme=dark; {cookie_of(resp)}")
+    with_cookie = browser(cookie=f'theme=dark; prefs={{"a":[1,2]}}; {cookie_of(resp)}; z="q"')  # other apps' odd cookies
     assert svc.pass_for(with_cookie) is not None
     honoured = svc.honour(challenge_verdict(8), with_cookie)
     assert honoured.action is Action.FORWARD and honoured.rule == "x" and "challenge passed" in honoured.reason

@@ -25,7 +25,6 @@ import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -285,15 +284,18 @@ class ChallengeService:
         header = features.header_map.get("cookie", "")
         if self._cookie_marker not in header:
             return None
-        try:
-            morsel = SimpleCookie(header).get(self.cfg.cookie_name)
-        except Exception:  # a malformed Cookie header is the client's problem, never ours
-            morsel = None
-        if morsel is None:
+        # Split by hand: http.cookies stops at the first cookie it finds illegal (another
+        # application's JSON cookie, say), which would hide ours and re-challenge forever.
+        value = None
+        for part in header.split(";"):
+            name, _, candidate = part.strip().partition("=")
+            if name == self.cfg.cookie_name:
+                value = candidate.strip().strip('"')
+        if not value:
             PASS_COOKIES.inc("malformed")
             return None
         try:
-            payload = self.signer.verify(morsel.value, PASS, self.clock())
+            payload = self.signer.verify(value, PASS, self.clock())
         except TokenError as exc:
             PASS_COOKIES.inc(exc.reason)
             return None
