@@ -46,6 +46,7 @@ class DataPlane:
         self._settings: ProxySettings | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._emptied: asyncio.Event | None = None  # set when the last connection closes during a drain
+        self._port = 0
 
     def connection_closed(self, conn: ClientConnection) -> None:
         """A client connection is gone (called from its connection_lost)."""
@@ -63,9 +64,8 @@ class DataPlane:
 
     @property
     def port(self) -> int:
-        """The bound TCP port."""
-        assert self.server is not None and self.server.sockets
-        return int(self.server.sockets[0].getsockname()[1])
+        """The bound TCP port (still known after the listener closed)."""
+        return self._port
 
     @property
     def open_connections(self) -> int:
@@ -141,6 +141,7 @@ async def serve(ref: RuntimeRef, host: str, port: int, *, reuse_port: bool = Fal
         server = await loop.create_server(plane._protocol, host=host, port=port, reuse_port=reuse_port or None,
                                           backlog=1024)
     plane.server = server
+    plane._port = int(server.sockets[0].getsockname()[1]) if server.sockets else 0
     plane.start()
     log.info("data listener on %s", ", ".join(str(s.getsockname()) for s in server.sockets))
     return plane

@@ -141,7 +141,6 @@ def parse_response_head(head: bytes) -> ResponseHead:
         raise ProtocolError(f"unsupported response line {head[:40]!r}")
     eol = head.find(b"\r\n")
     resp = ResponseHead(status, head[9:eol], head[:8], head[eol:-4])
-    resp.close = not parser.should_keep_alive()
     low = head.lower()
     te = low.find(b"\r\ntransfer-encoding:")
     if te >= 0:
@@ -157,12 +156,19 @@ def parse_response_head(head: bytes) -> ResponseHead:
         cl = low.find(b"\r\ncontent-length:")
         if cl >= 0:
             resp.content_length = int(low[cl + 17 : low.find(b"\r\n", cl + 17)])  # llhttp checked the digits
+    # (llhttp's should_keep_alive describes the *next* message once this one completed, as
+    # a 204 or a Content-Length: 0 head does, so persistence is read from the fields here)
+    tokens: frozenset[bytes] = frozenset()
     conn = low.find(b"\r\nconnection:")
     if conn >= 0:
         value = low[conn + 13 : low.find(b"\r\n", conn + 13)].strip(b" \t")
-        if value not in _CONNECTION_OPTIONS or low.find(b"\r\nconnection:", conn + 13) >= 0:
-            tokens = b",".join(v for n, v in _FRAMING.findall(low) if n == b"connection")
-            resp.connection = frozenset(t.strip(b" \t") for t in tokens.split(b",")) - _CONNECTION_OPTIONS
+        if value in _CONNECTION_OPTIONS and low.find(b"\r\nconnection:", conn + 13) < 0:
+            tokens = frozenset((value,))
+        else:
+            joined = b",".join(v for n, v in _FRAMING.findall(low) if n == b"connection")
+            tokens = frozenset(t.strip(b" \t") for t in joined.split(b","))
+        resp.connection = tokens - _CONNECTION_OPTIONS
+    resp.close = b"close" in tokens or (version == "1.0" and b"keep-alive" not in tokens)
     return resp
 
 

@@ -1,0 +1,79 @@
+"""Graceful drain of the data plane: idle connections close at once, busy ones after their
+response, and whatever outlives the deadline is cut and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.origin import OriginProcess
+from tests.proxy_support import GatewayThread, RawClient, get, make_config, shared_origin, wait_for
+
+
+@pytest.fixture(scope="module")
+def origin_a() -> OriginProcess:
+    return shared_origin("a")
+
+
+def started(origin: OriginProcess, tmp: Path) -> GatewayThread:
+    return GatewayThread(make_config([origin.url], tmp)).start()
+
+
+def test_idle_connections_close_at_once(origin_a: OriginProcess, tmp_path: Path) -> None:
+    gw = started(origin_a, tmp_path)
+    try:
+        clients = [RawClient(gw.port) for _ in range(3)]
+        for c in clients:
+            c.send(get("/bytes/1"))
+            assert c.response().status == 200
+        assert gw.call(lambda: gw.plane.open_connections) == 3
+        assert gw.run(gw.plane.drain(5.0)) == 0
+        for c in clients:
+            assert c.closed(2)
+            c.close()
+        assert gw.call(lambda: gw.plane.open_connections) == 0
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", gw.port), timeout=1).recv(1)
+    finally:
+        gw.stop()
+
+
+def test_in_flight_request_finishes_then_its_connection_closes(origin_a: OriginProcess, tmp_path: Path) -> None:
+    gw = started(origin_a, tmp_path)
+    try:
+        with RawClient(gw.port) as busy:
+            busy.send(get("/delay/0.5"))
+            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
+                     what="request in flight")
+            assert gw.loop is not None
+            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            resp = busy.response()
+            assert resp.status == 200 and resp.json()["target"] == "/delay/0.5"
+            assert resp.header("connection") == "close"
+            assert busy.closed(5)
+            assert drained.result(10) == 0
+        line = gw.wait_log(lambda r: r["path"] == "/delay/0.5")
+        assert line["status"] == 200
+    finally:
+        gw.stop()
+
+
+def test_requests_outliving_the_deadline_are_cut_and_counted(origin_a: OriginProcess, tmp_path: Path) -> None:
+    gw = started(origin_a, tmp_path)
+    try:
+        slow = [RawClient(gw.port) for _ in range(2)]
+        for c in slow:
+            c.send(get("/delay/5"))
+        wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 2,
+                 what="requests in flight")
+        assert gw.run(gw.plane.drain(0.3)) == 2
+        for c in slow:
+            assert c.closed(2)
+            c.close()
+        line = gw.wait_log(lambda r: r["path"] == "/delay/5")
+        assert line["status"] == 499
+    finally:
+        gw.stop()
