@@ -93,9 +93,11 @@ def gateway(origin: RecordingOrigin, tmp_path_factory: pytest.TempPathFactory) -
                       f"    difficulty: {d}" for d in DIFFICULTIES)
     rules = work / "e2e.yaml"
     rules.write_text("rules:\n  - name: gate\n    description: the page the e2e tests protect\n    path: /protected/**\n"
-                     "    action: challenge\n    difficulty: 14\n" + gated + "\n")
+                     "    action: challenge\n    difficulty: 14\n"
+                     "  - name: low-risk\n    description: low enough for the no-JavaScript path\n    path: /low/**\n"
+                     "    action: challenge\n    difficulty: 8\n" + gated + "\n")
     cfg = config_for(origin.url, rules={"files": [str(rules), str(ROOT / "rules" / "default.yaml")]},
-                     challenge={"keys": [{"id": "e2e", "secret": SECRET}], "nojs_max_difficulty": 0})
+                     challenge={"keys": [{"id": "e2e", "secret": SECRET}], "nojs_max_difficulty": 10, "nojs_wait_s": 1.0})
     gw = Gateway(work / "gw", cfg)
     yield gw
     gw.stop()
@@ -164,6 +166,28 @@ def test_chromium_solves_the_challenge_and_its_next_request_passes(gateway: Gate
     metrics = gateway.metrics()
     solved = re.search(r"^clefgate_challenge_solve_seconds_count (\S+)$", metrics, re.M)
     assert solved and float(solved.group(1)) >= 1 + len(DIFFICULTIES)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
+def test_chromium_without_javascript(gateway: Gateway, origin: RecordingOrigin, tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, java_script_enabled=False,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run"])
+        try:
+            page = context.new_page()
+            # a low-risk challenge: the meta refresh waits a second, then the signed no-JS path passes
+            page.goto(gateway.url + "/low/article")
+            page.wait_for_selector("#origin", timeout=30_000)
+            assert page.inner_text("#origin") == "origin saw /low/article"
+            # a higher-risk challenge: no silent blank page, an explanation
+            page.goto(gateway.url + "/protected/needs-js")
+            assert "This check needs JavaScript" in page.inner_text("main")
+        finally:
+            context.close()
+    assert "/protected/needs-js" not in origin.seen
 
 
 # ----------------------------------------------------------------------------- curl and cookies
