@@ -49,12 +49,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Validate a config and every rule file it names, without serving."""
-    from gateway.pipeline import build as build_pipeline
+    """Validate a config, every rule file it names and its model, without serving."""
+    from gateway.server import check_config
 
     try:
         cfg = configmod.load(args.config, **_overrides(args))
-        pipeline = build_pipeline(cfg)
+        pipeline = check_config(cfg)
     except configmod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -366,7 +366,7 @@ def _percent(v: float) -> str | None:
 class ModelConfig:
     """Which Clef-flash model scores requests, and how its ONNX session runs."""
 
-    enabled: bool = setting(True, "Score requests that rules send to the model; false means rules only (score rules fall back).")
+    enabled: bool = setting(False, "Load the model and score what the rules send to it; off, score outcomes are forwarded (counted). The demo and example configs turn it on.")
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef-flash", "Model name (a folder under the repository).")
     version: str = setting("latest", "Model version folder, or 'latest' for the highest version present.")
@@ -632,9 +632,11 @@ def read_yaml(path: str) -> Any:
 
 def apply_overrides(raw: dict[str, Any], *, upstream: str | None = None, listen: str | None = None,
                     admin: str | None = None, workers: int | None = None,
-                    trusted_proxies: str | None = None) -> dict[str, Any]:
-    """Apply ``clefgate serve`` flags on top of a raw config mapping (flags win)."""
+                    trusted_proxies: str | None = None, model: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Apply ``clefgate serve`` flags (and an admin model swap) on top of a raw config mapping; they win."""
     raw = dict(raw or {})
+    if model:
+        raw["model"] = {**(raw.get("model") or {}), **model}
     if upstream:
         raw["backends"] = {"default": {"servers": [upstream]}}
         raw["default_backend"] = "default"

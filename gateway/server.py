@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -35,8 +36,15 @@ from gateway import config as configmod
 from gateway.accesslog import AccessLog
 from gateway.backends import BackendSet
 from gateway.config import Config, ConfigError
+from gateway.decider import Decider
+from gateway.decider import load as load_decider
+from gateway.decider.manifest import ManifestError
+from gateway.decider.onnx import ModelLoadError
+from gateway.decisionlog import DecisionLog
+from gateway.features import model_input
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
+from gateway.policy import Policy
 
 log = logging.getLogger("clefgate.server")
 
@@ -57,6 +65,8 @@ class Runtime:
     backends: BackendSet
     access_log: AccessLog
     generation: int
+    decider: Decider | None = None
+    decision_log: DecisionLog | None = None
 
 
 class RuntimeRef:
@@ -77,6 +87,31 @@ class ConfigSource:
 
     def load(self) -> Config:
         return configmod.load(self.path, **self.overrides)
+
+    def with_model(self, swap: dict[str, Any]) -> ConfigSource:
+        """The same source with ``model:`` settings replaced (a hot swap via POST /admin/model)."""
+        merged = {**(self.overrides.get("model") or {}), **swap}
+        return ConfigSource(self.path, {**self.overrides, "model": merged})
+
+
+MODEL_SWAP_KEYS = ("name", "version", "variant", "enabled")
+
+
+def check_config(cfg: Config) -> Pipeline:
+    """Everything a start would compile, without serving: rules, policy, challenge keys, the model.
+
+    Raises ConfigError with every problem. Used by ``clefgate check`` and by the
+    supervisor before it asks workers to reload.
+    """
+    try:
+        decider = load_decider(cfg)
+    except (ManifestError, ModelLoadError) as exc:
+        raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
+    try:
+        return build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
+    finally:
+        if decider is not None:
+            decider.close()
 
 
 def configure_logging(level: str) -> None:
@@ -108,11 +143,63 @@ class _JsonFormatter(logging.Formatter):
 
 
 async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime:
-    """Compile a config into a runtime. Raises ConfigError with every problem; starts nothing."""
-    pipeline = build_pipeline(cfg)
+    """Compile a config into a runtime; raises ConfigError with every problem.
+
+    The model (when enabled) is loaded and warmed in a thread, so the event loop keeps
+    serving the running runtime meanwhile. Parts whose settings did not change are
+    taken over from ``previous``: the loaded model and its cache, per-client state,
+    connection pools, and the log writers.
+    """
+    loop = asyncio.get_running_loop()
+    try:
+        decider = await loop.run_in_executor(None, load_decider, cfg, previous.decider if previous else None)
+    except (ManifestError, ModelLoadError) as exc:
+        raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
+    try:
+        stage = decider.stage(Policy(cfg.policy)) if decider is not None else None
+        pipeline = build_pipeline(cfg, stage, previous=previous.pipeline if previous else None)
+    except ConfigError:
+        if decider is not None and (previous is None or previous.decider is None):
+            decider.close()
+        elif decider is not None and previous is not None:
+            decider.close(successor=previous.decider)
+        raise
+    decision_log = None
+    if cfg.decision_log.path:
+        if previous is not None and previous.decision_log is not None and previous.config.decision_log == cfg.decision_log:
+            decision_log = previous.decision_log
+        else:
+            decision_log = DecisionLog(cfg.decision_log, model_input=lambda f: model_input(f).to_json())
+        pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, decision_log.observe))
     backends = BackendSet.build(cfg, previous.backends if previous else None)
-    access_log = AccessLog.from_config(cfg.logging)
-    return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1)
+    if previous is not None and _same_access_log(previous.config, cfg):
+        access_log = previous.access_log
+    else:
+        access_log = AccessLog.from_config(cfg.logging)
+    return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1, decider, decision_log)
+
+
+def _same_access_log(a: Config, b: Config) -> bool:
+    keys = ("access_log", "access_log_flush_s", "access_log_max_pending_bytes")
+    return all(getattr(a.logging, k, None) == getattr(b.logging, k, None) for k in keys)
+
+
+async def start_runtime(runtime: Runtime) -> None:
+    """Start a runtime's background work (health checks, shared-state sync)."""
+    await runtime.pipeline.start()
+    await runtime.backends.start()
+
+
+async def close_runtime(old: Runtime, successor: Runtime | None = None) -> None:
+    """Release what ``old`` holds and ``successor`` (if any) did not take over."""
+    await old.backends.close(keep=successor.backends if successor else None)
+    await old.pipeline.close(successor=successor.pipeline if successor else None)
+    if old.decider is not None:
+        old.decider.close(successor=successor.decider if successor else None)
+    if old.decision_log is not None and (successor is None or successor.decision_log is not old.decision_log):
+        old.decision_log.close()
+    if successor is None or successor.access_log is not old.access_log:
+        old.access_log.close()
 
 
 class Worker:
@@ -138,7 +225,7 @@ class Worker:
         from gateway import proxy
 
         runtime = await build_runtime(self.initial)
-        await runtime.backends.start()
+        await start_runtime(runtime)
         self.ref = RuntimeRef(runtime)
         host, port = configmod.split_host_port(runtime.config.listen)
         self.plane = await proxy.serve(self.ref, host, port, reuse_port=self.reuse_port)
@@ -147,6 +234,15 @@ class Worker:
         READY.set(1.0)
         log.info("data plane listening", extra={"fields": {"listen": f"{host}:{self.plane.port}", "worker": self.index,
                                                            "pipeline": runtime.pipeline.description}})
+
+    async def swap_model(self, swap: dict[str, Any]) -> list[str]:
+        """Load another model version beside the running one, warm it, then swap (a reload with a model override)."""
+        previous = self.source
+        self.source = previous.with_model(swap)
+        problems = await self.reload()
+        if problems:
+            self.source = previous
+        return problems
 
     async def reload(self) -> list[str]:
         """Load the config again and swap it in; on any problem keep the running one."""
@@ -158,7 +254,7 @@ class Worker:
                     raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
                                       cfg.source)
                 new = await build_runtime(cfg, old)
-                await new.backends.start()
+                await start_runtime(new)
             except ConfigError as exc:
                 metrics.CONFIG_RELOADS.inc("error")
                 log.error("reload rejected; the running config stays in force",
@@ -179,10 +275,9 @@ class Worker:
 
     def _retire(self, old: Runtime, new: Runtime) -> None:
         async def retire() -> None:
+            # requests that started on the old runtime finish on it; give them the drain deadline
             await asyncio.sleep(max(old.config.timeouts.drain_s, 1.0))
-            await old.backends.close(keep=new.backends)
-            if old.access_log is not new.access_log:
-                old.access_log.close()
+            await close_runtime(old, new)
         task = asyncio.get_running_loop().create_task(retire())
         _BACKGROUND.add(task)
         task.add_done_callback(_BACKGROUND.discard)
@@ -198,8 +293,7 @@ class Worker:
         deadline = runtime.config.timeouts.drain_s if deadline_s is None else deadline_s
         log.info("draining", extra={"fields": {"deadline_s": deadline, "worker": self.index}})
         cut = await self.plane.drain(deadline) if self.plane is not None else 0
-        await runtime.backends.close()
-        runtime.access_log.close()
+        await close_runtime(runtime)
         log.info("drained", extra={"fields": {"cut_off": cut, "worker": self.index}})
         return int(cut)
 
@@ -212,6 +306,7 @@ class Worker:
             "generation": rt.generation if rt else 0,
             "backends": rt.backends.healthy if rt else {},
             "pipeline": rt.pipeline.description if rt else "",
+            "model": rt.decider.describe() if rt and rt.decider else None,
         }
 
 
@@ -227,6 +322,8 @@ class Control(Protocol):
 
     async def reload(self) -> list[str]: ...
 
+    async def swap_model(self, swap: dict[str, Any]) -> list[str]: ...
+
     def config(self) -> Config: ...
 
 
@@ -241,6 +338,9 @@ class LocalControl:
 
     async def reload(self) -> list[str]:
         return await self.worker.reload()
+
+    async def swap_model(self, swap: dict[str, Any]) -> list[str]:
+        return await self.worker.swap_model(swap)
 
     def config(self) -> Config:
         return self.worker.runtime.config
@@ -283,12 +383,29 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
             return web.json_response({"reloaded": False, "problems": problems}, status=422)
         return web.json_response({"reloaded": True, "generation": (await control.statuses())[0]["generation"]})
 
+    async def model_view(request: web.Request) -> web.Response:
+        cfg = control.config()
+        if not _authorized(request, cfg):
+            return web.json_response({"error": "unauthorized"}, status=401)
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.json_response({"error": "body must be a JSON object such as {\"version\": \"2\"}"}, status=400)
+        if not isinstance(body, dict) or not body or set(body) - set(MODEL_SWAP_KEYS):
+            return web.json_response({"error": f"body must be a JSON object with keys among {', '.join(MODEL_SWAP_KEYS)}"}, status=400)
+        problems = await control.swap_model(body)
+        if problems:
+            return web.json_response({"swapped": False, "problems": problems}, status=422)
+        statuses = await control.statuses()
+        return web.json_response({"swapped": True, "model": statuses[0].get("model"), "generation": statuses[0]["generation"]})
+
     app = web.Application(client_max_size=4 << 20)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_view)
     app.router.add_get("/admin/config", config_view)
     app.router.add_post("/admin/reload", reload_view)
+    app.router.add_post("/admin/model", model_view)
     if extra is not None:
         extra(app)
     return app
@@ -358,6 +475,8 @@ async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: mult
                 conn.send(("snapshot", metrics.REGISTRY.snapshot()))
             elif kind == "reload":
                 conn.send(("reload", await worker.reload()))
+            elif kind == "model":
+                conn.send(("model", await worker.swap_model(msg[1])))
             elif kind == "drain":
                 cut = await worker.drain(msg[1])
                 conn.send(("drained", cut))
@@ -494,9 +613,19 @@ class Supervisor:
 
     async def reload(self) -> list[str]:
         # Validate here first so a bad file never reaches any worker.
+        return await self._reload_all(self.source, ("reload",))
+
+    async def swap_model(self, swap: dict[str, Any]) -> list[str]:
+        problems = await self._reload_all(self.source.with_model(swap), ("model", swap))
+        if not problems:
+            self.source = self.source.with_model(swap)
+        return problems
+
+    async def _reload_all(self, source: ConfigSource, message: tuple[Any, ...]) -> list[str]:
+        loop = asyncio.get_running_loop()
         try:
-            cfg = self.source.load()
-            build_pipeline(cfg)
+            cfg = source.load()
+            await loop.run_in_executor(None, check_config, cfg)
         except ConfigError as exc:
             metrics.CONFIG_RELOADS.inc("error")
             log.error("reload rejected; the running config stays in force",
@@ -507,7 +636,7 @@ class Supervisor:
         problems: list[str] = []
         for w in self.workers:
             try:
-                problems += [f"worker {w.index}: {p}" for p in await w.ask("reload", wait_s=120.0)]
+                problems += [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
             except (TimeoutError, EOFError, OSError) as exc:
                 problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
         if not problems:

@@ -17,15 +17,15 @@ from gateway.decider.breaker import CLOSED, HALF_OPEN, OPEN, BreakerScorer, Circ
 from gateway.decider.cache import CachedScorer
 from gateway.decider.scoring import BreakerOpen, InvalidOutput, ModelError, ModelOverloaded, ModelTimeout, Scored
 from gateway.decider.stage import ModelStage
-from gateway.features import Features
+from gateway.features import Features, ModelInput, model_input
 from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
 from tests.conftest import make_features
 
 QUESTIONS = {"class": ("human", "good_bot", "bad_bot", "attack")}
 
 
-def probs_for(f: Features) -> Probabilities:
-    bad = 0.9 if "attack" in f.path else 0.05
+def probs_for(item: ModelInput) -> Probabilities:
+    bad = 0.9 if "attack" in item.text else 0.05
     rest = (1.0 - bad) / 3
     return {"class": {"human": rest, "good_bot": rest, "bad_bot": rest, "attack": bad}}
 
@@ -42,13 +42,13 @@ class FakeModel:
         self.release = threading.Event()
         self.calls = 0
 
-    def run_batch(self, batch: list[Features]) -> list[Probabilities]:
+    def run_inputs(self, batch: list[ModelInput]) -> list[Probabilities]:
         self.calls += 1
         self.batches.append(len(batch))
         behaviour = self.behaviour
         if behaviour == "sometimes_slow":
             behaviour = "hang" if self.calls % 3 == 0 else "ok"
-        if any("poison" in f.path for f in batch):
+        if any("poison" in item.text for item in batch):
             raise RuntimeError("poisoned batch")
         if behaviour == "raise":
             raise RuntimeError("model exploded")
@@ -80,7 +80,7 @@ def batching(model: FakeModel, executor: ThreadPoolExecutor, **kw: Any) -> Batch
 async def test_concurrent_calls_share_one_run(executor) -> None:
     model = FakeModel()
     scorer = batching(model, executor)
-    results = await asyncio.gather(*(scorer.score(make_features(target=f"/p{i}")) for i in range(8)))
+    results = await asyncio.gather(*(scorer.score(mi(target=f"/p{i}")) for i in range(8)))
     assert model.batches == [8]
     assert all(r.source is Source.MODEL and r.model == "fake@1" for r in results)
     assert scorer.queued == 0
@@ -89,7 +89,7 @@ async def test_concurrent_calls_share_one_run(executor) -> None:
 async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
     model = FakeModel(delay=0.05)
     scorer = batching(model, executor, max_batch=16, max_wait_us=0)
-    results = await asyncio.gather(*(scorer.score(make_features(target=f"/p{i}")) for i in range(40)))
+    results = await asyncio.gather(*(scorer.score(mi(target=f"/p{i}")) for i in range(40)))
     assert len(results) == 40
     assert max(model.batches) <= 16
     assert sum(model.batches) == 40
@@ -99,7 +99,7 @@ async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
 async def test_failed_batch_fails_only_its_callers(executor) -> None:
     model = FakeModel()
     scorer = batching(model, executor, max_batch=2)
-    calls = [scorer.score(make_features(target=p)) for p in ("/poison", "/a", "/b", "/c")]
+    calls = [scorer.score(mi(target=p)) for p in ("/poison", "/a", "/b", "/c")]
     results = await asyncio.gather(*calls, return_exceptions=True)
     assert isinstance(results[0], ModelError) and isinstance(results[1], ModelError)
     assert isinstance(results[2], Scored) and isinstance(results[3], Scored)
@@ -109,16 +109,16 @@ async def test_failed_batch_fails_only_its_callers(executor) -> None:
 async def test_invalid_outputs_are_refused(executor, behaviour: str) -> None:
     scorer = batching(FakeModel(behaviour), executor, max_batch=1)
     with pytest.raises(InvalidOutput):
-        await scorer.score(make_features())
+        await scorer.score(mi())
 
 
 async def test_queue_bound_sheds_load(executor) -> None:
     model = FakeModel("hang")
     scorer = batching(model, executor, max_batch=1, max_queue=3)
-    waiting = [asyncio.ensure_future(scorer.score(make_features(target=f"/{i}"))) for i in range(3)]
+    waiting = [asyncio.ensure_future(scorer.score(mi(target=f"/{i}"))) for i in range(3)]
     await asyncio.sleep(0.01)
     with pytest.raises(ModelOverloaded):
-        await scorer.score(make_features())
+        await scorer.score(mi())
     model.release.set()
     await asyncio.gather(*waiting)
 
@@ -161,13 +161,13 @@ async def test_hanging_model_gets_a_deadline_and_opens_the_breaker(executor) -> 
     for _ in range(2):
         began = loop.time()
         with pytest.raises(ModelTimeout):
-            await scorer.score(make_features())
+            await scorer.score(mi())
         # correctness bound, not a speed check: without the deadline this call never returns
         assert loop.time() - began < 5.0
     assert breaker.state == OPEN
     calls_before = model.calls
     with pytest.raises(BreakerOpen):
-        await scorer.score(make_features())
+        await scorer.score(mi())
     assert model.calls == calls_before  # open: the model is not called at all
     model.release.set()
 
@@ -179,13 +179,13 @@ async def test_breaker_recovers_through_half_open(executor) -> None:
     scorer = BreakerScorer(batching(model, executor, max_batch=1), breaker, timeout_s=1.0)
     for _ in range(2):
         with pytest.raises(ModelError):
-            await scorer.score(make_features())
+            await scorer.score(mi())
     assert breaker.state == OPEN
     model.behaviour = "ok"
     now[0] = 6.0
-    await scorer.score(make_features())
+    await scorer.score(mi())
     assert breaker.state == HALF_OPEN
-    await scorer.score(make_features())
+    await scorer.score(mi())
     assert breaker.state == CLOSED
 
 
@@ -196,7 +196,7 @@ async def test_sometimes_slow_model_only_costs_the_slow_calls(executor) -> None:
     outcomes = []
     for i in range(6):
         try:
-            await scorer.score(make_features(target=f"/{i}"))
+            await scorer.score(mi(target=f"/{i}"))
             outcomes.append("ok")
         except ModelTimeout:
             outcomes.append("timeout")
@@ -210,25 +210,30 @@ class CountingScorer:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def score(self, features: Features) -> Scored:
+    async def score(self, item: ModelInput) -> Scored:
         self.calls += 1
         await asyncio.sleep(0.01)
-        return Scored(probs_for(features), model="count@1")
+        return Scored(probs_for(item), model="count@1")
 
 
-def key(f: Features) -> tuple[str, str]:
-    return (f.method, f.target)
+def mi(**kw: object) -> ModelInput:
+    """The model input of a request built by make_features."""
+    return model_input(make_features(**kw))  # type: ignore[arg-type]
+
+
+def key(item: ModelInput) -> str:
+    return item.text
 
 
 async def test_cache_hits_misses_and_single_flight() -> None:
     inner = CountingScorer()
     cache = CachedScorer(inner, key, ttl_s=60, maxsize=10)
-    first = await asyncio.gather(*(cache.score(make_features(target="/same")) for _ in range(5)))
+    first = await asyncio.gather(*(cache.score(mi(target="/same")) for _ in range(5)))
     assert inner.calls == 1
     assert first[0].source is Source.MODEL and all(r.source is Source.CACHE for r in first[1:])
-    again = await cache.score(make_features(target="/same", request_id="other-id"))
+    again = await cache.score(mi(target="/same", request_id="other-id"))
     assert again.source is Source.CACHE and inner.calls == 1
-    await cache.score(make_features(target="/different"))
+    await cache.score(mi(target="/different"))
     assert inner.calls == 2
 
 
@@ -237,10 +242,10 @@ async def test_cache_is_bounded_and_expires() -> None:
     inner = CountingScorer()
     cache = CachedScorer(inner, key, ttl_s=10, maxsize=3, timer=lambda: now[0])
     for i in range(5):
-        await cache.score(make_features(target=f"/{i}"))
+        await cache.score(mi(target=f"/{i}"))
     assert len(cache) == 3
     now[0] = 11.0
-    await cache.score(make_features(target="/4"))
+    await cache.score(mi(target="/4"))
     assert inner.calls == 6  # expired entry scored again
 
 

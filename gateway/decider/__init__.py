@@ -1,4 +1,110 @@
 """The decider: everything between "ask the model" and calibrated probabilities.
 
-Layers, each small and testable alone: ``CachedScorer(BreakerScorer(BatchingScorer(OnnxScorer)))``.
+Layers, each small and testable alone (see their modules)::
+
+    CachedScorer(BreakerScorer(BatchingScorer(OnnxScorer)))
+
+``load`` builds the stack for a config. A reload that leaves the ``model:`` section
+unchanged keeps the loaded session, its worker threads and the decision cache (the
+probabilities of an unchanged model stay valid); a changed model is loaded and warmed
+beside the running one, and swapped in with the rest of the runtime.
 """
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.config import Config, DeciderConfig
+from gateway.decider.batching import BatchingScorer
+from gateway.decider.breaker import BreakerScorer, CircuitBreaker
+from gateway.decider.cache import CachedScorer
+from gateway.decider.onnx import OnnxOptions, OnnxScorer
+from gateway.decider.scoring import Scorer
+from gateway.decider.stage import ModelStage, PolicyLike
+from gateway.features import ModelInput
+from gateway.verdict import Probabilities
+
+log = logging.getLogger("clefgate.decider")
+
+__all__ = ["Decider", "load"]
+
+
+@dataclass
+class Decider:
+    """The model side of one runtime: a loaded model, its threads and the scorer chain."""
+
+    model: OnnxScorer
+    options: OnnxOptions
+    settings: DeciderConfig
+    executor: ThreadPoolExecutor
+    scorer: Scorer
+    cache: CachedScorer | None
+    breaker: CircuitBreaker
+    batcher: BatchingScorer
+
+    @property
+    def label(self) -> str:
+        return self.model.label
+
+    def stage(self, policy: PolicyLike) -> ModelStage:
+        """The pipeline's score stage for this model and ``policy``."""
+        return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain)
+
+    def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
+        return self.model.explain_scored(item, probabilities)
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,
+                "breaker": self.breaker.state, "queue": self.batcher.queued, "cache_entries": len(self.cache) if self.cache else 0}
+
+    def close(self, successor: Decider | None = None) -> None:
+        """Release the threads and the session, except what ``successor`` took over on a reload."""
+        if successor is None or successor.executor is not self.executor:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+        if successor is None or successor.model is not self.model:
+            self.model.close()
+
+
+def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecutor,
+           cache: CachedScorer | None) -> tuple[Scorer, CachedScorer | None, CircuitBreaker, BatchingScorer]:
+    batcher = BatchingScorer(model, executor, max_batch=settings.max_batch, max_wait_us=settings.max_wait_us,
+                             max_queue=settings.max_queue, threads=settings.inference_threads, questions=model.questions)
+    breaker = CircuitBreaker(model.label, failure_threshold=settings.failure_threshold, window_s=settings.window_s,
+                             cooldown_s=settings.cooldown_s, half_open_probes=settings.half_open_probes)
+    guarded = BreakerScorer(batcher, breaker, settings.timeout_ms / 1000.0)
+    if settings.cache_size <= 0 or settings.cache_ttl_s <= 0:
+        return guarded, None, breaker, batcher
+    if cache is not None:
+        cache.inner = guarded  # same model: keep the cached answers, route misses to the new chain
+    else:
+        cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size)
+    return cache, cache, breaker, batcher
+
+
+def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
+    """Build the decider for ``cfg`` (blocking: loads and warms a model; run it off the event loop).
+
+    Returns None when the model is disabled. Raises ``ManifestError``/``ModelLoadError``
+    (from ``gateway.decider``'s manifest and onnx modules) when the model cannot be used.
+    """
+    if not cfg.model.enabled:
+        return None
+    base = Path(cfg.source).parent if cfg.source and not cfg.source.startswith("<") else None
+    options = OnnxOptions.from_config(cfg.model, base)
+    settings = cfg.decider
+    same_model = previous is not None and previous.options == options
+    if same_model and previous is not None and previous.settings.inference_threads == settings.inference_threads:
+        model, executor = previous.model, previous.executor
+    else:
+        model = previous.model if same_model and previous is not None else OnnxScorer(options)
+        executor = ThreadPoolExecutor(max_workers=settings.inference_threads, thread_name_prefix="clefgate-model")
+    keep_cache = (previous.cache if same_model and previous is not None and previous.cache is not None
+                  and previous.settings.cache_size == settings.cache_size and previous.settings.cache_ttl_s == settings.cache_ttl_s
+                  else None)
+    scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache)
+    return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher)

@@ -16,7 +16,7 @@ from typing import Any
 
 from gateway import metrics
 from gateway.decider.scoring import BatchModel, InvalidOutput, ModelError, ModelOverloaded, Scored, check_probabilities
-from gateway.features import Features
+from gateway.features import ModelInput
 from gateway.verdict import Probabilities
 
 BATCH_SIZE = metrics.histogram("clefgate_model_batch_size", "Requests per model run.", ("model",),
@@ -39,7 +39,7 @@ class BatchingScorer:
         self.threads = threads
         self.questions = questions
         self.label = model.label
-        self._pending: list[tuple[Features, asyncio.Future[Scored]]] = []
+        self._pending: list[tuple[ModelInput, asyncio.Future[Scored]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._running = 0
         self._queued = 0
@@ -49,12 +49,12 @@ class BatchingScorer:
         """Calls accepted and not yet answered."""
         return self._queued
 
-    async def score(self, features: Features) -> Scored:
+    async def score(self, item: ModelInput) -> Scored:
         if self._queued >= self.max_queue:
             raise ModelOverloaded(f"{self._queued} requests already wait for the model")
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Scored] = loop.create_future()
-        self._pending.append((features, fut))
+        self._pending.append((item, fut))
         self._queued += 1
         QUEUE_DEPTH.set(self._queued, self.label)
         if self._running < self.threads:
@@ -86,12 +86,12 @@ class BatchingScorer:
         job = loop.run_in_executor(self.executor, self._run, [f for f, _ in live])
         job.add_done_callback(lambda done: self._resolve(live, done))
 
-    def _run(self, batch: list[Features]) -> tuple[list[Probabilities], float]:
+    def _run(self, batch: list[ModelInput]) -> tuple[list[Probabilities], float]:
         start = time.perf_counter()
-        out = self.model.run_batch(batch)
+        out = self.model.run_inputs(batch)
         return out, time.perf_counter() - start
 
-    def _resolve(self, batch: list[tuple[Features, asyncio.Future[Scored]]], done: asyncio.Future[Any]) -> None:
+    def _resolve(self, batch: list[tuple[ModelInput, asyncio.Future[Scored]]], done: asyncio.Future[Any]) -> None:
         self._running -= 1
         self._queued -= len(batch)
         QUEUE_DEPTH.set(self._queued, self.label)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from gateway import metrics
 from gateway.decider.scoring import BreakerOpen, ModelError, ModelTimeout, Scored, Scorer
-from gateway.features import Features
+from gateway.features import ModelInput
 
 log = logging.getLogger("clefgate.decider")
 
@@ -120,7 +120,7 @@ class BreakerScorer:
         self.timeout_s = timeout_s
         self.label = breaker.label
 
-    async def score(self, features: Features) -> Scored:
+    async def score(self, item: ModelInput) -> Scored:
         breaker = self.breaker
         if not breaker.allow():
             MODEL_FAILURES.inc(self.label, BreakerOpen.kind)
@@ -128,7 +128,7 @@ class BreakerScorer:
         start = time.perf_counter()
         try:
             async with asyncio.timeout(self.timeout_s):
-                scored = await self.inner.score(features)
+                scored = await self.inner.score(item)
         except TimeoutError:
             self._failed(ModelTimeout.kind, start)
             raise ModelTimeout(f"no answer within {self.timeout_s * 1000:.0f} ms") from None

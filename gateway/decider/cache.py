@@ -1,7 +1,7 @@
 """The decision cache: a bounded TTL cache of model answers keyed by the model's input.
 
-The key is a hash of exactly what the model reads (``key_fn``; by default the
-canonical serialization and numeric vector from ``gateway.features``), never of
+The key is a digest of exactly what the model reads (``ModelInput.cache_key``: the
+canonical serialization and the numeric vector from ``gateway.features``), never of
 volatile values such as request ids or timestamps, so identical requests share one
 answer. Concurrent misses for the same key share one model call (single flight),
 which keeps a flood of identical requests from becoming a flood of inferences.
@@ -20,7 +20,7 @@ from cachetools import TTLCache
 
 from gateway import metrics
 from gateway.decider.scoring import ModelError, Scored, Scorer
-from gateway.features import Features
+from gateway.features import ModelInput
 from gateway.verdict import Source
 
 CACHE_REQUESTS = metrics.counter("clefgate_decision_cache_requests_total", "Decision cache lookups by result (hit, miss, coalesced).",
@@ -48,7 +48,7 @@ class _CountingTTLCache(TTLCache):  # type: ignore[type-arg]
 class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
-    def __init__(self, inner: Scorer, key_fn: Callable[[Features], Hashable], *, ttl_s: float = 600.0, maxsize: int = 100_000,
+    def __init__(self, inner: Scorer, key_fn: Callable[[ModelInput], Hashable] = ModelInput.cache_key, *, ttl_s: float = 600.0, maxsize: int = 100_000,
                  timer: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
         self.key_fn = key_fn
@@ -58,8 +58,8 @@ class CachedScorer:
     def __len__(self) -> int:
         return len(self.cache)
 
-    async def score(self, features: Features) -> Scored:
-        key = self.key_fn(features)
+    async def score(self, item: ModelInput) -> Scored:
+        key = self.key_fn(item)
         hit = self.cache.get(key)
         if hit is not None:
             CACHE_REQUESTS.inc("hit")
@@ -72,7 +72,7 @@ class CachedScorer:
         fut: asyncio.Future[Scored] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            scored = await self.inner.score(features)
+            scored = await self.inner.score(item)
         except BaseException as exc:
             if not fut.done():
                 # followers get the leader's failure (their fallback applies); a cancelled leader

@@ -1,9 +1,10 @@
 """The scoring contract shared by every decider layer.
 
-A ``Scorer`` turns one request's ``Features`` into calibrated probabilities,
-asynchronously. A ``BatchModel`` is the synchronous thing at the bottom (an ONNX
-session) that scores many requests in one run; ``BatchingScorer`` adapts one to the
-other. Failures are exceptions of the types below so that the breaker can count
+A ``Scorer`` turns one request's model input (``gateway.features.ModelInput``: the
+canonical text, its ids and the numeric vector, computed once per request) into
+calibrated probabilities, asynchronously. A ``BatchModel`` is the synchronous thing at
+the bottom (an ONNX session) that scores many inputs in one run; ``BatchingScorer``
+adapts one to the other. Failures are exceptions of the types below so that the breaker can count
 them by kind and the stage can pick the configured fallback.
 """
 
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.features import Features
+from gateway.features import ModelInput
 from gateway.verdict import Probabilities, Source
 
 
@@ -50,9 +51,9 @@ class Scored:
 
 
 class Scorer(Protocol):
-    """Anything that scores one request asynchronously."""
+    """Anything that scores one request's model input asynchronously."""
 
-    async def score(self, features: Features) -> Scored: ...
+    async def score(self, item: ModelInput) -> Scored: ...
 
 
 class BatchModel(Protocol):
@@ -63,7 +64,7 @@ class BatchModel(Protocol):
         """``name@version`` of the loaded model."""
         ...
 
-    def run_batch(self, batch: list[Features]) -> list[Probabilities]: ...
+    def run_inputs(self, batch: list[ModelInput]) -> list[Probabilities]: ...
 
 
 def check_probabilities(probs: Probabilities, questions: dict[str, tuple[str, ...]] | None = None) -> None:

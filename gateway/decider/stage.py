@@ -16,8 +16,8 @@ from typing import Protocol
 
 from gateway import metrics
 from gateway.decider.scoring import ModelError, Scorer
-from gateway.features import ClientStats, Features
-from gateway.verdict import Probabilities, ScoreRequest, Source, Verdict
+from gateway.features import Features, ModelInput, model_input
+from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
 
 log = logging.getLogger("clefgate.decider")
 
@@ -39,21 +39,19 @@ class ModelStage:
     """Scorer + policy = a verdict for every scored request, fallbacks included."""
 
     def __init__(self, scorer: Scorer, policy: PolicyLike, *, fallback: str = "forward", model_label: str = "",
-                 client_stats: Callable[[Features], ClientStats | None] | None = None) -> None:
+                 explain: Callable[[ModelInput, Probabilities], tuple[str, ...]] | None = None) -> None:
         self.scorer = scorer
         self.policy = policy
         self.fallback = fallback
         self.model_label = model_label
-        self.client_stats = client_stats
+        self.explain = explain
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
         start = time.perf_counter()
-        if self.client_stats is not None and features.client is None:
-            stats = self.client_stats(features)
-            if stats is not None:
-                features = dataclasses.replace(features, client=stats)
         try:
-            scored = await self.scorer.score(features)
+            # serialize + encode once: the cache key and the model both read this
+            item = model_input(features)
+            scored = await self.scorer.score(item)
         except ModelError as exc:
             return self._fallback(features, request, exc.kind, str(exc), start)
         except Exception as exc:  # a bug below must cost one fallback, never the request
@@ -63,11 +61,15 @@ class ModelStage:
         if scored.source is Source.CACHE and verdict.source is Source.MODEL:
             verdict = dataclasses.replace(verdict, source=Source.CACHE)
         DECISIONS.inc(scored.source.value)
+        explanation = verdict.explanation or scored.explanation
+        if not explanation and self.explain is not None and (verdict.action is not Action.FORWARD or verdict.shadow_action is not None):
+            # only for requests that were stopped (or would have been): operators ask "why?" about those
+            explanation = self.explain(item, scored.probabilities)
         return dataclasses.replace(
             verdict,
             model=scored.model or self.model_label,
             decision_ms=(time.perf_counter() - start) * 1000.0,
-            explanation=verdict.explanation or scored.explanation,
+            explanation=explanation,
         )
 
     def _fallback(self, features: Features, request: ScoreRequest, cause: str, detail: str, start: float) -> Verdict:
