@@ -1,0 +1,262 @@
+"""gateway/replay.py: access logs and decision logs through the compiled rules, a real ONNX model and the policy, offline."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway import features as feat
+from gateway import replay
+from gateway.decider import manifest as mf
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
+FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+QUOTE_ID = ord("'") + feat.BYTE_OFFSET
+
+
+def write_toy_model(root: Path, name: str = "clef-flash-toy", version: str = "1") -> Path:
+    """A real ONNX model with the Clef-flash contract: "attack" when the request text holds a single quote, else "human".
+
+    Built with onnx's helpers (no training), so tests of the model path are fast and their
+    expected answers are known. Returns the repository folder.
+    """
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    directory = root / name / version
+    directory.mkdir(parents=True)
+    inits = [
+        numpy_helper.from_array(np.array(QUOTE_ID, dtype=np.int64), "quote"),
+        numpy_helper.from_array(np.array([[-8.0, -8.0, -8.0, 12.0]], dtype=np.float32), "w_quote"),
+        numpy_helper.from_array(np.array([4.0, 0.0, 0.0, -6.0], dtype=np.float32), "b_class"),
+        numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 4), dtype=np.float32), "w_numeric"),
+        numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 6), dtype=np.float32), "w_kind"),
+        numpy_helper.from_array(np.array([2.0, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=np.float32), "b_kind"),
+    ]
+    nodes = [
+        helper.make_node("Equal", ["ids", "quote"], ["is_quote"]),
+        helper.make_node("Cast", ["is_quote"], ["quote_f"], to=TensorProto.FLOAT),
+        helper.make_node("ReduceMax", ["quote_f"], ["has_quote"], axes=[1], keepdims=1),
+        helper.make_node("MatMul", ["has_quote", "w_quote"], ["from_quote"]),
+        helper.make_node("MatMul", ["numeric", "w_numeric"], ["from_numeric"]),
+        helper.make_node("Add", ["from_quote", "from_numeric"], ["class_sum"]),
+        helper.make_node("Add", ["class_sum", "b_class"], ["class_logits"]),
+        helper.make_node("MatMul", ["numeric", "w_kind"], ["kind_sum"]),
+        helper.make_node("Add", ["kind_sum", "b_kind"], ["attack_kind_logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "toy",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),
+         helper.make_tensor_value_info("numeric", TensorProto.FLOAT, ["batch", feat.NUM_FEATURES])],
+        [helper.make_tensor_value_info("class_logits", TensorProto.FLOAT, ["batch", 4]),
+         helper.make_tensor_value_info("attack_kind_logits", TensorProto.FLOAT, ["batch", 6])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, directory / "model.onnx")
+    manifest: dict[str, Any] = {
+        "name": name, "version": version, "family": "clef", "feature_version": feat.FEATURE_VERSION,
+        "feature_fingerprint": feat.FEATURE_FINGERPRINT,
+        "files": {"fp32": {"path": "model.onnx", "sha256": mf.file_sha256(directory / "model.onnx")}},
+        "inputs": [{"name": "ids", "dtype": "int64", "shape": ["batch", "tokens"]},
+                   {"name": "numeric", "dtype": "float32", "shape": ["batch", feat.NUM_FEATURES]}],
+        "outputs": [{"name": "class_logits", "question": "class"}, {"name": "attack_kind_logits", "question": "attack_kind"}],
+        "questions": [{"id": "class", "options": ["human", "good_bot", "bad_bot", "attack"]},
+                      {"id": "attack_kind", "options": ["sqli", "xss", "traversal", "cmdi", "probe", "other"],
+                       "given": {"question": "class", "option": "attack"}}],
+        "temperature": {"class": 1.0, "attack_kind": 1.0},
+        "opset": 17,
+    }
+    (directory / mf.MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+def combined(ip: str, target: str, *, agent: str = CHROME, referer: str = "-", method: str = "GET", status: int = 200,
+             when: str = "23/Nov/2026:10:00:01 +0000") -> str:
+    return f'{ip} - - [{when}] "{method} {target} HTTP/1.1" {status} 512 "{referer}" "{agent}"'
+
+
+def write_config(tmp_path: Path, **extra: Any) -> Path:
+    cfg: dict[str, Any] = {"rules": {"files": [str(ROOT / "rules" / "default.yaml")]}, "trusted_proxies": ["127.0.0.1/32"]}
+    cfg.update(extra)
+    path = tmp_path / "clefgate.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+def run_replay(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = replay.main([*args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def rule_row(result: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in result["by_rule"] if r["name"] == name)
+
+
+# ------------------------------------------------------------------------------------------ reading logs
+
+def test_combined_lines_become_requests_with_their_time_status_and_headers() -> None:
+    line = r'203.0.113.9 - bob [23/Nov/2026:10:00:05 +0100] "GET /search?q=%22oak%22 HTTP/1.1" 200 460 "http://www.example.com/shop" "Mozilla/5.0 \x22quoted\x22 Firefox/128.0"'
+    item = replay.parse_combined(line, "shop.example", "none")
+    assert item is not None
+    assert item.status == 200
+    assert item.when == 1795424405.0  # 09:00:05 UTC
+    rec = item.record
+    assert (rec["method"], rec["path"], rec["http_version"], rec["client_ip"]) == ("GET", "/search?q=%22oak%22", "1.1", "203.0.113.9")
+    assert rec["headers"] == [["Host", "shop.example"], ["User-Agent", 'Mozilla/5.0 "quoted" Firefox/128.0'],
+                              ["Referer", "http://www.example.com/shop"]]
+
+
+def test_common_format_and_unreadable_lines() -> None:
+    item = replay.parse_combined('198.51.100.2 - - [23/Nov/2026:10:00:05 +0000] "GET /robots.txt HTTP/1.0" 200 20', "h", "browser")
+    assert item is not None and item.record["http_version"] == "1.0"
+    assert item.record["headers"] == [["Host", "h"], ["Accept", "*/*"]]
+    for bad in ("garbage", '1.2.3.4 - - [not a time] "GET / HTTP/1.1" 200 1', '1.2.3.4 - - [23/Nov/2026:10:00:05 +0000] "\\x16\\x03" 400 0'):
+        assert replay.parse_combined(bad, "h", "browser") is None
+
+
+@pytest.mark.parametrize(("agent", "target", "expect", "absent"), [
+    (CHROME, "/shop", {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document", "Sec-Fetch-Site": "same-origin"}, ()),
+    (CHROME, "/static/site.css", {"Accept": "text/css,*/*;q=0.1", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "style"}, ()),
+    (FIREFOX, "/", {"Accept-Language": "en-US,en;q=0.5", "Sec-Fetch-Dest": "document"}, ()),
+    (GOOGLEBOT, "/", {"Accept": "*/*", "User-Agent": GOOGLEBOT}, ("Sec-Fetch-Mode", "Accept-Language")),
+    ("curl/8.5.0", "/", {"Accept": "*/*"}, ("Sec-Fetch-Mode",)),
+])
+def test_browser_headers_are_reconstructed_by_family(agent: str, target: str, expect: dict[str, str], absent: tuple[str, ...]) -> None:
+    headers = dict(replay.reconstruct_headers("GET", target, "www.example.com", agent, "http://www.example.com/", "browser"))
+    for name, value in expect.items():
+        assert headers[name] == value
+    for name in absent:
+        assert name not in headers
+    assert headers["Host"] == "www.example.com"
+
+
+def test_decision_log_lines_and_records_are_read(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"request_id": "r-1", "time": "2026-11-23T10:00:01.250Z", "status": 200, "verdict": "forward",
+                    "record": {"method": "GET", "path": "/shop", "http_version": "1.1", "client_ip": "203.0.113.5",
+                               "headers": [["Host", "shop.example"], ["User-Agent", CHROME]], "body": None}}),
+        json.dumps({"method": "POST", "path": "/login", "headers": [["Host", "shop.example"]], "body": "user=a", "client_ip": "1.2.3.4"}),
+        json.dumps({"neither": True}),
+    ]
+    skipped: Any = replay.Counter()
+    examples: list[str] = []
+    path = tmp_path / "decisions.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    items = list(replay.read_log([str(path)], "h", "browser", skipped, examples))
+    assert [i.source for i in items] == ["decision_log", "record"]
+    assert items[0].record["request_id"] == "r-1" and items[0].status == 200
+    assert items[0].when == pytest.approx(1795428001.25)
+    assert skipped["unreadable"] == 1 and examples[0].endswith(':3: {"neither": true}')
+
+
+# ------------------------------------------------------------------------------------------ deciding
+
+def test_shipped_rules_decide_like_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "access.log"
+    log.write_text("\n".join([
+        combined("203.0.113.7", "/shop"),
+        combined("198.51.100.9", "/.env", agent="Mozilla/5.0 zgrab/0.x", status=404),
+        combined("198.51.100.10", "/forum", agent=GPTBOT),
+        combined("66.249.64.5", "/", agent=GOOGLEBOT),   # inside the shipped googlebot list
+        combined("45.1.2.3", "/", agent=GOOGLEBOT),      # the same user agent from elsewhere
+        "not a log line",
+    ]) + "\n")
+    code, result = run_replay(capsys, "--config", str(write_config(tmp_path)), "--no-model", str(log))
+    assert code == 0
+    assert result["requests"] == 5 and result["skipped_lines"] == {"unreadable": 1}
+    assert result["decided"] == {"forward": 2, "challenge": 1, "block": 2}
+    assert rule_row(result, "block-secret-files")["block"] == 1
+    assert rule_row(result, "block-crawler-spoofers")["block"] == 1
+    assert rule_row(result, "allow-verified-googlebot")["forward"] == 1
+    assert rule_row(result, "ai-training-crawlers")["challenge"] == 1
+    assert result["model"]["model"] is None and result["model"]["reason"] == "--no-model"
+    assert {r["name"] for r in result["refused_paths"]} == {"/.env", "/forum", "/"}
+    assert result["compared_with_log"] == {"same": 2, "newly_refused": 3}
+    notes = " ".join(result["input"]["notes"])
+    assert "Host reconstructed as 'www.example.com'" in notes and "cookies" in notes
+
+
+def test_rate_limits_run_on_the_logs_clock(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = str(write_config(tmp_path))
+    burst = tmp_path / "burst.log"
+    burst.write_text("\n".join(combined("203.0.113.50", f"/shop?page={i}", when=f"23/Nov/2026:10:00:{i // 40:02d} +0000")
+                               for i in range(200)) + "\n")
+    spread = tmp_path / "spread.log"
+    spread.write_text("\n".join(combined("203.0.113.50", f"/shop?page={i}", when=f"23/Nov/2026:{10 + i // 60:02d}:{i % 60:02d}:00 +0000")
+                                for i in range(200)) + "\n")
+    _, fast = run_replay(capsys, "--config", config, "--no-model", str(burst))
+    _, slow = run_replay(capsys, "--config", config, "--no-model", str(spread))
+    # 200 pages within five seconds of log time: the 120/min bucket (burst 120, refilled at 2/s) refuses the excess
+    assert 60 <= rule_row(fast, "rate-limit-per-ip")["block"] <= 80
+    # the same 200 pages over three hours of log time: never limited
+    assert all(r["name"] != "rate-limit-per-ip" for r in slow["by_rule"])
+    assert slow["decided"]["block"] == 0
+
+
+def test_the_model_scores_what_the_rules_leave_open(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = write_toy_model(tmp_path / "repo")
+    config = write_config(tmp_path, model={"enabled": True, "repository": str(repo), "name": "clef-flash-toy", "providers": ["cpu"]})
+    log = tmp_path / "access.log"
+    rows = [combined(f"203.0.113.{i}", "/shop") for i in range(1, 9)]
+    rows += [combined(f"198.51.100.{i}", "/search?q=%27%20OR%20%271%27%3D%271", agent="sqlmap/1.8.6#stable (https://sqlmap.org)")
+             for i in range(1, 4)]
+    rows.append(combined("198.51.100.9", "/.env"))
+    log.write_text("\n".join(rows) + "\n")
+    code, result = run_replay(capsys, "--config", str(config), "--batch", "4", str(log))
+    assert code == 0
+    assert result["model"]["model"] == "clef-flash-toy@1" and result["model"]["provider"] == "cpu"
+    assert result["model"]["runs"] == 3  # 11 scored requests in batches of 4
+    scored = rule_row(result, "model (via score-everything-else)")
+    assert (scored["forward"], scored["block"]) == (8, 3)
+    assert rule_row(result, "block-secret-files")["block"] == 1
+    assert result["sources"] == {"model": 11, "rule": 1}
+
+
+def test_shadow_mode_counts_what_would_happen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = write_toy_model(tmp_path / "repo")
+    config = write_config(tmp_path, model={"enabled": True, "repository": str(repo), "name": "clef-flash-toy", "providers": ["cpu"]},
+                          policy={"shadow": True})
+    log = tmp_path / "access.log"
+    log.write_text(combined("198.51.100.1", "/search?q=%27x", agent="curl/8.5.0") + "\n" + combined("203.0.113.1", "/") + "\n")
+    _, result = run_replay(capsys, "--config", str(config), str(log))
+    assert result["decided"] == {"forward": 1, "challenge": 0, "block": 1}
+    assert result["shadow_only"] == {"block": 1}
+    assert result["sources"] == {"shadow": 1, "model": 1}
+
+
+def test_a_missing_model_is_reported_and_rules_still_decide(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = write_config(tmp_path, model={"enabled": True, "repository": str(tmp_path / "empty"), "providers": ["cpu"]})
+    log = tmp_path / "access.log"
+    log.write_text(combined("198.51.100.9", "/.env") + "\n" + combined("203.0.113.1", "/") + "\n")
+    code, result = run_replay(capsys, "--config", str(config), str(log))
+    assert code == 0
+    assert result["model"]["model"] is None and "no version of model 'clef-flash'" in result["model"]["reason"]
+    assert result["decided"] == {"forward": 1, "challenge": 0, "block": 1}
+
+
+def test_text_output_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "access.log"
+    log.write_text(combined("198.51.100.9", "/.env") + "\n")
+    assert replay.main(["--no-model", str(log)]) == 0
+    text = capsys.readouterr().out
+    assert "would block           1 (100.0%)" in text
+    assert "block-secret-files" in text and "Host reconstructed" in text and "the embedded default" in text
+    empty = tmp_path / "empty.log"
+    empty.write_text("nothing to see\n")
+    assert replay.main(["--no-model", str(empty)]) == 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules: {files: [nope.yaml]}\n")
+    assert replay.main(["--config", str(bad), str(log)]) == 2
+    assert "nope.yaml" in capsys.readouterr().err
