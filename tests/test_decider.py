@@ -250,10 +250,11 @@ async def test_cache_is_bounded_and_expires() -> None:
 
 
 class FakePolicy:
-    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest) -> Verdict:
+    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest, *,
+                source: Source = Source.MODEL, explanation: tuple[str, ...] = ()) -> Verdict:
         p = probabilities["class"]["attack"]
         action = Action.BLOCK if p > 0.5 else Action.FORWARD
-        return Verdict(action, Source.MODEL, f"P(attack)={p:.2f}", probabilities=probabilities, rule=request.rule)
+        return Verdict(action, source, f"P(attack)={p:.2f}", probabilities=probabilities, rule=request.rule, explanation=explanation)
 
     def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
         action = {"forward": Action.FORWARD, "challenge": Action.CHALLENGE, "rules-only": Action.FORWARD}[mode]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from gateway import metrics
@@ -30,7 +30,8 @@ DECISIONS = metrics.counter("clefgate_model_decisions_total", "Requests decided 
 class PolicyLike(Protocol):
     """What the stage needs from ``gateway.policy.Policy``."""
 
-    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest) -> Verdict: ...
+    def verdict(self, features: Features, probabilities: Probabilities, request: ScoreRequest, *,
+                source: Source = Source.MODEL, explanation: Sequence[str] = ()) -> Verdict: ...
 
     def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict: ...
 
@@ -57,14 +58,12 @@ class ModelStage:
         except Exception as exc:  # a bug below must cost one fallback, never the request
             log.exception("model stage failed")
             return self._fallback(features, request, "error", repr(exc), start)
-        verdict = self.policy.verdict(features, scored.probabilities, request)
-        if scored.source is Source.CACHE and verdict.source is Source.MODEL:
-            verdict = dataclasses.replace(verdict, source=Source.CACHE)
+        verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
         DECISIONS.inc(scored.source.value)
-        explanation = verdict.explanation or scored.explanation
-        if not explanation and self.explain is not None and (verdict.action is not Action.FORWARD or verdict.shadow_action is not None):
+        explanation = verdict.explanation
+        if self.explain is not None and (verdict.action is not Action.FORWARD or verdict.shadow_action not in (None, Action.FORWARD)):
             # only for requests that were stopped (or would have been): operators ask "why?" about those
-            explanation = self.explain(item, scored.probabilities)
+            explanation = (*explanation, *self.explain(item, scored.probabilities))
         return dataclasses.replace(
             verdict,
             model=scored.model or self.model_label,
