@@ -282,7 +282,11 @@ def _secrets(tmp: Path) -> Path:
 
 
 def check_config(text: str, etc: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """``clefgate check`` on a config written for the image or the unit, with its paths mapped to this checkout."""
+    """``clefgate check`` on a config written for the image or the unit, with its paths mapped to this checkout.
+
+    A config without backends is checked the way it is run: with ``--upstream`` (the
+    image's default config and compose's); one with backends exactly as it is.
+    """
     secrets = _secrets(tmp)
     state = tmp / "state"
     state.mkdir()
@@ -292,7 +296,8 @@ def check_config(text: str, etc: Path, tmp: Path) -> subprocess.CompletedProcess
     assert "/opt/clefgate" not in mapped and "/run/" not in mapped, "a path this test does not know how to map"
     path = tmp / "clefgate.yaml"
     path.write_text(mapped, encoding="utf-8")
-    return run(sys.executable, "-m", "gateway", "check", "--config", str(path), "--upstream", "http://127.0.0.1:8000", timeout=120)
+    upstream = [] if (yaml.safe_load(text) or {}).get("backends") else ["--upstream", "http://127.0.0.1:8000"]
+    return run(sys.executable, "-m", "gateway", "check", "--config", str(path), *upstream, timeout=120)
 
 
 SHIPPED_CONFIGS = {
@@ -307,6 +312,21 @@ def test_shipped_config_passes_clefgate_check(name: str, tmp_path: Path) -> None
     path = SHIPPED_CONFIGS[name]
     result = check_config(path.read_text(encoding="utf-8"), path.parent, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "no model" not in result.stdout, "the check must have loaded the model"
+
+
+GATEWAY_CONFIGS = sorted([*SHIPPED_CONFIGS.values(), *K8S.glob("*/clefgate.yaml")])
+
+
+@pytest.mark.parametrize("path", GATEWAY_CONFIGS, ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_every_deploy_config_uses_the_baked_model_rules_and_state_folder(path: Path) -> None:
+    cfg = load_yaml(path)
+    assert cfg["model"]["enabled"] is True, "model.enabled is off by default; a deployment scores with the shipped model"
+    assert cfg["model"]["repository"] == IMAGE_APP + "models/repository"
+    assert IMAGE_APP + "rules/default.yaml" in cfg["rules"]["files"]
+    assert cfg["rules"]["lists_dir"] == IMAGE_APP + "rules/lists"
+    assert cfg["decision_log"]["path"].startswith("/var/lib/clefgate/")
+    assert cfg["timeouts"]["drain_s"] > 0
 
 
 # ============================================================================ docker compose
@@ -719,6 +739,7 @@ def test_kubernetes_gateway_config_passes_clefgate_check(rendered: dict[str, lis
     work.mkdir()
     result = check_config(cm["data"]["clefgate.yaml"], etc, work)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "no model" not in result.stdout, "the check must have loaded the model"
 
 
 # ============================================================================ systemd
@@ -802,7 +823,7 @@ def test_gateway_serves_under_memory_deny_write_execute(tmp_path: Path, demo_ori
     config = config_for(demo_origin.url, listen=f"127.0.0.1:{port}", admin={"listen": f"127.0.0.1:{admin}"},
                         rules={"files": [str(ROOT / "rules" / "default.yaml")]},
                         challenge={"keys": [{"id": "k1", "secret": f"file:{key}"}]},
-                        model={"providers": ["cpu"]}, logging={"level": "info", "access_log": "off"})
+                        model={"enabled": True, "providers": ["cpu"]}, logging={"level": "info", "access_log": "off"})
     (tmp_path / "clefgate.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen([sys.executable, str(wrapper), "-m", "gateway", "serve", "--config", str(tmp_path / "clefgate.yaml")],
