@@ -374,7 +374,8 @@ def serialize(features: Features) -> str:
       headers such as X-Forwarded-For left out);
     - ``u`` user agent, ``a`` accept, ``l`` accept-language, ``e`` accept-encoding;
     - ``c`` sec-ch-ua ``|`` mobile ``|`` platform; ``f`` sec-fetch site mode dest user;
-    - ``t`` content type; ``r`` referer as ``same PATH`` / ``cross HOST/PATH``;
+    - ``t`` content type; ``r`` referer as ``same PATH`` / ``cross HOST/PATH`` (or
+      ``raw VALUE`` when it is not an http(s) URL);
     - ``k`` credentials present (``cookie``, the authorization scheme) — never values;
     - ``x`` other header values, ``name=value``, each and all truncated;
     - ``b`` body prefix; then ``~decoded`` for form bodies when decoding changes it.
@@ -431,7 +432,15 @@ def serialize(features: Features) -> str:
 
 
 def _referer(value: str, host: str) -> str:
-    rest = value.split("://", 1)[1] if "://" in value else value
+    """``same PATH`` / ``cross HOST/PATH`` for a URL; anything else verbatim (``raw VALUE``).
+
+    A referer that is not an http(s) URL is what injections in this header look like,
+    so it is kept as sent rather than parsed.
+    """
+    low = value[:8].lower()
+    if not (low.startswith("https://") or low.startswith("http://")):
+        return "raw " + value[:_MAX_REFERER]
+    rest = value.split("://", 1)[1]
     ref_host, slash, path = rest.partition("/")
     if host and ref_host == host:
         return "same /" + path[:_MAX_REFERER]

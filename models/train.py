@@ -2,12 +2,14 @@
 
     python -m models.train --config models/configs/clef-flash.yaml
 
-1. **Data.** Generate the training side of the hold-out split (``models.data``),
-   add any labelled files (``--data FILE``: JSONL records, decision logs with
-   labels, combined access logs with a label column), and split the rows into
-   train / validation / calibration by a seeded hash. Generate the evaluation side
-   (user agents, path templates, payload productions and texts training never saw)
-   into ``<work_dir>/eval.jsonl``.
+1. **Data.** Generate the three sides of the source split (``models.data``): the
+   training side (split into train / validation rows by a seeded hash), the
+   calibration side (sources the network never trains on, so the temperature is
+   fitted for new traffic) and the evaluation side (user agents, path templates,
+   payload productions and texts neither saw), written to ``<work_dir>/eval.jsonl``.
+   Labelled files (``--data FILE``: JSONL records, decision logs with labels,
+   combined access logs with a label column) are split train / validation /
+   calibration by the same seeded hash.
 2. **Encode** every row with ``gateway.features.model_input`` — the serving code.
 3. **Train** with a fixed seed: label-smoothed cross-entropy plus a Brier term on
    ``class``; cross-entropy on ``attack_kind`` for attack rows only; AdamW, warm-up
@@ -59,11 +61,14 @@ class DataConfig:
     """Where the training rows come from and how they are split."""
 
     generated_rows: int = 60000
+    calibration_rows: int = 8000
     eval_rows: int = 16000
     eval_seed: int = 7
     extra: list[str] = field(default_factory=list)
     access_log_weight: float = 0.5
     validation_share: float = 0.08
+    # share of the extra (user-supplied) rows used for calibration; generated calibration
+    # rows come from the calibration side of the source split instead
     calibration_share: float = 0.10
 
 
@@ -189,34 +194,55 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     """Generate, read, split and encode every row of the run."""
     work = Path(cfg.work_dir)
     work.mkdir(parents=True, exist_ok=True)
-    train_path = work / "train.jsonl"
-    rows, digest = write_jsonl(generate("train", cfg.data.generated_rows, cfg.seed), train_path)
-    eval_path = work / "eval.jsonl"
-    eval_rows, eval_digest = write_jsonl(generate("eval", cfg.data.eval_rows, cfg.data.eval_seed), eval_path)
-    log(f"data: {rows} generated training-side rows (sha256 {digest[:12]}), {eval_rows} held-out rows in {eval_path}")
-    records = [json.loads(line) for line in train_path.open(encoding="utf-8")]
+    written = {}
+    for side, rows, seed in (("train", cfg.data.generated_rows, cfg.seed), ("calib", cfg.data.calibration_rows, cfg.seed + 1),
+                             ("eval", cfg.data.eval_rows, cfg.data.eval_seed)):
+        path = work / f"{side}.jsonl"
+        n, digest = write_jsonl(generate(side, rows, seed), path)
+        written[side] = (path, n, digest, seed)
+    log(f"data: generated {written['train'][1]} training-side rows (sha256 {written['train'][2][:12]}), "
+        f"{written['calib'][1]} calibration-side rows, {written['eval'][1]} held-out rows in {written['eval'][0]}")
+
+    def read(side: str) -> list[dict[str, Any]]:
+        with written[side][0].open(encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+    records = read("train")
     weights = [1.0] * len(records)
+    cal_records = read("calib")
+    cal_weights = [1.0] * len(cal_records)
     sources: list[dict[str, Any]] = []
     for path in [Path(p) for p in cfg.data.extra] + list(extra):
         stats = formats.ReadStats()
         got = list(formats.read_any(path, stats))
-        records += got
-        weights += [cfg.data.access_log_weight if r.get("source") == "access-log" else 1.0 for r in got]
+        base = len(records) + len(cal_records)
+        for j, rec in enumerate(got):
+            w = cfg.data.access_log_weight if rec.get("source") == "access-log" else 1.0
+            if _split_of(cfg.seed, base + j, 0.0, cfg.data.calibration_share) == "cal":
+                cal_records.append(rec)
+                cal_weights.append(w)
+            else:
+                records.append(rec)
+                weights.append(w)
         sources.append({"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "rows": len(got)})
         log(f"data: {path}: read {stats.read}, kept {stats.kept}, skipped {stats.skipped or 'none'}")
-    parts: dict[str, list[int]] = {"train": [], "val": [], "cal": []}
+    parts: dict[str, list[int]] = {"train": [], "val": []}
     for i in range(len(records)):
-        parts[_split_of(cfg.seed, i, cfg.data.validation_share, cfg.data.calibration_share)].append(i)
+        parts["val" if _split_of(cfg.seed, i, cfg.data.validation_share, 0.0) == "val" else "train"].append(i)
     t0 = time.time()
     enc = {k: encode([records[i] for i in idx], [weights[i] for i in idx]) for k, idx in parts.items()}
-    ev = encode([json.loads(line) for line in eval_path.open(encoding="utf-8")])
-    log(f"data: encoded {len(records) + len(ev)} rows in {time.time() - t0:.1f}s "
-        f"(train {len(enc['train'])}, validation {len(enc['val'])}, calibration {len(enc['cal'])}, eval {len(ev)})")
-    info = {"sha256": digest, "rows": rows, "generator": f"models.data.generate split=train rows={rows} seed={cfg.seed}",
-            "eval": {"sha256": eval_digest, "rows": eval_rows,
-                     "generator": f"models.data.generate split=eval rows={eval_rows} seed={cfg.data.eval_seed}"},
-            "extra": sources, "split": {k: len(v) for k, v in enc.items()}}
-    return Splits(enc["train"], enc["val"], enc["cal"], ev, info)
+    cal = encode(cal_records, cal_weights)
+    ev = encode(read("eval"))
+    log(f"data: encoded {len(records) + len(cal) + len(ev)} rows in {time.time() - t0:.1f}s "
+        f"(train {len(enc['train'])}, validation {len(enc['val'])}, calibration {len(cal)}, eval {len(ev)})")
+
+    def describe(side: str) -> dict[str, Any]:
+        _, n, digest, seed = written[side]
+        return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}"}
+
+    info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,
+            "split": {"train": len(enc["train"]), "validation": len(enc["val"]), "calibration": len(cal), "eval": len(ev)}}
+    return Splits(enc["train"], enc["val"], cal, ev, info)
 
 
 def batches(enc: Encoded, batch_size: int, rng: random.Random | None) -> Iterator[tuple[torch.Tensor, ...]]:

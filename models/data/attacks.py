@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import Split, held_out
+from models.data.sources import Split, assign
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -228,24 +228,15 @@ def family(production: Production) -> str:
 
 
 def _assign(items: tuple[Production, ...]) -> dict[str, tuple[Production, ...]]:
-    """Productions per split; every family keeps at least one production on each side.
+    """Productions per side; every family keeps productions on every side (``sources.assign``).
 
     So the evaluation split meets every *family* (SQL, XSS, LDAP, JNDI…) but, within
-    it, only ways of writing the attack that training never saw.
+    it, only ways of writing the attack that neither training nor calibration saw.
     """
-    sides: dict[str, list[Production]] = {"train": [], "eval": []}
+    sides: dict[str, list[Production]] = {"train": [], "calib": [], "eval": []}
     for fam in dict.fromkeys(family(p) for p in items):
-        members = [p for p in items if family(p) == fam]
-        if not members:
-            continue
-        ev = [p for p in members if held_out("payload", p.id)]
-        tr = [p for p in members if p not in ev]
-        if not ev:
-            ev, tr = [tr[-1]], tr[:-1]
-        if not tr:
-            tr, ev = [ev[0]], ev[1:]
-        sides["train"] += tr
-        sides["eval"] += ev
+        for side, chosen in assign([p for p in items if family(p) == fam], "payload", lambda p: p.id).items():
+            sides[side] += chosen
     return {k: tuple(v) for k, v in sides.items()}
 
 
@@ -258,12 +249,10 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
 
 
 def probe_paths(split: Split) -> tuple[str, ...]:
-    """Scanner probe paths of one split (held out path by path within each family)."""
+    """Scanner probe paths of one side (held out path by path within each family)."""
     out: list[str] = []
-    for family, paths in PROBE_PATHS:
-        for path in paths:
-            if held_out("probe", f"{family}:{path}") == (split == "eval"):
-                out.append(path)
+    for name, paths in PROBE_PATHS:
+        out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]
     return tuple(out)
 
 

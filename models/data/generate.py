@@ -103,6 +103,25 @@ def _stats(rng: random.Random, profile: str) -> dict[str, float]:
             "path_diversity": round(rng.uniform(0.8, 1.0), 3), "mean_gap_s": round(rng.uniform(0.01, 2), 3), "challenges_passed": 0}
 
 
+_FRESH = {"requests": 0, "rate_per_min": 0.0, "error_ratio": 0.0, "path_diversity": 0.0, "mean_gap_s": 0.0, "challenges_passed": 0}
+
+
+def _client(rng: random.Random, profile: str, present: float = 0.75, fresh: float = 0.2) -> dict[str, float] | None:
+    """Per-client statistics as the gateway passes them to the model.
+
+    Serving always fills ``client`` (zeros for a client's first request, since the
+    window is read before the request is counted); records replayed or evaluated
+    without state have none. So: absent for 1 - ``present`` of rows, zeros for
+    ``fresh`` of the present ones, and the behaviour profile otherwise.
+    """
+    r = rng.random()
+    if r >= present:
+        return None
+    if r < present * fresh:
+        return dict(_FRESH)
+    return _stats(rng, profile)
+
+
 def _record(method: str, target: str, headers: list[list[str]], body: str | None, ip: str, label: str, source: str,
             *, version: str = "1.1", kind: str | None = None, verified: bool = False,
             client: Mapping[str, float] | None = None) -> dict[str, Any]:
@@ -168,7 +187,7 @@ def human(rng: Draw) -> dict[str, Any]:
     ep = tpl.make(rng)
     head, version = _browser_request(rng, agent, ep, host)
     _fix_length(head, ep.body)
-    stats = _stats(rng, "human") if rng.random() < 0.5 else None
+    stats = _client(rng, "human")
     return _record(ep.method, ep.target, head, ep.body, _ip(rng, _RESIDENTIAL), "human",
                    f"human/{agent.engine}/{tpl.id}", version=version, client=stats)
 
@@ -200,13 +219,13 @@ def _crawler_ip(rng: random.Random, agent: CrawlerAgent) -> tuple[str, bool]:
 
 def good_bot(rng: Draw) -> dict[str, Any]:
     """Declared crawlers operators want, and API/feed/git/download clients on their own paths."""
-    if rng.random() < 0.55:
+    if rng.random() < 0.45:
         agent = rng.choice(crawlers_for(rng.split, "good"))
         ep, host = _crawler_endpoint(rng, agent.tags)
         head = automation.crawler_head(agent.ua, host, rng, tags=agent.tags, conditional="feed-reader" in agent.tags and rng.random() < 0.7)
         ip, verified = _crawler_ip(rng, agent)
         method = "HEAD" if "monitoring" in agent.tags and rng.random() < 0.4 else "GET"
-        stats = _stats(rng, "crawler") if rng.random() < 0.5 else None
+        stats = _client(rng, "crawler")
         return _record(method, ep.target, head, None, ip, "good_bot", f"good/crawler/{agent.tags[0]}", verified=verified, client=stats)
     family, ua = rng.choice(automation.library_agents(rng.split))
     if family == "git" or (family in ("curl", "wget", "go") and rng.random() < 0.3):
@@ -230,7 +249,7 @@ def good_bot(rng: Draw) -> dict[str, Any]:
     head = automation.library_head(family, ua, host, rng, accept=accept if rng.random() < 0.7 else None, auth=auth,
                                    content_type=ep.content_type, content_length=len(ep.body.encode()) if ep.body else None)
     _fix_length(head, ep.body)
-    stats = _stats(rng, "client") if rng.random() < 0.5 else None
+    stats = _client(rng, "client")
     return _record(ep.method, ep.target, head, ep.body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "good_bot",
                    f"good/client/{family}/{ep.kind}", verified=credentialed, client=stats)
 
@@ -246,24 +265,25 @@ def _page_endpoint(rng: Draw, groups: tuple[str, ...] = ("page", "search")) -> t
 def bad_bot(rng: Draw) -> dict[str, Any]:
     """Crawlers operators challenge, scrapers, spoofed browsers, credential stuffing, fast headless browsers."""
     r = rng.random()
-    if r < 0.30:  # self-declared: AI and SEO crawlers, scanners' user agents, automation tools
+    if r < 0.36:  # self-declared: AI and SEO crawlers, scanners' user agents, automation tools
         agent = rng.choice(crawlers_for(rng.split, "bad"))
-        # AI and SEO crawlers take every parametrised URL they find (searches, filters, pagination)
-        ep, host, _ = _page_endpoint(rng, ("page", "search", "search", "page", "robots"))
+        # AI and SEO crawlers take every parametrised URL they find (searches, filters, pagination);
+        # robots.txt and sitemaps are left out: every client may read those (a rule allows them)
+        ep, host, _ = _page_endpoint(rng, ("page", "search", "search", "page"))
         if any(t in agent.tags for t in ("browser-automation",)) and "Mozilla" in agent.ua and rng.random() < 0.5:
             browser = _weighted(rng, [a for a in browsers_for(rng.split) if a.engine == "chromium"])
             fake = BrowserAgent(agent.ua, "chromium", False, browser.brand, browser.major, "Linux", 1.0)
             head, _ = _browser_request(rng, fake, ep, host)
         else:
             head = automation.crawler_head(agent.ua, host, rng, tags=agent.tags)
-        stats = _stats(rng, "scraper") if rng.random() < 0.5 else None
+        stats = _client(rng, "scraper")
         return _record("GET", ep.target, head, None, _ip(rng, _DATACENTERS), "bad_bot", f"bad/declared/{agent.tags[0]}", client=stats)
-    if r < 0.48:  # libraries scraping HTML pages
+    if r < 0.52:  # libraries scraping HTML pages
         family, ua = rng.choice([x for x in automation.library_agents(rng.split) if x[0] not in ("git", "feedcli")])
         ep, host, _ = _page_endpoint(rng)
         accept = rng.choice((None, "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "text/html"))
         head = automation.library_head(family, ua, host, rng, accept=accept)
-        stats = _stats(rng, "scraper") if rng.random() < 0.6 else None
+        stats = _client(rng, "scraper")
         return _record("GET", ep.target, head, None, _ip(rng, _DATACENTERS), "bad_bot", f"bad/scraper/{family}", client=stats)
     if r < 0.86:  # spoofed browser user agents with the head wrong
         agent = _weighted(rng, browsers_for(rng.split))
@@ -284,7 +304,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
             chosen = rng.sample(possible, k=rng.choice((1, 1, 2, 2, 3)))
             head, version = automation.spoof_defects(head, agent.ua, agent.engine, rng, chosen)
             why = "+".join(sorted(chosen))
-        stats = _stats(rng, "scraper") if rng.random() < 0.4 else None
+        stats = _client(rng, "scraper")
         return _record(ep.method if ep.method == "GET" else "GET", ep.target, head, None, _ip(rng, _DATACENTERS + _RESIDENTIAL),
                        "bad_bot", f"bad/spoof/{why}", version=version, client=stats)
     if r < 0.93:  # credential stuffing against login forms
@@ -354,7 +374,7 @@ def attack(rng: Draw) -> dict[str, Any]:
         path = attacks.probe(rng, rng.split)
         ep = Endpoint(rng.choice(("GET", "GET", "GET", "POST", "HEAD")), path, "page")
         head, version = _attacker_head(rng, host, ep, None, None)
-        stats = _stats(rng, "scanner") if rng.random() < 0.4 else None
+        stats = _client(rng, "scanner", present=0.85, fresh=0.1)
         return _record(ep.method, path, head, None, _ip(rng, _DATACENTERS), "attack", "attack/probe", version=version, kind="probe", client=stats)
     prod = rng.choice(attacks.productions(rng.split))
     payload = prod.make(rng)
@@ -407,7 +427,7 @@ def attack(rng: Draw) -> dict[str, Any]:
         if not replaced:
             head.insert(rng.randint(1, len(head)), [name, value])
     _fix_length(head, body)
-    stats = _stats(rng, "scanner") if rng.random() < 0.3 else None
+    stats = _client(rng, "scanner")
     return _record(method, target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack", f"attack/{prod.id}/{where}",
                    version=version, kind=prod.kind, client=stats)
 
@@ -443,7 +463,7 @@ def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.data.generate``: write one split as JSONL."""
     ap = argparse.ArgumentParser(prog="python -m models.data.generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "eval"), default="eval", help="side of the hold-out to draw from")
+    ap.add_argument("--split", choices=("train", "calib", "eval"), default="eval", help="side of the source split to draw from")
     ap.add_argument("--rows", type=int, default=16000, help="number of requests")
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")

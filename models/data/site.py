@@ -2,7 +2,7 @@
 
 Six kinds of site (shop, forge, forum, blog, docs, API) with the pages, assets, XHR
 endpoints, feeds, git endpoints and forms real users and legitimate clients ask for.
-Each path template is a *source* held out as a whole (``sources.held_out``), so the
+Each path template is a *source* held out as a whole (``sources.side_of``), so the
 evaluation split asks for URLs shaped in ways training never saw. Human text includes
 **hard negatives**: quotes, apostrophes, "order by", ``<b>`` in reviews, SQL and shell
 snippets in forum posts — benign requests that a pattern-matching WAF flags.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlencode
 
-from models.data.sources import Split, held_out
+from models.data.sources import Split, assign
 
 HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
          "blog": "blog.example.com", "docs": "docs.example.io", "api": "api.example.com"}
@@ -158,8 +158,8 @@ _POOLS: dict[tuple[int, str], tuple[str, ...]] = {}
 def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
     key = (id(pool), split)
     if key not in _POOLS:
-        chosen = tuple(t for t in pool if held_out("text", t) == (split == "eval"))
-        _POOLS[key] = chosen or pool
+        sides = assign(list(pool), "text", str)
+        _POOLS[key] = tuple(sides[split])
     return _POOLS[key]
 
 
@@ -365,24 +365,14 @@ SITES = tuple(HOSTS)
 
 
 def _assign() -> dict[str, tuple[Template, ...]]:
-    """Templates per split; a (site, group) keeps at least one template on each side."""
-    sides: dict[str, list[Template]] = {"train": [], "eval": []}
+    """Templates per side; each (site, group) keeps members on every side (``sources.assign``)."""
+    sides: dict[str, list[Template]] = {"train": [], "calib": [], "eval": []}
     groups: dict[tuple[str, str], list[Template]] = {}
     for t in TEMPLATES:
         groups.setdefault((t.site, t.group), []).append(t)
     for members in groups.values():
-        if len(members) == 1:
-            sides["train"].append(members[0])
-            sides["eval"].append(members[0])
-            continue
-        ev = [t for t in members if held_out("path-template", t.id)]
-        tr = [t for t in members if t not in ev]
-        if not ev:
-            ev, tr = [tr[-1]], tr[:-1]
-        if not tr:
-            tr, ev = [ev[0]], ev[1:]
-        sides["train"] += tr
-        sides["eval"] += ev
+        for side, chosen in assign(members, "path-template", lambda t: t.id).items():
+            sides[side] += chosen
     return {k: tuple(v) for k, v in sides.items()}
 
 

@@ -2,10 +2,13 @@
 
 Browsers come from ``fake-useragent`` (real, current user agents with their browser and
 OS); crawlers and libraries from ``crawler-user-agents`` (instances with tags). Every
-generated request draws from a *source* — a user agent, a path template, a payload
-production — and :func:`held_out` assigns each source to the training or the
-evaluation side by a stable hash, so the evaluation split measures requests built from
-user agents, templates and payload forms training never saw.
+generated request draws from *sources* — a user agent, a path template, a payload
+production, a sentence — and :func:`side_of` assigns each source by a stable hash to
+one of three sides: ``train`` (the network learns from it), ``calib`` (temperature
+scaling is fitted on it: sources the network never saw, so the fitted confidence holds
+for new traffic, not only for familiar traffic) and ``eval`` (the held-out
+measurement). Evaluation requests are built only from user agents, templates, payload
+forms and texts that neither training nor calibration saw.
 """
 
 from __future__ import annotations
@@ -14,24 +17,58 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
-Split = Literal["train", "eval"]
+Split = Literal["train", "calib", "eval"]
+SPLITS: tuple[Split, ...] = ("train", "calib", "eval")
 EVAL_SHARE = 0.25
+CALIB_SHARE = 0.15
 _SALT = "clef-flash/split/1"
 
 
-def held_out(kind: str, key: str, share: float = EVAL_SHARE) -> bool:
-    """True when source ``key`` of ``kind`` belongs to the evaluation side (stable across runs)."""
+def _unit(kind: str, key: str) -> float:
     digest = hashlib.sha256(f"{_SALT}/{kind}/{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def on_side(kind: str, key: str, split: Split, share: float = EVAL_SHARE) -> bool:
+def side_of(kind: str, key: str) -> Split:
+    """The side source ``key`` of ``kind`` belongs to (stable across runs and machines)."""
+    u = _unit(kind, key)
+    return "eval" if u < EVAL_SHARE else "calib" if u < EVAL_SHARE + CALIB_SHARE else "train"
+
+
+def held_out(kind: str, key: str) -> bool:
+    """True when the source belongs to the evaluation side."""
+    return side_of(kind, key) == "eval"
+
+
+def on_side(kind: str, key: str, split: Split) -> bool:
     """True when the source belongs to ``split``."""
-    return held_out(kind, key, share) == (split == "eval")
+    return side_of(kind, key) == split
+
+
+def assign(members: list[Any], kind: str, key: Callable[[Any], str]) -> dict[Split, list[Any]]:
+    """Split a group of sources three ways, keeping every side non-empty.
+
+    A group of one is shared by every side (there is nothing to hold out); otherwise
+    eval and train each keep at least one member, and calib falls back to the train
+    members when the hash gave it none.
+    """
+    if len(members) == 1:
+        return {"train": list(members), "calib": list(members), "eval": list(members)}
+    sides: dict[Split, list[Any]] = {s: [m for m in members if side_of(kind, key(m)) == s] for s in SPLITS}
+    if not sides["eval"]:
+        donor = "calib" if sides["calib"] else "train"
+        sides["eval"].append(sides[donor].pop())
+    if not sides["train"]:
+        donor = "calib" if sides["calib"] else "eval"
+        sides["train"].append(sides[donor].pop(0))
+    if not sides["calib"]:
+        sides["calib"] = list(sides["train"])
+    return sides
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +198,10 @@ def crawler_agents() -> tuple[CrawlerAgent, ...]:
 @functools.cache
 def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
     """Browser agents of one side of the split (by user-agent string)."""
-    return tuple(a for a in browser_agents() if on_side("browser-ua", a.ua, split))
+    return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
     """Crawler agents of one role and one side of the split (by user-agent string)."""
-    return tuple(a for a in crawler_agents() if a.role == role and on_side("crawler-ua", a.ua, split))
+    return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
