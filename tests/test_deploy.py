@@ -793,6 +793,24 @@ def test_systemd_sandbox_exposure_is_low(tmp_path: Path) -> None:
     assert float(m.group(1)) <= 2.0, f"exposure {m.group(1)} (systemd-analyze security): the unit lost hardening\n{result.stdout}"
 
 
+def ready_or_exited(proc: subprocess.Popen[bytes], readyz: str, timeout: float) -> bool:
+    """Wait until ``readyz`` answers 200 (True), or the process exits or time runs out (False)."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(readyz, timeout=2.0) as response:
+                if response.status == 200:
+                    return True
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    return False
+
+
 _MDWE_WRAPPER = """
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
@@ -808,7 +826,7 @@ def test_gateway_serves_under_memory_deny_write_execute(tmp_path: Path, demo_ori
     import os
     import signal
 
-    from tests.harness import config_for, free_port, http_get, wait_until
+    from tests.harness import config_for, free_port, http_get
 
     assert "MemoryDenyWriteExecute" in _unit()["Service"]
     wrapper = tmp_path / "mdwe.py"
@@ -829,9 +847,7 @@ def test_gateway_serves_under_memory_deny_write_execute(tmp_path: Path, demo_ori
         proc = subprocess.Popen([sys.executable, str(wrapper), "-m", "gateway", "serve", "--config", str(tmp_path / "clefgate.yaml")],
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONPATH": str(ROOT)})
         try:
-            try:
-                wait_until(lambda: proc.poll() is None and http_get(f"http://127.0.0.1:{admin}/readyz")[0] == 200, 60.0, what="/readyz")
-            except TimeoutError:
+            if not ready_or_exited(proc, f"http://127.0.0.1:{admin}/readyz", 60.0):
                 pytest.fail(f"not ready under MDWE (exit {proc.poll()}):\n{(tmp_path / 'stderr').read_text(errors='replace')}")
             browser = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
                        "Accept": "text/html", "Accept-Language": "en"}

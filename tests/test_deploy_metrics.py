@@ -25,6 +25,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness import Gateway, config_for, http_get
+from tests.test_deploy import ready_or_exited
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -174,8 +175,10 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, demo_origin: Any) -> Itera
                         decision_log={"path": str(work / "decisions.jsonl")},
                         model={"enabled": True, "providers": ["cpu"]},
                         logging={"level": "info", "access_log": str(work / "access.log")})
-    gw = Gateway(work / "gateway", config)
+    gw = Gateway(work / "gateway", config, wait_ready=False)
     try:
+        if not ready_or_exited(gw.proc, gw.admin_url + "/readyz", 60.0):
+            pytest.fail(f"the gateway did not become ready (exit {gw.proc.poll()}):\n{gw.stderr()}")
         yield gw
     finally:
         gw.stop()
