@@ -137,22 +137,27 @@ def build() -> dict[str, Any]:
     # ------------------------------------------------------------------ overview
     L.row("Overview")
     L.add(stat("Requests/s", "All requests answered by the gateway, any status.",
-               [target(f"sum(rate(clefgate_requests_total{{{SEL}}}[{RI}]))")], unit="reqps"), w=4, h=5)
+               [target(f"sum(rate(clefgate_requests_total{{{SEL}}}[{RI}]))")], unit="reqps"), w=3, h=5)
     L.add(stat("Blocked", "Share of requests answered with a block page (rules, model or fallback).",
                [target(f'sum(rate(clefgate_requests_total{{{SEL}, verdict="block"}}[{RI}])) / sum(rate(clefgate_requests_total{{{SEL}}}[{RI}]))')],
-               unit="percentunit"), w=4, h=5)
+               unit="percentunit"), w=3, h=5)
     L.add(stat("Challenged", "Share of requests answered with a proof-of-work challenge.",
                [target(f'sum(rate(clefgate_requests_total{{{SEL}, verdict="challenge"}}[{RI}])) / sum(rate(clefgate_requests_total{{{SEL}}}[{RI}]))')],
-               unit="percentunit"), w=4, h=5)
+               unit="percentunit"), w=3, h=5)
     L.add(stat("Added latency p99", "99th percentile of the time the gateway adds to a request.",
                [target(f"histogram_quantile(0.99, sum by (le) (rate(clefgate_added_latency_seconds_bucket{{{SEL}}}[{RI}])))")],
-               unit="s", thresholds=[(None, "green"), (0.01, "orange"), (0.05, "red")]), w=4, h=5)
+               unit="s", thresholds=[(None, "green"), (0.01, "orange"), (0.05, "red")]), w=3, h=5)
     L.add(stat("Ready", "Gateways ready for traffic / gateways scraped.",
                [target(f"sum(clefgate_ready{{{SEL}}})", "ready"), target(f"count(clefgate_ready{{{SEL}}})", "scraped", ref="B")]),
-          w=4, h=5)
+          w=3, h=5)
     L.add(stat("Shadow mode", "1 when a policy only logs what it would do (shadow); rollout below 100% enforces for part of the clients.",
                [target(f"max by (policy) (clefgate_policy_shadow{{{SEL}}})", "{{policy}}")],
-               mappings=value_map({0: ("enforcing", "green"), 1: ("shadow", "blue")})), w=4, h=5)
+               mappings=value_map({0: ("enforcing", "green"), 1: ("shadow", "blue")})), w=3, h=5)
+    L.add(stat("Rollout", "Share of clients for which each policy's model decisions are enforced (the rest run in shadow).",
+               [target(f"min by (policy) (clefgate_policy_rollout_percent{{{SEL}}})", "{{policy}}")], unit="percent",
+               thresholds=[(None, "blue"), (100, "green")]), w=3, h=5)
+    L.add(stat("Version", "Gateway versions running (instances per version).",
+               [target(f"count by (version) (clefgate_build_info{{{SEL}}})", "{{version}}")]), w=3, h=5)
 
     # ------------------------------------------------------------------ traffic
     L.row("Traffic and verdicts")
@@ -288,8 +293,11 @@ def build() -> dict[str, Any]:
                      targets((f"min(clefgate_shared_state_up{{{SEL}}})", "up"),
                              (rate_by("clefgate_shared_state_fallback_total", "kind"), "fallback {{kind}}"),
                              (rate_by("clefgate_redis_errors_total", "op"), "error {{op}}"))))
-    L.add(stat("Version", "Gateway versions running.",
-               [target(f"count by (version) (clefgate_build_info{{{SEL}}})", "{{version}}")]))
+    L.add(timeseries("Evictions from bounded tables", "Entries dropped because a bounded table was full: per-client windows and "
+                     "rate buckets, decision cache (size; expiry is normal), challenge nonces. Sustained evictions mean the bound is too small.",
+                     targets((rate_by("clefgate_client_state_evictions_total", "table"), "clients: {{table}}"),
+                             (rate_by("clefgate_decision_cache_evictions_total", "reason"), "decision cache: {{reason}}"),
+                             (f"sum(rate(clefgate_challenge_nonces_evicted_total{{{SEL}}}[{RI}]))", "challenge nonces")), unit="short"))
 
     return {
         "uid": "clefgate",
