@@ -586,6 +586,10 @@ def _cross_check(cfg: Config, problems: list[str]) -> None:
     for name, b in cfg.backends.items():
         if not b.servers:
             problems.append(f"backends.{name}.servers: a backend needs at least one server")
+    for where, value in (("admin.token", cfg.admin.token),):
+        if value.startswith(("env:", "file:")) and not resolve_secret(value):
+            what = f"environment variable {value[4:]} is not set or empty" if value.startswith("env:") else f"file {value[5:]} is missing, unreadable or empty"
+            problems.append(f"{where}: {value!r}: {what} (a secret that cannot be read would leave the admin API open)")
     if cfg.admin.listen and cfg.admin.listen == cfg.listen:
         problems.append(f"admin.listen: {cfg.admin.listen!r} is also the data listener; give the admin its own port")
 

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 class _SlowHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         if self.path.startswith("/slow"):
             time.sleep(float(self.path.partition("=")[2] or 1.0))
         body = f"served {self.path} by slow-origin\n".encode()
@@ -48,7 +48,7 @@ def slow_origin() -> Iterator[str]:
 
 def test_upstream_flag_needs_no_config_file(demo_origin, tmp_path: Path) -> None:
     port, admin = free_port(), free_port()
-    out = open(tmp_path / "out", "wb")  # noqa: SIM115
+    out = open(tmp_path / "out", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--upstream", demo_origin.url, "--listen", f"127.0.0.1:{port}",
                              "--admin", f"127.0.0.1:{admin}", "--trusted-proxies", "127.0.0.1/32"],
                             cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
@@ -126,10 +126,9 @@ def test_sigterm_drains_in_flight_requests(slow_origin, start_gateway) -> None:
 
 def test_workers_share_the_port_and_metrics_add_up(demo_origin, start_gateway) -> None:
     gw = start_gateway(config_for(demo_origin.url, workers=2))
-    with httpx.Client(timeout=10) as client:
-        for _ in range(40):
-            # a fresh connection each time so both workers get accepted connections
-            assert httpx.get(gw.url + "/api/items", timeout=10).status_code == 200
+    for _ in range(40):
+        # a fresh connection each time so both workers get accepted connections
+        assert httpx.get(gw.url + "/api/items", timeout=10).status_code == 200
     statuses = httpx.get(gw.admin_url + "/readyz", timeout=10).json()["workers"]
     assert len(statuses) == 2 and len({s["pid"] for s in statuses}) == 2
     text = gw.metrics()
