@@ -13,6 +13,8 @@ from gateway.features import Features, make_header_map
 from tests.harness import Gateway, Origin
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# tests/config/good/full.yaml reads its admin token from this variable (an unreadable secret is an error)
+os.environ.setdefault("CLEFGATE_ADMIN_TOKEN", "test-admin-token")
 
 
 @pytest.fixture(scope="session")
