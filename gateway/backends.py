@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway import metrics
+from gateway.proxy.http1 import split_host
 from gateway.proxy.upstream import ConnectionPool
 
 if TYPE_CHECKING:
@@ -224,8 +225,12 @@ class BackendSet:
             yield from backend.servers
 
     def route(self, host: str, path: str) -> Route:
-        """The route for a request (host lower-case without port; raw path)."""
-        for r in self._routes:
+        """The route for a request: ``host`` as received (case and port are ignored), raw ``path``."""
+        routes = self._routes
+        if not routes:
+            return self.default_route
+        host = split_host(host)
+        for r in routes:
             if r.matches(host, path):
                 return r.route
         return self.default_route

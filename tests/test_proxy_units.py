@@ -13,6 +13,7 @@ from gateway.proxy.errors import render_error
 from gateway.proxy.http1 import (
     ChunkedReader,
     ProtocolError,
+    ResponseScan,
     check_host,
     check_transfer_encoding,
     header_stripper,
@@ -24,12 +25,21 @@ from gateway.proxy.wirefeatures import WIRE_FIELDS, new_features
 
 # ---------------------------------------------------------------------------- response heads
 
+SCAN = ResponseScan("X-Request-Id")
+
+
+def parse(raw: bytes):  # type: ignore[no-untyped-def]
+    return parse_response_head(raw, SCAN)
+
 
 def test_response_head_fields() -> None:
-    head = parse_response_head(b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n")
+    head = parse(b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 12\r\nConnection: keep-alive\r\n"
+                 b"Keep-Alive: timeout=5\r\nX-Request-Id: upstream-id\r\nX-Kept: 1\r\n\r\n")
     assert (head.status, head.status_text, head.version) == (200, b"200 OK", b"HTTP/1.1")
     assert (head.content_length, head.chunked, head.close, head.connection) == (12, False, False, frozenset())
-    assert head.block == b"\r\nServer: x\r\nContent-Length: 12\r\nConnection: keep-alive"
+    # hop-by-hop fields and the id field the gateway sets itself are cut; the rest is kept as sent
+    assert head.block == b"\r\nServer: x\r\nContent-Length: 12\r\nX-Kept: 1"
+    assert head.raw_block.startswith(b"\r\nServer: x\r\nContent-Length: 12\r\nConnection: keep-alive")
 
 
 @pytest.mark.parametrize(("raw", "expect"), [
@@ -42,12 +52,12 @@ def test_response_head_fields() -> None:
     (b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", (0, False)),
 ])
 def test_response_framing(raw: bytes, expect: tuple[object, bool]) -> None:
-    head = parse_response_head(raw)
+    head = parse(raw)
     assert ("chunked" if head.chunked else head.content_length, head.close) == expect
 
 
 def test_connection_named_fields_are_reported() -> None:
-    head = parse_response_head(b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nConnection: X-Other\r\n"
+    head = parse(b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nConnection: X-Other\r\n"
                                b"Content-Length: 0\r\n\r\n")
     assert head.connection == {b"x-hop", b"x-other"}
 
@@ -69,7 +79,7 @@ def test_connection_named_fields_are_reported() -> None:
 ])
 def test_ambiguous_response_heads_are_refused(raw: bytes) -> None:
     with pytest.raises(ProtocolError):
-        parse_response_head(raw)
+        parse(raw)
 
 
 def test_header_stripper_is_case_insensitive_and_exact() -> None:

@@ -19,12 +19,13 @@ import time
 from typing import TYPE_CHECKING
 
 from gateway.proxy.downstream import ClientConnection
+from gateway.proxy.exchange import fold_metrics
 from gateway.proxy.settings import ProxySettings
 
 if TYPE_CHECKING:
     from gateway.server import Runtime, RuntimeRef
 
-__all__ = ["DataPlane", "serve"]
+__all__ = ["DataPlane", "fold_metrics", "serve"]
 
 log = logging.getLogger("clefgate.proxy")
 
@@ -85,6 +86,7 @@ class DataPlane:
             st = self.settings()
             await asyncio.sleep(st.tick_s)
             now = self.now = self.loop.time()
+            fold_metrics()
             for conn in list(self.connections):
                 try:
                     conn.check_deadlines(now)
@@ -121,6 +123,7 @@ class DataPlane:
         if cut:
             log.warning("drain deadline of %.1fs passed: %d connection(s) cut off", deadline_s, cut)
             await asyncio.sleep(0)  # let connection_lost run
+        fold_metrics()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

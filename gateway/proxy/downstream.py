@@ -37,7 +37,7 @@ from gateway.proxy.exchange import (
     P_UPGRADE,
     Exchange,
 )
-from gateway.proxy.http1 import CONNECTION_OPTIONS, check_host, check_transfer_encoding, header_stripper, split_host
+from gateway.proxy.http1 import CONNECTION_OPTIONS, check_host, check_transfer_encoding, header_stripper
 from gateway.proxy.requestid import REQUEST_IDS
 from gateway.proxy.tunnel import Tunnel
 from gateway.proxy.wirefeatures import new_features
@@ -58,6 +58,8 @@ _HttpParserError = httptools.HttpParserError
 _HttpParserUpgrade = httptools.HttpParserUpgrade
 _HttpParserCallbackError = httptools.HttpParserCallbackError
 _time = time.time
+_new_id = REQUEST_IDS.new
+_accept_id = REQUEST_IDS.accept
 _HOST_FIELD = header_stripper({"host"})
 
 
@@ -186,14 +188,13 @@ class ClientConnection(asyncio.Protocol):
         if self.closing:
             return  # lingering close: drop whatever the client still sends
         if self.in_head:
-            if not self.msg_open:
+            if not self.msg_open and not self.head_seen:
                 # a new request starts at data[0]: keep its raw head when it is complete here,
                 # so the forwarded header block is cut from it instead of rebuilt field by field
-                if not self.head_seen:
-                    self.st = st = self.plane.settings()
-                    self.deadline = self.plane.now + st.header_read_s
-                    self.deadline_kind = C_HEAD
-                if data[:1] not in (b"\r", b"\n") and not self.head_seen:
+                self.deadline = self.plane.now + self.st.header_read_s
+                self.deadline_kind = C_HEAD
+                first = data[0]
+                if first != 13 and first != 10:
                     end = data.find(b"\r\n\r\n")
                     if end > 0:
                         self.raw_head = data[:end]
@@ -221,13 +222,15 @@ class ClientConnection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self.msg_open = True
-        self.st = self.plane.settings()  # the Runtime this request lives with
+        self.st = self.plane.settings()  # the Runtime this request lives with (read once per request)
         self.url = b""
         self.headers = []
 
     def on_url(self, url: bytes) -> None:
-        self.url += url
-        if len(self.url) > self.st.max_request_line:
+        if self.url:
+            url = self.url + url
+        self.url = url
+        if len(url) > self.st.max_request_line:
             raise GatewayError(431, "request_line_too_long", "The request line exceeds limits.max_request_line_bytes.")
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -259,12 +262,13 @@ class ClientConnection(asyncio.Protocol):
             hmap = make_header_map(tuple(fheaders))
             if sum(1 for n, _ in headers if n.lower() == b"host") > 1:
                 raise GatewayError(400, "bad_host", "More than one Host header.")
-        rid = hmap.get(st.id_header)
-        ex.request_id = REQUEST_IDS.new() if rid is None else REQUEST_IDS.accept(rid)
+        get = hmap.get
+        rid = get(st.id_header)
+        ex.request_id = _new_id() if rid is None else _accept_id(rid)
         # ---- the header block forwarded upstream (every field behind CRLF)
-        conn_hdr = hmap.get("connection")
+        conn_hdr = get("connection")
         listed = None
-        if conn_hdr is not None:
+        if conn_hdr is not None and conn_hdr.lower() not in CONNECTION_OPTIONS:
             listed = {t.strip(" \t").lower() for t in conn_hdr.split(",")} - CONNECTION_OPTIONS
         if raw_head is not None and not listed:
             if len(raw_head) > st.max_header_bytes + len(target) + 16:
@@ -278,15 +282,15 @@ class ClientConnection(asyncio.Protocol):
             if sum(len(n) + len(v) + 4 for n, v in headers) > st.max_header_bytes:
                 raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
             drop = st.forward_drop | listed if listed else st.forward_drop
-            block = []
+            pieces: list[bytes] = []
             for (name, value), (text, _) in zip(headers, fheaders, strict=True):
                 key = text.lower()
                 if key not in drop and not key.startswith("x-clefgate-"):
-                    block += (b"\r\n", name, b": ", value)
-            ex.fwd = b"".join(block)
+                    pieces += (b"\r\n", name, b": ", value)
+            ex.fwd = b"".join(pieces)
         # ---- framing
         content_length = None
-        te = hmap.get("transfer-encoding")
+        te = get("transfer-encoding")
         if te is not None:
             why = check_transfer_encoding(te, version)
             if why:
@@ -295,7 +299,7 @@ class ClientConnection(asyncio.Protocol):
             self.deadline_kind = C_BODY
             self.deadline = self.plane.now + st.client_body_s
         else:
-            cl = hmap.get("content-length")
+            cl = get("content-length")
             if cl is not None:
                 content_length = int(cl)  # llhttp checked the digits and duplicates
                 if content_length > st.max_body:
@@ -306,23 +310,24 @@ class ClientConnection(asyncio.Protocol):
                     self.deadline_kind = C_BODY
                     self.deadline = self.plane.now + st.client_body_s
         # ---- target and host
-        if method_b == b"CONNECT":
-            raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
-        if target[:1] == b"/":
+        if target[:1] == b"/":  # origin-form, the common case
             path, _, query = target.decode("latin-1").partition("?")
-            host = hmap.get("host")
-        elif target[:7].lower() == b"http://" or target[:8].lower() == b"https://":
-            # absolute-form: the authority in the target wins over Host (RFC 9112 3.2.2)
-            rest = target.decode("latin-1").split("://", 1)[1]
-            slash = rest.find("/")
-            host, origin = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
-            path, _, query = origin.partition("?")
-            ex.target = origin.encode("latin-1")
-            ex.fwd = _HOST_FIELD.sub(b"", ex.fwd) + b"\r\nhost: " + host.encode("latin-1")
-        elif target == b"*" and method_b == b"OPTIONS":
-            path, query, host = "*", "", hmap.get("host")
+            host = get("host")
         else:
-            raise GatewayError(400, "bad_target", "The request target is not in origin or absolute form.")
+            if method_b == b"CONNECT":
+                raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
+            if target[:7].lower() == b"http://" or target[:8].lower() == b"https://":
+                # absolute-form: the authority in the target wins over Host (RFC 9112 3.2.2)
+                rest = target.decode("latin-1").split("://", 1)[1]
+                slash = rest.find("/")
+                host, origin = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+                path, _, query = origin.partition("?")
+                ex.target = origin.encode("latin-1")
+                ex.fwd = _HOST_FIELD.sub(b"", ex.fwd) + b"\r\nhost: " + host.encode("latin-1")
+            elif target == b"*" and method_b == b"OPTIONS":
+                path, query, host = "*", "", get("host")
+            else:
+                raise GatewayError(400, "bad_target", "The request target is not in origin or absolute form.")
         if host is None:
             if version == "1.1":
                 raise GatewayError(400, "bad_host", "HTTP/1.1 requests need a Host header.")
@@ -333,43 +338,44 @@ class ClientConnection(asyncio.Protocol):
                 raise GatewayError(400, "bad_host", "The Host header is not a valid authority.")
             self.last_host = host
         # ---- expectations and upgrades
-        expect = hmap.get("expect")
+        expect = get("expect")
         if expect is not None:
             if expect.strip(" \t").lower() != "100-continue":
                 raise GatewayError(417, "bad_expect", "Only Expect: 100-continue is supported.")
             ex.expect_continue = version == "1.1" and ex.body != NO_BODY
-        if parser.should_upgrade() and method_b == b"GET" and "websocket" in hmap.get("upgrade", "").lower():
+        upgrade = get("upgrade")
+        if upgrade is not None and method_b == b"GET" and "websocket" in upgrade.lower() and parser.should_upgrade():
             ex.upgrade = True
             self.upgrade_ex = ex
         # ---- who is asking, and how they reached the proxies in front of us
         peer = self.peer
-        trusted = st.trusted
         host_b = ex.host_b = host.encode("latin-1")
-        if trusted and peer in trusted:
-            xff_in = hmap.get("x-forwarded-for")
-            client_ip = trusted.client_ip(peer, xff_in, hmap.get("forwarded"))
+        if st.has_trusted and peer in st.trusted:
+            xff_in = get("x-forwarded-for")
+            client_ip = st.trusted.client_ip(peer, xff_in, get("forwarded"))
             ex.xff = (xff_in + ", " + peer).encode("latin-1") if xff_in else self.peer_b
-            scheme = st.public_scheme or hmap.get("x-forwarded-proto", "http").split(",")[0].strip().lower()
-            xfh = hmap.get("x-forwarded-host")
+            scheme = st.public_scheme or get("x-forwarded-proto", "http").split(",")[0].strip().lower()
+            xfh = get("x-forwarded-host")
             ex.xfh = host_b if xfh is None else xfh.encode("latin-1")
-            fwd_hdr = hmap.get("forwarded")
+            fwd_hdr = get("forwarded")
             if fwd_hdr is not None:
                 ex.fwd += b"\r\nforwarded: " + fwd_hdr.encode("latin-1")
+            ex.xfp = scheme.encode("latin-1")
         else:
             client_ip = peer
             ex.xff = self.peer_b
-            scheme = st.public_scheme or "http"
+            scheme = st.scheme
             ex.xfh = host_b
-        ex.xfp = scheme.encode("latin-1")
+            ex.xfp = st.scheme_b
         ex.features = new_features(
-            ex.method, path, query, version, tuple(fheaders), hmap, client_ip, peer, host, hmap.get("user-agent", ""),
+            ex.method, path, query, version, tuple(fheaders), hmap, client_ip, peer, host, get("user-agent", ""),
             content_length, ex.body == CHUNKED, scheme, ex.request_id, _time(),
         )
         local = st.local_prefix
         if local is not None and path.startswith(local):
             ex.local = True
         else:
-            ex.route = st.backends.route(split_host(host) if host else "", path)
+            ex.route = st.backends.route(host, path)
         if len(self.queue) == 1:
             ex.start()
         elif len(self.queue) > st.max_pipelined:

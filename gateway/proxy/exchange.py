@@ -35,7 +35,7 @@ from gateway.proxy.http1 import (
     status_line,
 )
 from gateway.proxy.upstream import PoolBusy, UpstreamConnection
-from gateway.verdict import Action, LocalResponse, Source, Verdict
+from gateway.verdict import Action, LocalResponse, Verdict
 
 if TYPE_CHECKING:
     from gateway.backends import Backend, Route, Server
@@ -73,9 +73,7 @@ _UPSTREAM_ERRORS = metrics.UPSTREAM_ERRORS
 _CLIENT_ERRORS = metrics.CLIENT_ERRORS
 _STATUS = {code: str(code) for code in range(100, 600)}
 _perf = time.perf_counter
-# enum .value is a Python-level property; these are plain dict lookups
-_ACTION = {a: a.value for a in Action}
-_SOURCE = {s: s.value for s in Source}
+_FORWARD = Action.FORWARD
 
 # label values of requests the gateway answered without a verdict
 _NO_ACTION = "none"
@@ -121,6 +119,7 @@ class Exchange:
         "resp_done",
         "resp_started",
         "route",
+        "scan",
         "server",
         "st",
         "started",
@@ -151,6 +150,7 @@ class Exchange:
         self.version = version
         self.keep_alive = keep_alive
         self.head_request = method_b == b"HEAD"
+        self.scan = st.response_scan
         self.decode_chunks = version == "1.0"
         self.upgrade = False
         self.local = False
@@ -203,6 +203,9 @@ class Exchange:
     def start(self) -> None:
         """The exchange became the active one of its connection: decide and act."""
         self.started = True
+        if self.rejected is None and not self.local and not self.body:
+            self._decide()  # the common case: a request without a body, decided on its head
+            return
         if self.rejected is not None:
             self.fail(self.rejected)
             return
@@ -220,18 +223,26 @@ class Exchange:
         self._decide()
 
     def _decide(self) -> None:
+        st = self.st
         features = self.features
         assert features is not None
-        prefix_len = self.st.body_prefix
+        prefix_len = st.body_prefix
         if prefix_len and self.pending:
             features = self.features = replace(features, body_prefix=b"".join(self.pending)[:prefix_len])
         try:
-            outcome = self.st.pipeline.decide(features)
+            outcome = st.pipeline.decide(features)
         except Exception:
             log.exception("the decision pipeline raised for request %s", self.request_id)
             self.fail(GatewayError(500, "decision_error", "The decision pipeline failed."))
             return
         if isinstance(outcome, Verdict):
+            if outcome.action is _FORWARD:
+                self.verdict = outcome
+                backend = st.backends.backends.get(outcome.backend or self.route.backend)  # type: ignore[union-attr]
+                if backend is not None:
+                    self.backend = backend
+                    self._connect(False)
+                    return
             self._apply(outcome)
             return
         # the model decides: wait for it without reading further requests
@@ -342,10 +353,13 @@ class Exchange:
         self.tried.append(server)
         server.outstanding += 1
         self.outstanding = True
-        up = None if fresh else server.pool.take_idle()
-        if up is not None:
-            self._send(up)
-            return
+        if not fresh:
+            idle = server.pool.idle
+            while idle:
+                up = idle.pop()
+                if not up.broken:
+                    self._send(up)
+                    return
         self.conn.pause(P_WAIT)
         self.task = asyncio.ensure_future(server.pool.acquire(self.st.upstream_connect_s))
         self.task.add_done_callback(self._on_connected)
@@ -513,8 +527,7 @@ class Exchange:
         """A 1xx response: 100 is ours to send (Expect is not forwarded); others pass to HTTP/1.1 clients."""
         if head.status == 100 or self.version == "1.0":
             return
-        block = self.st.response_strip.sub(b"", head.block)
-        self.conn.transport.write(b"HTTP/1.1 " + head.status_text + block + b"\r\n\r\n")  # type: ignore[union-attr]
+        self.conn.transport.write(b"HTTP/1.1 " + head.status_text + head.block + b"\r\n\r\n")  # type: ignore[union-attr]
 
     def on_response_head(self, head: ResponseHead, has_body: bool, chunked: bool) -> None:
         """The final response head: build what the client gets; it leaves with the first body bytes."""
@@ -524,9 +537,8 @@ class Exchange:
         self.status = head.status
         self.deadline = self.conn.plane.now + st.upstream_idle_s
         self.deadline_kind = D_UPSTREAM_IDLE
-        assert self.server is not None
-        self.server.connect_succeeded()
-        block = st.response_strip.sub(b"", head.block)
+        self.server.failures = 0  # type: ignore[union-attr]  # the server answered: its failure streak ends
+        block = head.block
         if head.connection:
             # fields the upstream named in Connection are hop-by-hop too
             block = header_stripper({t.decode("latin-1") for t in head.connection}).sub(b"", block)
@@ -616,7 +628,7 @@ class Exchange:
         self.resp_started = True
         self.t_uphead = _perf()
         self.deadline_kind = D_NONE
-        parts = [b"HTTP/1.1 ", head.status_text, st.upgrade_strip.sub(b"", head.block), b"\r\nvia: ", st.via_11,
+        parts = [b"HTTP/1.1 ", head.status_text, st.upgrade_strip.sub(b"", head.raw_block), b"\r\nvia: ", st.via_11,
                  b"\r\n", st.id_header_out, b": ", self.request_id.encode("latin-1"), b"\r\n\r\n"]
         up = self.up
         assert up is not None and self.server is not None
@@ -779,17 +791,18 @@ class Exchange:
         backend_name = backend.name if backend is not None else ""
         status = self.status
         if verdict is not None:
-            action = _ACTION[verdict.action]
-            source = _SOURCE[verdict.source]
+            action = verdict.action._value_
+            source = verdict.source._value_
         else:
             action = "local" if self.local else _NO_ACTION
             source = _GATEWAY
-        _REQUESTS.inc(_STATUS.get(status, "0"), route_name, backend_name, action, source)
-        _ADDED.observe(self.added)
         upstream_s = None
         if self.t_sent and self.t_uphead:
             upstream_s = self.t_uphead - self.t_sent
-            _UPSTREAM.observe(upstream_s, backend_name)
+        pending = _PENDING_METRICS
+        pending.append((status, route_name, backend_name, action, source, self.added, upstream_s))
+        if len(pending) > 50_000:  # no sweeper running (tools, tests): never grow without bound
+            fold_metrics()
         log_ = st.access_log
         features = self.features
         if log_.enabled:
@@ -823,6 +836,30 @@ class Exchange:
             self.error = self.error or "client_closed"
             self.resp_done = True
         self.account()
+
+
+# Per-request metrics wait here as small tuples and are folded into the instruments by
+# the data plane's sweeper (every tick, at most 0.25 s) and before a drain ends: one
+# append on the request path instead of three instrument updates, and the folding loop
+# runs hot in the cache.
+_PENDING_METRICS: list[tuple[int, str, str, str, str, float, float | None]] = []
+
+
+def fold_metrics() -> int:
+    """Move the pending per-request samples into the Prometheus instruments; returns how many."""
+    pending = _PENDING_METRICS
+    if not pending:
+        return 0
+    batch = pending[:]
+    del pending[: len(batch)]
+    requests, added, upstream = _REQUESTS.inc, _ADDED.observe, _UPSTREAM.observe
+    status_text = _STATUS
+    for status, route, backend, action, source, added_s, upstream_s in batch:
+        requests(status_text.get(status, "0"), route, backend, action, source)
+        added(added_s)
+        if upstream_s is not None:
+            upstream(upstream_s, backend)
+    return len(batch)
 
 
 async def _as_awaitable(result: Awaitable[LocalResponse]) -> LocalResponse:

@@ -94,23 +94,44 @@ def connection_tokens(value: str) -> set[str]:
 class ResponseHead:
     """A parsed upstream response head.
 
-    ``block`` is the header section exactly as received (validated), each field
-    preceded by CRLF, so that forwarding strips hop-by-hop fields with one
-    regular-expression pass and never re-encodes a value. ``connection`` holds
-    the field names the upstream listed in its Connection header (hop-by-hop too).
+    ``block`` is the header section as received (validated), each field preceded by
+    CRLF, with the hop-by-hop fields (and the request-id field the gateway sets
+    itself) already cut out, so forwarding never re-encodes a value. ``raw_block``
+    keeps every field (101 responses keep Connection and Upgrade). ``connection``
+    holds the field names the upstream listed in its Connection header: hop-by-hop
+    too, and rare, so the exchange strips them itself.
     """
 
-    __slots__ = ("block", "chunked", "close", "connection", "content_length", "status", "status_text", "version")
+    __slots__ = ("block", "chunked", "close", "connection", "content_length", "raw_block", "status", "status_text",
+                 "version")
 
-    def __init__(self, status: int, status_text: bytes, version: bytes, block: bytes) -> None:
+    def __init__(self, status: int, status_text: bytes, version: bytes, block: bytes, raw_block: bytes) -> None:
         self.status = status
         self.status_text = status_text  # b"200 OK"
         self.version = version
         self.block = block
+        self.raw_block = raw_block
         self.content_length = -1
         self.chunked = False
-        self.close = version == b"HTTP/1.0"
+        self.close = False
         self.connection: frozenset[bytes] = frozenset()
+
+
+class ResponseScan:
+    """The response fields the proxy must see or drop, for one config (the id field is configurable).
+
+    One pass over the lower-cased head finds the framing fields and the spans of the
+    fields that are not forwarded.
+    """
+
+    def __init__(self, id_header: str) -> None:
+        drop = set(RESPONSE_HOP_BY_HOP) | {id_header.lower()}
+        names = sorted(drop | {"content-length"}, key=len, reverse=True)
+        self.pattern = re.compile(rb"\r\n(" + "|".join(re.escape(n) for n in names).encode("latin-1") + rb"):([^\r\n]*)")
+        self.drop = frozenset(n.encode("latin-1") for n in drop)
+        # the hop-by-hop fields other than Connection are rare: one search rules them out
+        rare = sorted(drop - {"connection"}, key=len, reverse=True)
+        self.rare = re.compile(rb"\r\n(?:" + "|".join(re.escape(n) for n in rare).encode("latin-1") + rb"):")
 
 
 class _HeadOnly:
@@ -118,9 +139,12 @@ class _HeadOnly:
 
 
 _HEAD_ONLY = _HeadOnly()
+_HttpResponseParser = httptools.HttpResponseParser
+_HttpParserUpgrade = httptools.HttpParserUpgrade
+_HttpParserError = httptools.HttpParserError
 
 
-def parse_response_head(head: bytes) -> ResponseHead:
+def parse_response_head(head: bytes, scan: ResponseScan) -> ResponseHead:
     """Parse and validate a response head (status line and fields, ending with the blank line).
 
     llhttp validates the syntax (bare CR/LF, NUL and control characters,
@@ -128,51 +152,99 @@ def parse_response_head(head: bytes) -> ResponseHead:
     CL together with TE); the checks it leaves to us are here. Raises
     ProtocolError on anything ambiguous.
     """
-    parser = httptools.HttpResponseParser(_HEAD_ONLY)
+    parser = _HttpResponseParser(_HEAD_ONLY)
     try:
         parser.feed_data(head)
-    except httptools.HttpParserUpgrade:
+    except _HttpParserUpgrade:
         pass  # a 101: the bytes after the head belong to the new protocol
-    except httptools.HttpParserError as exc:
+    except _HttpParserError as exc:
         raise ProtocolError(f"malformed response head: {exc}") from None
-    version = parser.get_http_version()
     status = parser.get_status_code()
-    if version not in ("1.1", "1.0") or not 100 <= status <= 599:
+    version = head[:8]
+    if (version != b"HTTP/1.1" and version != b"HTTP/1.0") or not 100 <= status <= 599:
         raise ProtocolError(f"unsupported response line {head[:40]!r}")
     eol = head.find(b"\r\n")
-    resp = ResponseHead(status, head[9:eol], head[:8], head[eol:-4])
     low = head.lower()
-    te = low.find(b"\r\ntransfer-encoding:")
-    if te >= 0:
-        codings = b",".join(v for n, v in _FRAMING.findall(low) if n == b"transfer-encoding")
-        if [c.strip(b" \t") for c in codings.split(b",")] != [b"chunked"]:
+    # the common head: Content-Length, at most one Connection, no other hop-by-hop field
+    conn = low.find(b"\r\nconnection:", eol)
+    conn_end = low.find(b"\r\n", conn + 13) if conn >= 0 else -1
+    if scan.rare.search(low, eol) is None and (conn < 0 or low.find(b"\r\nconnection:", conn_end) < 0):
+        cl_at = low.find(b"\r\ncontent-length:", eol)
+        if conn >= 0:
+            block = head[eol:conn] + head[conn_end:-4]
+            tokens = low[conn + 13 : conn_end].strip(b" \t")
+        else:
+            block = head[eol:-4]
+            tokens = None
+        resp = ResponseHead(status, head[9:eol], version, block, head[eol:-4])
+        if cl_at >= 0:
+            resp.content_length = int(low[cl_at + 17 : low.find(b"\r\n", cl_at + 17)])  # llhttp checked it
+        if tokens is None or tokens == b"keep-alive":
+            resp.close = version == b"HTTP/1.0" and tokens is None
+        elif tokens == b"close":
+            resp.close = True
+        else:
+            _connection_options(resp, tokens, version)
+        return resp
+    return _parse_fields(head, low, eol, status, version, scan)
+
+
+def _connection_options(resp: ResponseHead, tokens: bytes, version: bytes) -> None:
+    options = frozenset(t.strip(b" \t") for t in tokens.split(b","))
+    resp.close = b"close" in options or (version == b"HTTP/1.0" and b"keep-alive" not in options)
+    if options - _CONNECTION_OPTIONS:
+        resp.connection = options - _CONNECTION_OPTIONS
+
+
+def _parse_fields(head: bytes, low: bytes, eol: int, status: int, version: bytes, scan: ResponseScan) -> ResponseHead:
+    """The general case: chunked framing, repeated Connection fields, other hop-by-hop fields."""
+    cl: bytes | None = None
+    te: bytes | None = None
+    tokens: bytes | None = None
+    cuts: list[tuple[int, int]] = []
+    drop = scan.drop
+    for m in scan.pattern.finditer(low, eol):
+        name, value = m.groups()
+        if name == b"content-length":
+            cl = value
+            continue
+        if name == b"connection":
+            tokens = value if tokens is None else tokens + b"," + value
+        elif name == b"transfer-encoding":
+            te = value if te is None else te + b"," + value
+        if name in drop:
+            cuts.append(m.span())
+    raw_block = head[eol:-4]
+    if cuts:
+        pieces = []
+        pos = eol
+        for start, end in cuts:
+            pieces.append(head[pos:start])
+            pos = end
+        pieces.append(head[pos:-4])
+        block = b"".join(pieces)
+    else:
+        block = raw_block
+    resp = ResponseHead(status, head[9:eol], version, block, raw_block)
+    if te is not None:
+        if [c.strip(b" \t") for c in te.split(b",")] != [b"chunked"]:
             # a transfer coding under the chunks (gzip, chunked) could not be re-framed
             # for an HTTP/1.0 client; real servers use Content-Encoding for that
-            raise ProtocolError(f"unsupported response Transfer-Encoding {codings[:40]!r}")
-        if version == "1.0":
+            raise ProtocolError(f"unsupported response Transfer-Encoding {te[:40]!r}")
+        if version == b"HTTP/1.0":
             raise ProtocolError("Transfer-Encoding in an HTTP/1.0 response")
         resp.chunked = True
-    else:
-        cl = low.find(b"\r\ncontent-length:")
-        if cl >= 0:
-            resp.content_length = int(low[cl + 17 : low.find(b"\r\n", cl + 17)])  # llhttp checked the digits
+    elif cl is not None:
+        resp.content_length = int(cl)  # llhttp checked the digits and refused duplicates
     # (llhttp's should_keep_alive describes the *next* message once this one completed, as
     # a 204 or a Content-Length: 0 head does, so persistence is read from the fields here)
-    tokens: frozenset[bytes] = frozenset()
-    conn = low.find(b"\r\nconnection:")
-    if conn >= 0:
-        value = low[conn + 13 : low.find(b"\r\n", conn + 13)].strip(b" \t")
-        if value in _CONNECTION_OPTIONS and low.find(b"\r\nconnection:", conn + 13) < 0:
-            tokens = frozenset((value,))
-        else:
-            joined = b",".join(v for n, v in _FRAMING.findall(low) if n == b"connection")
-            tokens = frozenset(t.strip(b" \t") for t in joined.split(b","))
-        resp.connection = tokens - _CONNECTION_OPTIONS
-    resp.close = b"close" in tokens or (version == "1.0" and b"keep-alive" not in tokens)
+    if tokens is None:
+        resp.close = version == b"HTTP/1.0"
+    else:
+        _connection_options(resp, tokens, version)
     return resp
 
 
-_FRAMING = re.compile(rb"\r\n(transfer-encoding|connection):([^\r\n]*)")
 _CONNECTION_OPTIONS = frozenset({b"close", b"keep-alive", b""})
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gateway.proxy.clientaddr import TrustedProxies
-from gateway.proxy.http1 import REQUEST_HOP_BY_HOP, RESPONSE_HOP_BY_HOP, header_stripper
+from gateway.proxy.http1 import REQUEST_HOP_BY_HOP, RESPONSE_HOP_BY_HOP, ResponseScan, header_stripper
 from gateway.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ class ProxySettings:
         self.access_log = runtime.access_log
         self.generation = runtime.generation
         self.trusted = TrustedProxies(cfg.trusted_proxies)
+        self.has_trusted = bool(cfg.trusted_proxies)
         limits = cfg.limits
         self.max_request_line = limits.max_request_line_bytes
         self.max_header_bytes = limits.max_header_bytes
@@ -63,13 +64,16 @@ class ProxySettings:
         self.forward_drop = self.special - {"host"}
         self.request_strip = header_stripper(self.forward_drop, ("x-clefgate-",))
 
-        self.response_strip = header_stripper(RESPONSE_HOP_BY_HOP | {self.id_header})
+        self.response_scan = ResponseScan(self.id_header)
         self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})
         self.via_11 = f"1.1 {cfg.via}".encode("latin-1")
         self.via_10 = f"1.0 {cfg.via}".encode("latin-1")
         self.via_id_11 = b"\r\nvia: " + self.via_11 + b"\r\n" + self.id_header_out + b": "
         self.via_id_10 = b"\r\nvia: " + self.via_10 + b"\r\n" + self.id_header_out + b": "
         self.public_scheme = cfg.public_scheme
+        # the scheme of requests whose peer is not a trusted proxy
+        self.scheme = cfg.public_scheme or "http"
+        self.scheme_b = self.scheme.encode("latin-1")
         self.debug_headers = cfg.logging.debug_headers
         self.body_prefix = pipeline.body_prefix_bytes
         self.local_prefix = pipeline.local.prefix if pipeline.local is not None else None

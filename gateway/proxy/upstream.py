@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
 from gateway import metrics
-from gateway.proxy.http1 import ChunkedReader, ProtocolError, ResponseHead, parse_response_head
+from gateway.proxy.http1 import ChunkedReader, ProtocolError, ResponseHead, ResponseScan, parse_response_head
 
 if TYPE_CHECKING:
     from gateway.proxy.tunnel import Tunnel
@@ -42,6 +42,7 @@ class ResponseSink(Protocol):
     head_request: bool
     upgrade: bool
     decode_chunks: bool
+    scan: ResponseScan
 
     def on_interim(self, head: ResponseHead) -> None: ...
 
@@ -111,6 +112,7 @@ class UpstreamConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         # a half-closed upstream cannot take another request; let the transport close
+        self.broken = True
         return False
 
     def pause_writing(self) -> None:
@@ -230,7 +232,7 @@ class UpstreamConnection(asyncio.Protocol):
                     self._buf = buf
                 return
             try:
-                head = parse_response_head(buf[: end + 4])
+                head = parse_response_head(buf[: end + 4], ex.scan)
             except ProtocolError as exc:
                 self._protocol_error(ex, str(exc))
                 return
@@ -271,16 +273,21 @@ class UpstreamConnection(asyncio.Protocol):
             if buf and self.exchange is ex:
                 self._read_chunked(buf)
             return
-        if head.content_length >= 0:
-            ex.on_response_head(head, head.content_length > 0, False)
-            self._remaining = head.content_length
-            self.state = BODY_LENGTH
-            if head.content_length == 0:
-                if buf:
-                    self.broken = True
-                self._finish_body(b"")
-            elif buf and self.exchange is ex:
-                self.data_received(buf)
+        length = head.content_length
+        if length >= 0:
+            ex.on_response_head(head, length > 0, False)
+            have = len(buf)
+            if have >= length:
+                # the whole body came with the head (the common small response)
+                if have > length:
+                    self.broken = True  # bytes after the response: never reuse
+                    buf = buf[:length]
+                self._finish_body(buf)
+            else:
+                self._remaining = length - have
+                self.state = BODY_LENGTH
+                if buf and self.exchange is ex:
+                    ex.on_response_body(buf)
             return
         # no framing: the body runs until the server closes
         self.broken = True
