@@ -6,7 +6,8 @@ The site is the demo origin's (``gateway/demo.py``): ``/``, ``/shop``, ``/shop/<
 
 Each kind names the model class it truly belongs to (``truth``: human, good_bot,
 bad_bot, attack — the ground truth for the reliability diagram) and the group it is
-reported in (people, good bots, bad bots, attacks).
+reported in (people, good bots, bad bots, attacks, and the flood on its own: its volume
+would drown every other bad bot in the shares).
 """
 
 from __future__ import annotations
@@ -369,7 +370,7 @@ class Kind:
 
     name: str
     truth: str  # human, good_bot, bad_bot, attack
-    group: str  # people, good_bots, bad_bots, attacks
+    group: str  # people, good_bots, bad_bots, attacks, flood
     behaviour: Callable[[Session, ClientMix], Awaitable[None]]
     address: str  # residential, datacenter, verified
     description: str
@@ -411,10 +412,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("credential_stuffing", "bad_bot", "attacks", credential_stuffing, "residential", "POST /login from rotating residential proxies"),
     Kind("scanner", "attack", "attacks", scanner, "datacenter", "vulnerability scanners probing well-known paths"),
     Kind("injection", "attack", "attacks", injection, "datacenter", "SQL/XSS/traversal/command/template/JNDI injection attempts"),
-    Kind("flood", "bad_bot", "bad_bots", flood, "residential", "a layer-7 flood: many addresses, one tool, hot URLs"),
+    Kind("flood", "bad_bot", "flood", flood, "residential", "a layer-7 flood: many addresses, one tool, hot URLs"),
 )}
 
-GROUPS = ("people", "good_bots", "bad_bots", "attacks")
+GROUPS = ("people", "good_bots", "bad_bots", "attacks", "flood")
 TRUTH_CLASSES = ("human", "good_bot", "bad_bot", "attack")
 
 

@@ -61,8 +61,11 @@ SETUPS: dict[str, Setup] = {s.name: s for s in (
     Setup("rules", "clefgate rules only", "clefgate"),
     Setup("model", "clefgate rules + model (cache on)", "clefgate", model=True),
     Setup("model-nocache", "clefgate rules + model (cache off)", "clefgate", model=True, cache=False),
+    # what the decision log costs (it is on in every other clefgate setup)
+    Setup("model-nolog", "clefgate rules + model (cache on, no decision log)", "clefgate", model=True,
+          overrides={"decision_log": {"path": ""}}),
 )}
-DEFAULT_SETUPS = ("origin", "nginx", "rules", "model", "model-nocache")
+DEFAULT_SETUPS = ("origin", "nginx", "rules", "model", "model-nocache", "model-nolog")
 
 
 def pinned(cpu: int | None, cmd: list[str]) -> list[str]:

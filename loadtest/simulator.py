@@ -138,6 +138,7 @@ class Recorder:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.start = time.perf_counter()
+        self.wall_start = time.time()  # decision-log lines carry wall-clock times
         self.total = new_histogram()
         self.by_phase: dict[str, HdrHistogram] = {p.name: new_histogram() for p in scenario.phases}
         self.kinds: dict[str, KindRecord] = collections.defaultdict(KindRecord)
@@ -188,6 +189,7 @@ class Recorder:
             }
         return {
             "clock_start": self.start,
+            "wall_start": self.wall_start,
             "duration_s": duration,
             "requests": self.requests,
             "errors": self.errors,

@@ -337,7 +337,7 @@ def test_metric_deltas_from_prometheus_text() -> None:
 def test_bench_dispatch() -> None:
     assert bench.main(["nope"]) == 2
     assert bench.main(["--help"]) == 0
-    assert set(bench.COMMANDS) == {"mixed", "proxy", "rules", "model"}
+    assert set(bench.COMMANDS) == {"mixed", "proxy", "rules", "model", "report"}
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx is installed by .ci/system-deps")
@@ -361,6 +361,9 @@ def test_bench_smoke_runs_every_step_and_writes_the_report(tmp_path: Path) -> No
     assert "## Comparison" in summary and "clefgate rules only" in summary and "![throughput](throughput.png)" in summary
     for name in ("latency_cdf.png", "throughput.png", "outcomes.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (out / "summary.md").unlink()
+    assert bench.main(["report", str(out)]) == 0  # a results folder renders again from results.json
+    assert (out / "summary.md").read_text() == summary
 
 
 def test_model_bench_measures_the_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
