@@ -178,8 +178,10 @@ def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir:
         running = setups.start_setup(setup, workdir / setup.name, origin, cpu=sut_cpu, model_repository=model_repository,
                                      model_name=model_name)
     except (RuntimeError, OSError) as exc:
-        log(f"== {setup.title}: could not start: {str(exc).splitlines()[0] if str(exc) else exc!r}")
-        return {"setup": setup.name, "title": setup.title, "status": "skipped", "reason": f"did not start: {exc}"}
+        # one line: the exit status and what the gateway printed (its config problems, e.g. a missing model)
+        why = " | ".join(line.strip() for line in (str(exc) or repr(exc)).splitlines() if line.strip())[:800]
+        log(f"== {setup.title}: could not start: {why}")
+        return {"setup": setup.name, "title": setup.title, "status": "skipped", "reason": f"did not start: {why}"}
     result: dict[str, Any] = {"setup": setup.name, "title": setup.title, "kind": setup.kind, "pipeline": running.pipeline,
                               "start_s": time.perf_counter() - started}
     try:

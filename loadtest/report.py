@@ -160,7 +160,7 @@ def kind_table(result: dict[str, Any]) -> str:
 def group_summary(result: dict[str, Any]) -> dict[str, Any]:
     """The headline outcome per group: people passed/blocked, good bots passed, bad bots and attacks stopped."""
     kinds = result["sim"]["kinds"]
-    counts = {g: Counter() for g in GROUPS}
+    counts: dict[str, Counter[str]] = {g: Counter() for g in GROUPS}
     for name, k in kinds.items():
         counts[KINDS[name].group].update({o: v for o, v in k["outcomes"].items() if not o.startswith("verify")})
     sessions = Counter(s["outcome"] for s in kinds.get("person", {}).get("sessions", []))
@@ -235,7 +235,7 @@ def first_stop_table(result: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------ decision log
 
 def read_decisions(path: Path) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     if not path.exists():
         return out
     with path.open(encoding="utf-8") as fh:
@@ -446,7 +446,7 @@ def _plots(out_dir: Path, run: dict[str, Any]) -> list[Path]:
         paths.append(path)
 
     # reliability diagram per model setup
-    cal = [(r, r.get("calibration")) for r in ok if r.get("calibration")]
+    cal = [(r, r["calibration"]) for r in ok if r.get("calibration")]
     if cal:
         fig, (ax, ax_n) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=110)
         ax.plot([0, 1], [0, 1], color="#888888", ls="--", lw=1, label="perfect calibration")
