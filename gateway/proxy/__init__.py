@@ -19,13 +19,12 @@ import time
 from typing import TYPE_CHECKING
 
 from gateway.proxy.downstream import ClientConnection
-from gateway.proxy.exchange import fold_metrics
 from gateway.proxy.settings import ProxySettings
 
 if TYPE_CHECKING:
     from gateway.server import Runtime, RuntimeRef
 
-__all__ = ["DataPlane", "fold_metrics", "serve"]
+__all__ = ["DataPlane", "serve"]
 
 log = logging.getLogger("clefgate.proxy")
 
@@ -86,7 +85,6 @@ class DataPlane:
             st = self.settings()
             await asyncio.sleep(st.tick_s)
             now = self.now = self.loop.time()
-            fold_metrics()
             for conn in list(self.connections):
                 try:
                     conn.check_deadlines(now)
@@ -123,7 +121,6 @@ class DataPlane:
         if cut:
             log.warning("drain deadline of %.1fs passed: %d connection(s) cut off", deadline_s, cut)
             await asyncio.sleep(0)  # let connection_lost run
-        fold_metrics()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -796,13 +796,12 @@ class Exchange:
         else:
             action = "local" if self.local else _NO_ACTION
             source = _GATEWAY
+        _REQUESTS.inc(_STATUS.get(status, "0"), route_name, backend_name, action, source)
+        _ADDED.observe(self.added)
         upstream_s = None
         if self.t_sent and self.t_uphead:
             upstream_s = self.t_uphead - self.t_sent
-        pending = _PENDING_METRICS
-        pending.append((status, route_name, backend_name, action, source, self.added, upstream_s))
-        if len(pending) > 50_000:  # no sweeper running (tools, tests): never grow without bound
-            fold_metrics()
+            _UPSTREAM.observe(upstream_s, backend_name)
         log_ = st.access_log
         features = self.features
         if log_.enabled:
@@ -836,30 +835,6 @@ class Exchange:
             self.error = self.error or "client_closed"
             self.resp_done = True
         self.account()
-
-
-# Per-request metrics wait here as small tuples and are folded into the instruments by
-# the data plane's sweeper (every tick, at most 0.25 s) and before a drain ends: one
-# append on the request path instead of three instrument updates, and the folding loop
-# runs hot in the cache.
-_PENDING_METRICS: list[tuple[int, str, str, str, str, float, float | None]] = []
-
-
-def fold_metrics() -> int:
-    """Move the pending per-request samples into the Prometheus instruments; returns how many."""
-    pending = _PENDING_METRICS
-    if not pending:
-        return 0
-    batch = pending[:]
-    del pending[: len(batch)]
-    requests, added, upstream = _REQUESTS.inc, _ADDED.observe, _UPSTREAM.observe
-    status_text = _STATUS
-    for status, route, backend, action, source, added_s, upstream_s in batch:
-        requests(status_text.get(status, "0"), route, backend, action, source)
-        added(added_s)
-        if upstream_s is not None:
-            upstream(upstream_s, backend)
-    return len(batch)
 
 
 async def _as_awaitable(result: Awaitable[LocalResponse]) -> LocalResponse:
