@@ -66,6 +66,14 @@ def test_hop_by_hop_request_headers_are_dropped(gw: GatewayThread) -> None:
     assert seen["x-kept"] == ["yes"]
 
 
+def test_a_browser_head_keeps_its_fields_in_order_without_connection(gw: GatewayThread) -> None:
+    resp = request(gw.port, b"GET /echo HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: Mozilla/5.0\r\n"
+                            b"Accept: text/html\r\nConnection: keep-alive\r\nCookie: a=1\r\nX-Last: z\r\n\r\n")
+    names = [k.lower() for k, _ in resp.json()["headers"]]
+    assert "connection" not in names
+    assert names[:5] == ["host", "user-agent", "accept", "cookie", "x-last"]
+
+
 def test_hop_by_hop_response_headers_are_dropped(raw_origin: OriginProcess, tmp_path: Path) -> None:
     with gateway(make_config([raw_origin.url], tmp_path)) as g:
         resp = request(g.port, get("/hop"))

@@ -61,6 +61,7 @@ _time = time.time
 _new_id = REQUEST_IDS.new
 _accept_id = REQUEST_IDS.accept
 _HOST_FIELD = header_stripper({"host"})
+_ONLY_CONNECTION = frozenset({"connection"})
 
 
 class ClientConnection(asyncio.Protocol):
@@ -275,8 +276,18 @@ class ClientConnection(asyncio.Protocol):
                 raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
             eol = raw_head.find(b"\r\n")
             block = raw_head[eol:] if eol > 0 else b""
-            strip = st.request_strip
-            ex.fwd = block if strip.search(block) is None else strip.sub(b"", block)
+            present = st.forward_drop.intersection(hmap)
+            if b"\r\nx-clefgate-" in block.lower():
+                ex.fwd = st.request_strip.sub(b"", block)
+            elif not present:
+                ex.fwd = block  # nothing to drop (the field names were checked via the header map)
+            elif present == _ONLY_CONNECTION and len(hmap) == len(fheaders):
+                # the usual browser head: cut the one Connection line
+                start = block.lower().find(b"\r\nconnection:")
+                end = block.find(b"\r\n", start + 13)
+                ex.fwd = block[:start] + block[end:] if end > 0 else block[:start]
+            else:
+                ex.fwd = st.request_strip.sub(b"", block)
         else:
             # the head arrived in pieces (or names more hop-by-hop fields): build the block
             if sum(len(n) + len(v) + 4 for n, v in headers) > st.max_header_bytes:
