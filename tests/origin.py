@@ -236,6 +236,8 @@ RAW_RESPONSES: dict[str, bytes | str] = {
     # answered on a fresh connection; a later request on the same connection is met with a
     # close, as when a server's keep-alive timer fires just as the proxy reuses the connection
     "/stale": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    # answered at once, before the request body is read (as servers refusing an upload do)
+    "/early-reply": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope",
 }
 
 
@@ -267,7 +269,7 @@ class RawOrigin:
                     k, _, v = hline.partition(b":")
                     if k.strip().lower() == b"content-length":
                         length = int(v.strip())
-                if length:
+                if length and path != "/early-reply":
                     await reader.readexactly(length)
                 served += 1
                 if path == "/stale" and served > 1:

@@ -275,3 +275,18 @@ def test_reload_keeps_pools_of_unchanged_servers(origin_a: OriginProcess, origin
         assert next(g.runtime.backends.servers()) is server
         assert g.call(lambda: len(server.pool.idle)) >= 1
         assert request(g.port, get("/other/identity")).json()["origin"] == "b"
+
+
+def test_connection_limit_queues_then_answers_503(origin_a: OriginProcess, tmp_path: Path) -> None:
+    cfg = make_config([origin_a.url], tmp_path, backends={"app": {"max_connections": 1}},
+                      timeouts={"upstream_connect_s": 0.3})
+    with gateway(cfg) as g:
+        slow = RawClient(g.port)
+        slow.send(get("/delay/1.0"))
+        wait_for(lambda: g.call(lambda: sum(s.outstanding for s in g.runtime.backends.servers())) == 1, what="in flight")
+        resp = request(g.port, get("/identity"))
+        assert resp.status == 503 and b"busy" in resp.body
+        assert slow.response().status == 200
+        slow.close()
+        # once the connection is free again it is reused
+        assert request(g.port, get("/identity")).body == b"a"

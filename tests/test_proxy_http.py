@@ -122,6 +122,23 @@ def test_pipelined_requests_are_answered_in_order(gw: GatewayThread) -> None:
         assert c.response().json()["target"] == "/delay/0.05"
 
 
+def test_deep_pipelines_pause_reading_and_still_answer_in_order(origin_a: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([origin_a.url], tmp_path, limits={"max_pipelined": 4})) as g, RawClient(g.port) as c:
+        c.send(b"".join(get(f"/bytes/{n}") for n in range(1, 41)))
+        for n in range(1, 41):
+            assert c.response().body == pattern(n)
+
+
+def test_upstream_answering_before_the_body_is_read(raw_origin: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config([raw_origin.url], tmp_path)) as g, RawClient(g.port) as c:
+        c.send(b"POST /early-reply HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n" + b"u" * 65536)
+        resp = c.response()
+        assert (resp.status, resp.body) == (403, b"nope")
+        # the rest of the body cannot be told from a next request: the connection ends
+        assert resp.header("connection") == "close"
+        assert c.closed(10)
+
+
 def test_chunked_request_body_is_forwarded(client: httpx.Client) -> None:
     def gen() -> Iterator[bytes]:
         yield b"hello "
