@@ -60,6 +60,7 @@ class _Clock:
         self._prefix = ""
 
     def iso(self, ts: float) -> str:
+        """``2025-11-30T16:00:00.250Z`` for a Unix time."""
         second = int(ts)
         if second != self._second:
             self._second = second

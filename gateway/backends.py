@@ -166,6 +166,7 @@ class _CompiledRoute:
     route: Route
 
     def matches(self, host: str, path: str) -> bool:
+        """Host equal (or under a ``*.`` wildcard, or any), path equal or below the prefix by whole segments."""
         h = self.host
         if h and h != host and not (h.startswith("*.") and host.endswith(h[1:])):
             return False

@@ -77,3 +77,38 @@ def test_requests_outliving_the_deadline_are_cut_and_counted(origin_a: OriginPro
         assert line["status"] == 499
     finally:
         gw.stop()
+
+
+def test_serve_on_a_given_socket_and_with_reuse_port(origin_a: OriginProcess, tmp_path: Path) -> None:
+    import uvloop
+
+    from gateway import proxy
+    from gateway.accesslog import AccessLog
+    from gateway.backends import BackendSet
+    from gateway.pipeline import Pipeline
+    from gateway.server import Runtime, RuntimeRef
+
+    cfg = make_config([origin_a.url], tmp_path)
+
+    async def scenario() -> tuple[int, int, bytes]:
+        runtime = Runtime(cfg, Pipeline(), BackendSet.build(cfg), AccessLog.from_config(cfg.logging), 1)
+        ref = RuntimeRef(runtime)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        given = await proxy.serve(ref, "", 0, sock=sock)
+        first = await proxy.serve(ref, "127.0.0.1", 0, reuse_port=True)
+        second = await proxy.serve(ref, "127.0.0.1", first.port, reuse_port=True)  # a second worker's listener
+        reader, writer = await asyncio.open_connection("127.0.0.1", given.port)
+        writer.write(get("/identity"))
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+        for plane in (given, first, second):
+            await plane.drain(1.0)
+        await runtime.backends.close()
+        runtime.access_log.close()
+        return given.port, second.port - first.port, head
+
+    port, delta, head = uvloop.run(scenario())
+    assert port > 0 and delta == 0
+    assert head.startswith(b"HTTP/1.1 200 OK")

@@ -281,6 +281,7 @@ class ChunkedReader:
         self.done = False
 
     def feed(self, data: bytes, payload: list[bytes] | None) -> int:
+        """Consume ``data``; return how many of its bytes belong to this body (see the class doc)."""
         i, n = 0, len(data)
         while i < n:
             state = self.state

@@ -60,6 +60,7 @@ class Tunnel:
             self.client.transport.pause_reading()
 
     def resume_client(self) -> None:
+        """The upstream drained its send buffer: read the client again."""
         if self.client.transport is not None and not self.closed:
             self.client.transport.resume_reading()
 
@@ -68,6 +69,7 @@ class Tunnel:
         self.upstream.pause_reading()
 
     def resume_upstream(self) -> None:
+        """The client drained its send buffer: read the upstream again."""
         if not self.closed:
             self.upstream.resume_reading()
 

@@ -44,19 +44,26 @@ class ResponseSink(Protocol):
     decode_chunks: bool
     scan: ResponseScan
 
-    def on_interim(self, head: ResponseHead) -> None: ...
+    def on_interim(self, head: ResponseHead) -> None:
+        """A 1xx response other than 101 (more responses follow)."""
 
-    def on_response_head(self, head: ResponseHead, has_body: bool, chunked: bool) -> None: ...
+    def on_response_head(self, head: ResponseHead, has_body: bool, chunked: bool) -> None:
+        """The final response head; body bytes follow unless ``has_body`` is false."""
 
-    def on_response_body(self, data: bytes) -> None: ...
+    def on_response_body(self, data: bytes) -> None:
+        """Body bytes: raw chunked framing for HTTP/1.1 clients, payload otherwise."""
 
-    def on_response_end(self) -> None: ...
+    def on_response_end(self) -> None:
+        """The response is complete."""
 
-    def on_upgrade(self, head: ResponseHead, rest: bytes) -> None: ...
+    def on_upgrade(self, head: ResponseHead, rest: bytes) -> None:
+        """101 Switching Protocols; ``rest`` is what the upstream sent after it."""
 
-    def on_upstream_error(self, kind: str, detail: str, nothing_received: bool) -> None: ...
+    def on_upstream_error(self, kind: str, detail: str, nothing_received: bool) -> None:
+        """The connection failed: ``kind`` is reset, timeout or protocol."""
 
-    def upstream_write_paused(self, paused: bool) -> None: ...
+    def upstream_write_paused(self, paused: bool) -> None:
+        """The upstream's send buffer filled (True) or drained (False)."""
 
 
 class UpstreamConnection(asyncio.Protocol):

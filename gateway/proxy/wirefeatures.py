@@ -29,6 +29,7 @@ def _compile() -> Callable[..., Features]:
     slotted = all(isinstance(Features.__dict__.get(f.name), types.MemberDescriptorType) for f in fields)
     if not slotted:
         def plain(*values: Any) -> Features:
+            """The dataclass constructor, for a Features without slots."""
             return Features(**dict(zip(WIRE_FIELDS, values, strict=True)))
         return plain
     env: dict[str, Any] = {"_new": object.__new__, "Features": Features}
