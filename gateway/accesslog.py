@@ -1,5 +1,13 @@
 """The access log: one JSON line per request, cheap enough for every request.
 
+Fields, in order: ``time`` (ISO-8601 UTC, ms), ``request_id``, ``client`` (after
+trusted proxies), ``method``, ``path`` (raw target with query, at most 2 KiB),
+``status`` (499: the client left first), ``bytes_in`` / ``bytes_out`` (bodies),
+``route``, ``backend``, ``server``, ``action`` (forward, challenge, block; "local"
+for gateway endpoints; "none" when refused before deciding), ``source``, ``rule``,
+``score``, ``duration_us`` (head received to response sent), ``upstream_us``
+(request sent to response head), ``added_us`` (the gateway's own share).
+
 A line is built with one f-string; strings go through the json module's C escaper
 (``encode_basestring_ascii``), numbers are formatted directly, and the ISO time
 prefix is rebuilt once per second. Lines collect in memory and are handed to a
@@ -42,12 +50,7 @@ _FLUSH_BYTES = 64 * 1024
 _PIPE_BUF = 4096
 
 
-def _num(value: float | None) -> str:
-    return "null" if value is None else f"{value:.3f}"
-
-
-def _opt(value: str | None) -> str:
-    return "null" if value is None else _quote(value)
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 class _Clock:
@@ -65,7 +68,7 @@ class _Clock:
         if second != self._second:
             self._second = second
             self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._prefix}.{int((ts - second) * 1000):03d}Z"
+        return self._prefix + _MILLIS[int((ts - second) * 1000)]
 
 
 class AccessLog:
@@ -103,16 +106,21 @@ class AccessLog:
               bytes_in: int, bytes_out: int, route: str, backend: str, server: str, action: str,
               source: str, rule: str | None, score: float | None, total_s: float,
               upstream_s: float | None, added_s: float) -> None:
-        """Record one request. ``ts`` is the wall-clock time it arrived; durations in seconds."""
+        """Record one request. ``ts`` is the wall-clock time it arrived; durations in seconds.
+
+        Durations are written as whole microseconds (``duration_us``, ``upstream_us``,
+        ``added_us``): exact enough, and integers format several times faster than floats.
+        """
         if not self.enabled:
             return
         line = (
             f'{{"time":"{self._clock.iso(ts)}","request_id":{_quote(request_id)},"client":{_quote(client)},'
             f'"method":{_quote(method)},"path":{_quote(path[:2048])},"status":{status},'
             f'"bytes_in":{bytes_in},"bytes_out":{bytes_out},"route":{_quote(route)},"backend":{_quote(backend)},'
-            f'"server":{_quote(server)},"action":"{action}","source":"{source}","rule":{_opt(rule)},'
-            f'"score":{_num(score)},"duration_ms":{total_s * 1000:.3f},'
-            f'"upstream_ms":{_num(None if upstream_s is None else upstream_s * 1000)},"added_ms":{added_s * 1000:.3f}}}\n'
+            f'"server":{_quote(server)},"action":"{action}","source":"{source}",'
+            f'"rule":{"null" if rule is None else _quote(rule)},"score":{"null" if score is None else round(score, 3)},'
+            f'"duration_us":{int(total_s * 1e6)},"upstream_us":{"null" if upstream_s is None else int(upstream_s * 1e6)},'
+            f'"added_us":{int(added_s * 1e6)}}}\n'
         )
         self._lines.append(line)
         self._size += len(line)

@@ -38,7 +38,7 @@ def test_a_line_has_every_field(tmp_path: Path) -> None:
         "time": "2025-11-30T16:00:00.250Z", "request_id": "abc-1", "client": "203.0.113.9", "method": "GET",
         "path": "/x?y=1", "status": 200, "bytes_in": 12, "bytes_out": 3456, "route": "default", "backend": "app",
         "server": "http://127.0.0.1:8000", "action": "forward", "source": "rule", "rule": "allow-feeds", "score": None,
-        "duration_ms": 1.234, "upstream_ms": 1.0, "added_ms": 0.123,
+        "duration_us": 1234, "upstream_us": 1000, "added_us": 123,
     }
 
 
@@ -49,7 +49,7 @@ def test_any_path_stays_valid_json(tmp_path: Path, path: str) -> None:
     log.close()
     (line,) = lines(tmp_path / "a.log")
     assert line["path"] == path
-    assert (line["rule"], line["score"], line["upstream_ms"]) == (None, 0.988, None)
+    assert (line["rule"], line["score"], line["upstream_us"]) == (None, 0.988, None)
 
 
 def test_off_writes_nothing(tmp_path: Path) -> None:

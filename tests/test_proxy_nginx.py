@@ -66,4 +66,4 @@ def test_pipelined_and_http10(gw: GatewayThread, nginx: Service) -> None:
 def test_access_log_names_nginx_as_the_server(gw: GatewayThread, nginx: Service) -> None:
     httpx.get(f"{gw.url}/1k.bin?log=1")
     line = gw.wait_log(lambda r: r["path"] == "/1k.bin?log=1")
-    assert line["server"] == nginx.url and line["bytes_out"] == 1024 and line["upstream_ms"] is not None
+    assert line["server"] == nginx.url and line["bytes_out"] == 1024 and line["upstream_us"] is not None
