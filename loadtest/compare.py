@@ -40,7 +40,7 @@ from loadtest.client import ConnectionPool, RequestFailed
 from loadtest.proxybench import Service
 from loadtest.scenario import Scenario, ScenarioError
 from loadtest.scenario import load as load_scenario
-from loadtest.simulator import PowSolver, run_scenario, stderr_progress
+from loadtest.simulator import PowSolver, merge_runs, run_scenario, stderr_progress
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -91,6 +91,7 @@ def gateway_figures(before: str, after: str) -> dict[str, Any]:
         "model_fallbacks": metric_delta(b, a, "clefgate_model_fallbacks_total", by="cause"),
         "model_failures": metric_delta(b, a, "clefgate_model_failures_total", by="kind"),
         "model_runs": batch_count,
+        "batch_sum": batch_sum,
         "mean_batch": batch_sum / batch_count if batch_count else 0.0,
         "cache": cache,
         "cache_hit_ratio": (cache.get("hit", 0.0) + cache.get("coalesced", 0.0)) / lookups if lookups else None,
@@ -170,13 +171,15 @@ def machine() -> dict[str, Any]:
 
 
 def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir: Path, out_dir: Path, *, load_cpu: int | None,
-              sut_cpu: int | None, model_repository: str, model_name: str, solver: PowSolver) -> dict[str, Any]:
+              sut_cpu: int | None, model_repository: str, model_name: str, solver: PowSolver, round_no: int = 1,
+              rounds: int = 1, warmup_s: float = 1.5) -> dict[str, Any]:
     """Start one setup, warm it, run the scenario against it, collect everything; always stops it."""
-    log(f"== {setup.title}: starting")
+    tag = f" (round {round_no}/{rounds})" if rounds > 1 else ""
+    log(f"== {setup.title}{tag}: starting")
     started = time.perf_counter()
+    workdir = workdir / f"{setup.name}-r{round_no}"
     try:
-        running = setups.start_setup(setup, workdir / setup.name, origin, cpu=sut_cpu, model_repository=model_repository,
-                                     model_name=model_name)
+        running = setups.start_setup(setup, workdir, origin, cpu=sut_cpu, model_repository=model_repository, model_name=model_name)
     except (RuntimeError, OSError) as exc:
         # one line: the exit status and what the gateway printed (its config problems, e.g. a missing model)
         why = " | ".join(line.strip() for line in (str(exc) or repr(exc)).splitlines() if line.strip())[:800]
@@ -184,37 +187,39 @@ def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir:
         return {"setup": setup.name, "title": setup.title, "status": "skipped", "reason": f"did not start: {why}"}
     result: dict[str, Any] = {"setup": setup.name, "title": setup.title, "kind": setup.kind, "pipeline": running.pipeline,
                               "start_s": time.perf_counter() - started}
+    suffix = f"-r{round_no}" if rounds > 1 else ""
     try:
         missing = setups.model_missing(running)
         if missing:
             log(f"== {setup.title}: skipped: {missing}")
             return {**result, "status": "skipped", "reason": missing}
-        warm = warm_up(running.port, scenario.host)
+        warm = warm_up(running.port, scenario.host, warmup_s)
         before = running.metrics()
         sut_pids = running.pids()
-        with setups.CpuSampler(sut_pids) as sut_cpu_samples, setups.CpuSampler([os.getpid()]) as own_cpu:
+        with setups.CpuSampler(sut_pids, core=sut_cpu) as sut_cpu_samples, setups.CpuSampler([os.getpid()]) as own_cpu:
             sim = run_scenario(scenario, "127.0.0.1", running.port, via_gateway=setup.via_gateway, label=setup.name,
                                progress=stderr_progress, solver=solver)
         after = running.metrics()
         result.update(status="ok", warmup_requests=warm, sim=sim,
                       cpu=_cpu_figures(sim, sut_cpu_samples, own_cpu),
                       gateway=gateway_figures(before, after))
-        log(f"== {setup.title}: {sim['requests']} requests in {sim['duration_s']:.1f}s, {sim['errors']} errors, "
+        log(f"== {setup.title}{tag}: {sim['requests']} requests in {sim['duration_s']:.1f}s, {sim['errors']} errors, "
             f"SUT CPU {result['cpu']['us_per_request']:.0f} us/request")
     finally:
         running.stop()
         if running.decision_log is not None and running.decision_log.exists():
-            target = out_dir / f"decisions-{setup.name}.jsonl"
+            target = out_dir / f"decisions-{setup.name}{suffix}.jsonl"
             shutil.copyfile(running.decision_log, target)
-            result["decision_log"] = target.name
-        stderr_tail = workdir / setup.name / "clefgate.stderr"
+            result["decision_logs"] = [target.name]
+        stderr_tail = workdir / "clefgate.stderr"
         if stderr_tail.exists():
-            shutil.copyfile(stderr_tail, out_dir / f"clefgate-{setup.name}.stderr")
+            shutil.copyfile(stderr_tail, out_dir / f"clefgate-{setup.name}{suffix}.stderr")
     return result
 
 
 def _cpu_figures(sim: dict[str, Any], sut: setups.CpuSampler, own: setups.CpuSampler) -> dict[str, Any]:
-    """SUT CPU per request (whole run and per phase), utilisation over time, and the load generator's own CPU."""
+    """SUT CPU per request (whole run and per phase), utilisation over time, other load on the SUT's CPU,
+    and the load generator's own CPU."""
     start = sim["clock_start"]
     total_cpu = sut.between(start, start + sim["duration_s"])
     per_second = sim["per_second"]
@@ -226,15 +231,74 @@ def _cpu_figures(sim: dict[str, Any], sut: setups.CpuSampler, own: setups.CpuSam
         requests = sum(sum(c.values()) for c in per_second[int(lo):int(hi)])
         cpu = sut.between(start + lo, start + hi)
         gen = own.between(start + lo, start + hi)
-        phases[phase["name"]] = {"cpu_s": cpu, "requests": requests, "us_per_request": cpu / requests * 1e6 if requests else 0.0,
-                                 "sut_util": cpu / (hi - lo), "generator_util": gen / (hi - lo)}
+        others = sut.others_between(start + lo, start + hi)
+        phases[phase["name"]] = {"cpu_s": cpu, "requests": requests, "seconds": hi - lo,
+                                 "us_per_request": cpu / requests * 1e6 if requests else 0.0,
+                                 "sut_util": cpu / (hi - lo), "generator_util": gen / (hi - lo),
+                                 "others_util": None if others is None else others / (hi - lo)}
     timeline = []
     samples = sut.samples
     for (t0, c0), (t1, c1) in itertools.pairwise(samples):
         if t1 > t0:
             timeline.append([t1 - start, (c1 - c0) / (t1 - t0)])
-    return {"cpu_s": total_cpu, "us_per_request": total_cpu / sim["requests"] * 1e6 if sim["requests"] else 0.0,
+    return {"cpu_s": total_cpu, "requests": sim["requests"], "us_per_request": total_cpu / sim["requests"] * 1e6 if sim["requests"] else 0.0,
             "phases": phases, "timeline": timeline, "generator_cpu_s": own.between(start, start + sim["duration_s"])}
+
+
+def _sum_figures(parts: Sequence[Any]) -> Any:
+    """Numbers added up, dicts merged key by key (gateway metric deltas of several rounds)."""
+    if all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in parts):
+        return sum(parts)
+    if all(isinstance(p, dict) for p in parts):
+        keys = {k for p in parts for k in p}
+        return {k: _sum_figures([p[k] for p in parts if k in p and p[k] is not None]) for k in keys}
+    return parts[0] if parts else None
+
+
+def merge_rounds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One setup's rounds as one result: simulator results merged, CPU and metrics added up, per-round figures kept."""
+    ok = [r for r in results if r.get("status") == "ok"]
+    if not ok:
+        return results[0]
+    if len(ok) == 1 and len(results) == 1:
+        return {**ok[0], "sim": merge_runs([ok[0]["sim"]]), "round_figures": [_round_figures(ok[0])]}
+    first = ok[0]
+    cpus = [r["cpu"] for r in ok]
+    cpu_s = sum(c["cpu_s"] for c in cpus)
+    requests = sum(c["requests"] for c in cpus)
+    phases: dict[str, Any] = {}
+    for name in first["cpu"]["phases"]:
+        parts = [c["phases"][name] for c in cpus if name in c["phases"]]
+        p_cpu, p_req, p_sec = sum(p["cpu_s"] for p in parts), sum(p["requests"] for p in parts), sum(p["seconds"] for p in parts)
+        others = [p["others_util"] for p in parts if p.get("others_util") is not None]
+        phases[name] = {"cpu_s": p_cpu, "requests": p_req, "seconds": p_sec, "us_per_request": p_cpu / p_req * 1e6 if p_req else 0.0,
+                        "sut_util": p_cpu / p_sec if p_sec else 0.0,
+                        "generator_util": sum(p["generator_util"] * p["seconds"] for p in parts) / p_sec if p_sec else 0.0,
+                        "others_util": sum(others) / len(others) if others else None}
+    gateway = _sum_figures([r["gateway"] for r in ok]) if all(r.get("gateway") for r in ok) else {}
+    if gateway:
+        gateway["mean_batch"] = gateway["batch_sum"] / gateway["model_runs"] if gateway.get("model_runs") else 0.0
+        cache = gateway.get("cache") or {}
+        lookups = sum(cache.values())
+        gateway["cache_hit_ratio"] = (cache.get("hit", 0.0) + cache.get("coalesced", 0.0)) / lookups if lookups else None
+    merged = {**first, "sim": merge_runs([r["sim"] for r in ok]),
+              "cpu": {"cpu_s": cpu_s, "requests": requests, "us_per_request": cpu_s / requests * 1e6 if requests else 0.0,
+                      "phases": phases, "timeline": first["cpu"]["timeline"],
+                      "generator_cpu_s": sum(c["generator_cpu_s"] for c in cpus)},
+              "gateway": gateway, "decision_logs": [n for r in ok for n in r.get("decision_logs", [])],
+              "round_figures": [_round_figures(r) for r in ok], "warmup_requests": sum(r.get("warmup_requests", 0) for r in ok)}
+    if len(ok) < len(results):
+        merged["partial"] = f"{len(results) - len(ok)} of {len(results)} rounds did not run: " + "; ".join(
+            r.get("reason", "") for r in results if r.get("status") != "ok")
+    return merged
+
+
+def _round_figures(result: dict[str, Any]) -> dict[str, Any]:
+    sim, cpu = result["sim"], result["cpu"]
+    flood = next((p["name"] for p in sim["phases"] if p["flood"]), None)
+    flood_cpu = cpu["phases"].get(flood or "", {})
+    return {"flood_rps": report.phase_throughput(sim, flood) if flood else None, "cpu_us": cpu["us_per_request"],
+            "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_others_util": flood_cpu.get("others_util")}
 
 
 def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate bench") -> int:
@@ -262,7 +326,8 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
     out_dir = Path(args.out) if args.out else RESULTS_DIR / stamp
     out_dir.mkdir(parents=True, exist_ok=True)
     command = " ".join([prog, *(shlex.quote(a) for a in argv)])
-    log(f"clefgate bench: scenario {scenario.name} ({scenario.duration_s:.0f}s per setup), setups {', '.join(names)}; "
+    log(f"clefgate bench: scenario {scenario.name} ({scenario.duration_s:.0f}s per setup and round, {args.rounds} round(s)), "
+        f"setups {', '.join(names)}; "
         f"load generator + origin on CPU {load_cpu}, system under test on CPU {sut_cpu}; results in {out_dir}")
     results: list[dict[str, Any]] = []
     info = machine()
@@ -272,14 +337,22 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
         workdir = Path(tmp)
         origin = setups.start_origin(workdir / "origin", cpu=load_cpu)
         try:
-            for name in names:
-                results.append(run_setup(setups.SETUPS[name], scenario, origin, workdir, out_dir, load_cpu=load_cpu, sut_cpu=sut_cpu,
-                                         model_repository=args.model_repository, model_name=args.model_name, solver=solver))
+            by_setup: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+            for round_no in range(1, args.rounds + 1):
+                # every other round runs the setups in reverse order, so slow drifts in the machine's load even out
+                order = names if round_no % 2 else list(reversed(names))
+                for name in order:
+                    if by_setup[name] and by_setup[name][-1].get("status") != "ok" and "did not start" in by_setup[name][-1].get("reason", ""):
+                        continue  # a setup that cannot start will not start next round either
+                    by_setup[name].append(run_setup(setups.SETUPS[name], scenario, origin, workdir, out_dir, load_cpu=load_cpu,
+                                                    sut_cpu=sut_cpu, model_repository=args.model_repository, model_name=args.model_name,
+                                                    solver=solver, round_no=round_no, rounds=args.rounds, warmup_s=args.warmup))
+            results = [merge_rounds(by_setup[n]) for n in names]
         finally:
             origin.stop()
             solver.close()
     run = {"command": command, "started": stamp, "wall_s": time.monotonic() - began, "machine": info,
-           "pinning": {"load_cpu": load_cpu, "sut_cpu": sut_cpu},
+           "pinning": {"load_cpu": load_cpu, "sut_cpu": sut_cpu}, "rounds": args.rounds,
            "scenario": {"name": scenario.name, "source": scenario.source, "seed": scenario.seed, "description": scenario.description,
                         "duration_s": scenario.duration_s, "max_requests": scenario.max_requests, "scale": args.scale,
                         "phases": [vars(p) for p in scenario.phases],
@@ -333,7 +406,10 @@ def parser(prog: str = "clefgate bench mixed") -> argparse.ArgumentParser:
     p.add_argument("--setups", default=",".join(setups.DEFAULT_SETUPS), help=f"comma-separated setups (default: all: "
                                                                              f"{', '.join(setups.DEFAULT_SETUPS)})")
     p.add_argument("--scale", type=float, default=1.0, help="multiply arrival rates and flood concurrency (default 1)")
+    p.add_argument("--rounds", type=int, default=2, help="run every setup this many times, interleaved (default 2); the report "
+                                                          "merges the rounds and shows each round's flood throughput")
     p.add_argument("--seconds", type=float, default=0.0, help="shrink the phases to last this many seconds in all")
+    p.add_argument("--warmup", type=float, default=1.5, help="seconds of warm-up traffic before each measured run (default 1.5)")
     p.add_argument("--out", default="", help="results folder (default: loadtest/results/<timestamp>/)")
     p.add_argument("--load-cpu", type=int, default=0, help="CPU for the load generator and the origin (default 0)")
     p.add_argument("--sut-cpu", type=int, default=1, help="CPU for the system under test (default 1)")

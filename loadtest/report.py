@@ -95,7 +95,8 @@ def comparison(run: dict[str, Any]) -> list[dict[str, Any]]:
             "steady_p50": sim["latency_by_phase"].get(steady, {}).get("p50_ms"),
             "errors": sim["errors"], "cpu_us": cpu.get("us_per_request"),
             "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_sut_util": flood_cpu.get("sut_util"),
-            "flood_generator_util": flood_cpu.get("generator_util"),
+            "flood_generator_util": flood_cpu.get("generator_util"), "flood_others_util": flood_cpu.get("others_util"),
+            "flood_by_round": [f.get("flood_rps") for f in r.get("round_figures", [])],
         })
     by = {row["setup"]: row for row in rows}
     nginx, origin = by.get("nginx"), by.get("origin")
@@ -111,14 +112,20 @@ def comparison(run: dict[str, Any]) -> list[dict[str, Any]]:
 
 def comparison_table(run: dict[str, Any]) -> str:
     rows = comparison(run)
-    header = ("setup", "requests", "req/s steady", "req/s flood", "× nginx (flood)", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms",
-              "errors", "SUT CPU µs/req", "× nginx (CPU/req)", "added p50 ms (steady)")
+    header = ("setup", "requests", "req/s steady", "req/s flood (by round)", "× nginx (flood)", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms",
+              "errors", "SUT CPU µs/req", "× nginx (CPU/req)", "added p50 ms (steady)", "other load on SUT CPU (flood)")
     body = []
     for row in rows:
-        flood = _fmt(row["flood_rps"], 0) + (" (client-bound)" if row["client_bound"] else "")
+        flood = _fmt(row["flood_rps"], 0)
+        if len(row["flood_by_round"]) > 1:
+            flood += " (" + " / ".join(_fmt(v, 0) for v in row["flood_by_round"]) + ")"
+        if row["client_bound"]:
+            flood += " client-bound"
+        others = row.get("flood_others_util")
         body.append((row["title"], f"{row['requests']:,}", _fmt(row["steady_rps"], 0), flood, _fmt(row["x_nginx_flood"]),
                      _fmt(row["p50"], 3), _fmt(row["p95"], 3), _fmt(row["p99"], 3), _fmt(row["p999"], 3), str(row["errors"]),
-                     _fmt(row["cpu_us"], 0), _fmt(row["x_nginx_cpu"]), _fmt(row["added_p50"], 3)))
+                     _fmt(row["cpu_us"], 0), _fmt(row["x_nginx_cpu"]), _fmt(row["added_p50"], 3),
+                     "–" if others is None else f"{100 * others:.0f}%"))
     return _table(header, body)
 
 
@@ -296,7 +303,6 @@ def decision_sources(decisions: Sequence[dict[str, Any]], sim: dict[str, Any] | 
     rules: dict[str, Counter[str]] = {}
     by_phase: dict[str, Counter[str]] = {}
     phases = sim["phases"] if sim else []
-    start = sim.get("wall_start") if sim else None
     for d in decisions:
         source = str(d.get("source", ""))
         if d.get("latency_ms") is not None:
@@ -304,9 +310,8 @@ def decision_sources(decisions: Sequence[dict[str, Any]], sim: dict[str, Any] | 
         kind = kind_of_request_id(str(d.get("request_id", ""))) or "other"
         label = f"rule {d['rule']}" if source == "rule" and d.get("rule") else f"{source}: {d.get('verdict')}"
         rules.setdefault(label, Counter())[kind] += 1
-        when = _epoch(d.get("time"))
-        if start is not None and when is not None and source in ("model", "cache"):
-            t = when - start
+        t = d.get("_t")
+        if t is not None and source in ("model", "cache"):
             phase = next((p["name"] for p in phases if p["start_s"] <= t < p["end_s"]), phases[-1]["name"] if phases else "")
             by_phase.setdefault(phase, Counter())[source] += 1
     lat = {s: {"n": len(v), "p50_ms": statistics.median(v), "p99_ms": sorted(v)[min(len(v) - 1, int(0.99 * len(v)))]}
@@ -503,7 +508,10 @@ def markdown(run: dict[str, Any], plots: Sequence[Path]) -> str:
               "in the flood phase it is capacity. *client-bound* marks a setup whose flood throughput was capped by the load generator "
               "(its CPU was saturated while the system under test was not): compare those by CPU per request instead. Latency is "
               "per request from the client, HDR histograms over the whole run; *added p50* is the setup's steady-phase p50 minus the "
-              "origin's.", "", comparison_table(run), "", "### By phase", "", phase_table(run), ""]
+              f"origin's. *Other load on SUT CPU* is how busy the system under test's CPU was with other processes during the flood "
+              f"(this machine is shared): a high figure means that setup's flood numbers are understated. {run.get('rounds', 1)} "
+              "round(s) per setup, interleaved (every other round in reverse order); requests and latency cover all rounds, "
+              "throughput is the mean of the rounds.", "", comparison_table(run), "", "### By phase", "", phase_table(run), ""]
     cost = model_cost(run)
     if cost:
         lines += ["## What the model costs", "", cost, ""]
@@ -559,8 +567,16 @@ def write(out_dir: Path, run: dict[str, Any], *, plots: bool = True) -> dict[str
     """Write summary.md, results.json and the plots; return their paths and the printed table."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for r in _ok(run):
-        if r.get("decision_log"):
-            decisions = read_decisions(out_dir / r["decision_log"])
+        logs = r.get("decision_logs") or ([r["decision_log"]] if r.get("decision_log") else [])
+        if logs:
+            starts = r.get("sim", {}).get("wall_starts") or []
+            decisions = []
+            for i, name in enumerate(logs):
+                for d in read_decisions(out_dir / name):
+                    when = _epoch(d.get("time"))
+                    if when is not None and i < len(starts):
+                        d["_t"] = when - starts[i]  # seconds into its own round
+                    decisions.append(d)
             r["calibration"] = calibration(decisions)
             r["decision_sources"] = decision_sources(decisions, r.get("sim"))
     plot_paths = _plots(out_dir, run) if plots else []

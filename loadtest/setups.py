@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from loadtest import site
-from loadtest.proxybench import Service, cpu_seconds, free_port, process_tree, start_nginx
+from loadtest.proxybench import _TICK, Service, cpu_seconds, free_port, process_tree, start_nginx
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RULES = ROOT / "rules" / "default.yaml"
@@ -201,21 +201,43 @@ def model_missing(running: Running) -> str | None:
     return None
 
 
-class CpuSampler:
-    """Samples the CPU seconds used by a set of processes, every ``interval_s``, in a thread."""
+def core_busy_seconds(cpu: int) -> float:
+    """Seconds CPU ``cpu`` has been busy (anything but idle and iowait) since boot, from /proc/stat."""
+    try:
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith(f"cpu{cpu} "):
+                fields = [int(x) for x in line.split()[1:]]
+                idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+                return (sum(fields[:8]) - idle) / _TICK
+    except (OSError, ValueError):
+        pass
+    return 0.0
 
-    def __init__(self, pids: list[int], interval_s: float = 0.5) -> None:
+
+class CpuSampler:
+    """Samples, every ``interval_s`` in a thread, the CPU seconds used by a set of processes and,
+    with ``core``, how busy that CPU was in all (so that load from other processes on it shows)."""
+
+    def __init__(self, pids: list[int], interval_s: float = 0.5, core: int | None = None) -> None:
         self.pids = pids
         self.interval_s = interval_s
-        self.samples: list[tuple[float, float]] = []  # (perf_counter, cpu seconds)
+        self.core = core
+        self.samples: list[tuple[float, float]] = []  # (perf_counter, cpu seconds of the processes)
+        self.core_samples: list[tuple[float, float]] = []  # (perf_counter, busy seconds of the core)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
 
+    def _sample(self) -> None:
+        now = time.perf_counter()
+        self.samples.append((now, cpu_seconds(self.pids)))
+        if self.core is not None:
+            self.core_samples.append((now, core_busy_seconds(self.core)))
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.perf_counter(), cpu_seconds(self.pids)))
+            self._sample()
             self._stop.wait(self.interval_s)
-        self.samples.append((time.perf_counter(), cpu_seconds(self.pids)))
+        self._sample()
 
     def __enter__(self) -> CpuSampler:
         self._thread.start()
@@ -225,11 +247,21 @@ class CpuSampler:
         self._stop.set()
         self._thread.join(5.0)
 
-    def between(self, start: float, end: float) -> float:
-        """CPU seconds used between two perf_counter times (nearest samples)."""
-        if not self.samples:
+    @staticmethod
+    def _delta(samples: list[tuple[float, float]], start: float, end: float) -> float:
+        if not samples:
             return 0.0
 
         def at(t: float) -> float:
-            return min(self.samples, key=lambda s: abs(s[0] - t))[1]
+            return min(samples, key=lambda s: abs(s[0] - t))[1]
         return max(0.0, at(end) - at(start))
+
+    def between(self, start: float, end: float) -> float:
+        """CPU seconds the processes used between two perf_counter times (nearest samples)."""
+        return self._delta(self.samples, start, end)
+
+    def others_between(self, start: float, end: float) -> float | None:
+        """CPU seconds other processes took on the core between two times (None without a core)."""
+        if self.core is None:
+            return None
+        return max(0.0, self._delta(self.core_samples, start, end) - self.between(start, end))

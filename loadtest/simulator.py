@@ -99,6 +99,54 @@ def summarize(hist: HdrHistogram) -> dict[str, Any]:
         "p999_ms": hist.get_value_at_percentile(99.9) * ms,
         "max_ms": hist.get_max_value() * ms,
         "cdf": [[hist.get_value_at_percentile(p) * ms, p / 100.0] for p in CDF_PERCENTILES],
+        # the whole histogram (HdrHistogram's compressed encoding), so runs can be merged exactly later
+        "hdr": hist.encode().decode("ascii"),
+    }
+
+
+def merge_latency(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One latency summary from several (their encoded HDR histograms added up)."""
+    merged = new_histogram()
+    for s in summaries:
+        if s.get("hdr"):
+            merged.add(HdrHistogram.decode(s["hdr"]))
+    return summarize(merged)
+
+
+def merge_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs of one scenario as one result of the same shape: counts summed, latency histograms
+    merged, per-second counts averaged second by second; ``rounds`` keeps how many there were."""
+    if len(runs) == 1:
+        return {**runs[0], "rounds": 1, "wall_starts": [runs[0]["wall_start"]]}
+    first = runs[0]
+    kinds: dict[str, Any] = {}
+    for name in sorted({k for r in runs for k in r["kinds"]}):
+        parts = [r["kinds"][name] for r in runs if name in r["kinds"]]
+        outcomes: collections.Counter[str] = collections.Counter()
+        statuses: collections.Counter[str] = collections.Counter()
+        failures: collections.Counter[str] = collections.Counter()
+        for p in parts:
+            outcomes.update(p["outcomes"])
+            statuses.update(p["statuses"])
+            failures.update(p["failures"])
+        kinds[name] = {"latency": merge_latency([p["latency"] for p in parts]), "outcomes": dict(outcomes), "statuses": dict(statuses),
+                       "failures": dict(failures), "sessions": [s for p in parts for s in p["sessions"]],
+                       "skipped_sessions": sum(p["skipped_sessions"] for p in parts)}
+    seconds = max(len(r["per_second"]) for r in runs)
+    per_second = []
+    for i in range(seconds):
+        total: collections.Counter[str] = collections.Counter()
+        for r in runs:
+            if i < len(r["per_second"]):
+                total.update(r["per_second"][i])
+        per_second.append({k: v / len(runs) for k, v in total.items()})
+    return {
+        "clock_start": first["clock_start"], "wall_start": first["wall_start"], "wall_starts": [r["wall_start"] for r in runs],
+        "duration_s": sum(r["duration_s"] for r in runs) / len(runs),
+        "requests": sum(r["requests"] for r in runs), "errors": sum(r["errors"] for r in runs),
+        "latency": merge_latency([r["latency"] for r in runs]),
+        "latency_by_phase": {p: merge_latency([r["latency_by_phase"].get(p, {}) for r in runs]) for p in first["latency_by_phase"]},
+        "per_second": per_second, "phases": first["phases"], "kinds": kinds, "rounds": len(runs),
     }
 
 

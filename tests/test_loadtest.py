@@ -276,7 +276,8 @@ def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path
     assert all(s["first_stop_s"] is not None for s in scraper["sessions"] if s["requests"] > 1)
     assert result["kinds"]["scanner"]["outcomes"].get("blocked", 0) > 0
     assert result["requests"] == sum(sum(c.values()) for c in result["per_second"])
-    assert result["latency"]["count"] == result["requests"] - result["errors"]
+    no_response = sum(sum(k["failures"].values()) for k in result["kinds"].values())
+    assert result["latency"]["count"] == result["requests"] - no_response
 
 
 def test_runs_stop_at_their_request_budget(tmp_path: Path) -> None:
@@ -344,7 +345,8 @@ def test_bench_dispatch() -> None:
 def test_bench_smoke_runs_every_step_and_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "results"
     code = subprocess.run([sys.executable, "-m", "gateway", "bench", "mixed", "--scenario", "smoke", "--setups", "origin,nginx,rules",
-                           "--seconds", "2.5", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=150)
+                           "--seconds", "1.5", "--rounds", "2", "--warmup", "0.2", "--out", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=150)
     assert code.returncode == 0, code.stderr[-3000:]
     assert "| clefgate rules only |" in code.stdout and "| nginx proxy_pass |" in code.stdout
     assert "[rules]" in code.stderr or "== clefgate rules only" in code.stderr  # progress while it runs
@@ -357,6 +359,11 @@ def test_bench_smoke_runs_every_step_and_writes_the_report(tmp_path: Path) -> No
     assert kinds["fake_crawler"]["outcomes"].get("blocked", 0) > 0
     assert kinds["person"]["outcomes"].get("forwarded", 0) > 0
     assert by["rules"]["cpu"]["us_per_request"] > 0 and by["rules"]["gateway"]["rule_matches"]
+    # two interleaved rounds per setup, merged: requests add up, each round's flood throughput is kept
+    assert run["rounds"] == 2 and all(by[s]["sim"]["rounds"] == 2 and len(by[s]["round_figures"]) == 2 for s in by)
+    rules = by["rules"]["sim"]
+    assert rules["latency"]["count"] == rules["requests"] - sum(sum(k["failures"].values()) for k in rules["kinds"].values())
+    assert sorted(p.name for p in out.glob("decisions-rules-r*.jsonl")) == ["decisions-rules-r1.jsonl", "decisions-rules-r2.jsonl"]
     summary = (out / "summary.md").read_text()
     assert "## Comparison" in summary and "clefgate rules only" in summary and "![throughput](throughput.png)" in summary
     for name in ("latency_cdf.png", "throughput.png", "outcomes.png"):
