@@ -594,16 +594,22 @@ class Exchange:
         else:
             transport.write(data)  # type: ignore[union-attr]
 
-    def on_response_end(self) -> None:
-        """The upstream response is complete."""
+    def on_response_end(self, last: bytes = b"") -> None:
+        """The upstream response is complete; ``last`` are its final body bytes (sized bodies only,
+        so that a small response leaves in one write with its head)."""
         transport = self.conn.transport
         tail = LAST_CHUNK if self.out_chunked else b""
+        if last:
+            self.bytes_out += len(last)
         if self.head_pending:
-            transport.write(self.head_pending + tail)  # type: ignore[union-attr]
+            if len(last) <= 16384:
+                transport.write(self.head_pending + last + tail)  # type: ignore[union-attr]
+            else:
+                transport.writelines((self.head_pending, last))  # type: ignore[union-attr]
             self.head_pending = b""
             self.resp_started = True
-        elif tail:
-            transport.write(tail)  # type: ignore[union-attr]
+        elif last or tail:
+            transport.write(last + tail if tail else last)  # type: ignore[union-attr]
         self.resp_done = True
         self.deadline_kind = D_NONE
         up = self.up

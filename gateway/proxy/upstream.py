@@ -53,8 +53,8 @@ class ResponseSink(Protocol):
     def on_response_body(self, data: bytes) -> None:
         """Body bytes: raw chunked framing for HTTP/1.1 clients, payload otherwise."""
 
-    def on_response_end(self) -> None:
-        """The response is complete."""
+    def on_response_end(self, last: bytes = b"") -> None:
+        """The response is complete; ``last`` are its final body bytes (sized bodies only)."""
 
     def on_upgrade(self, head: ResponseHead, rest: bytes) -> None:
         """101 Switching Protocols; ``rest`` is what the upstream sent after it."""
@@ -307,12 +307,8 @@ class UpstreamConnection(asyncio.Protocol):
         ex = self.exchange
         self.state = DONE
         self._remaining = 0
-        if ex is None:
-            return
-        if data:
-            ex.on_response_body(data)
-        if self.exchange is ex:
-            ex.on_response_end()
+        if ex is not None:
+            ex.on_response_end(data)  # the last body bytes leave with the end of the response
 
     def _read_chunked(self, data: bytes) -> None:
         ex = self.exchange
