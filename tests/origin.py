@@ -236,6 +236,8 @@ RAW_RESPONSES: dict[str, bytes | str] = {
     # answered on a fresh connection; a later request on the same connection is met with a
     # close, as when a server's keep-alive timer fires just as the proxy reuses the connection
     "/stale": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    # the head and part of the body, then silence (the proxy's upstream idle timeout must fire)
+    "/stall-body": "stall",
     # answered at once, before the request body is read (as servers refusing an upload do)
     "/early-reply": b"HTTP/1.1 403 Forbidden\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope",
 }
@@ -276,6 +278,11 @@ class RawOrigin:
                     return
                 answer = RAW_RESPONSES.get(path, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
                 if answer == "hang":
+                    await asyncio.sleep(3600)
+                    return
+                if answer == "stall":
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhello")
+                    await writer.drain()
                     await asyncio.sleep(3600)
                     return
                 assert isinstance(answer, bytes)

@@ -123,7 +123,7 @@ def impatient(origin_a: OriginProcess, raw_origin: OriginProcess,
     cfg = make_config({"app": [origin_a.url], "raw": [raw_origin.url]}, tmp_path_factory.mktemp("impatient"),
                       routes=[{"path_prefix": "/hang", "backend": "raw"}],
                       timeouts={"header_read_s": 0.4, "keepalive_s": 0.4, "client_body_s": 0.4,
-                                "upstream_response_s": 0.5, "upstream_idle_s": 0.5})
+                                "upstream_response_s": 0.5, "upstream_idle_s": 1.5})
     with gateway(cfg) as g:
         yield g
 
@@ -159,9 +159,20 @@ def test_upstream_timeout_is_504(impatient: GatewayThread) -> None:
 
 
 def test_slow_but_steady_response_is_not_cut(impatient: GatewayThread) -> None:
-    # each pause (0.2 s) is under upstream_idle_s (0.5 s) even though the whole takes longer
+    # each pause (0.2 s) is under upstream_idle_s (1.5 s), and the whole takes longer than the
+    # time allowed to the first byte (0.5 s): only the head has to come within that
     resp = request(impatient.port, get("/slowbody/4000?pieces=4&delay=0.2"))
     assert resp.status == 200 and resp.body == pattern(4000)
+
+
+def test_stalled_response_body_is_cut(raw_origin: OriginProcess, tmp_path: Path) -> None:
+    cfg = make_config([raw_origin.url], tmp_path, timeouts={"upstream_idle_s": 0.3})
+    with gateway(cfg) as g, RawClient(g.port) as c:
+        c.send(get("/stall-body"))
+        with pytest.raises(ConnectionError):
+            c.response()
+        line = g.wait_log(lambda r: r["path"] == "/stall-body")
+    assert line["status"] == 200 and line["bytes_out"] == 5
 
 
 # ---------------------------------------------------------------------------- upstream failures
