@@ -139,6 +139,16 @@ def test_verdict_backend_overrides_the_route(origin_a: OriginProcess, origin_b: 
         assert request(g.port, get("/plain")).json()["origin"] == "a"
 
 
+def test_headers_attached_to_a_verdict_reach_the_backend(origin_a: OriginProcess, tmp_path: Path) -> None:
+    passed = Verdict(Action.FORWARD, Source.RULE, "challenge passed", rule="r",
+                     headers=(("X-Clefgate-Pass", "difficulty=12"), ("Bad Name", "x"), ("X-Odd", "a\r\nInjected: 1")))
+    with gateway(make_config([origin_a.url], tmp_path), pipeline(PathRules({"/": passed}))) as g:
+        seen = upstream_seen(request(g.port, get("/x", extra="X-Clefgate-Pass: forged\r\n")).body)
+    assert seen["x-clefgate-pass"] == "difficulty=12"  # the client's forged copy was dropped
+    assert "bad name" not in seen and "injected" not in seen
+    assert seen["x-odd"] == "a??Injected: 1"
+
+
 def test_async_model_decision_forwards_with_the_score(origin_a: OriginProcess, tmp_path: Path) -> None:
     rules = PathRules({"/": SCORE})
     with gateway(make_config([origin_a.url], tmp_path), pipeline(rules, scorer=SlowModel())) as g:

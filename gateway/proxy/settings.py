@@ -8,6 +8,7 @@ backends and the access log all come from the same config version.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from gateway.proxy.clientaddr import TrustedProxies
@@ -16,6 +17,8 @@ from gateway.verdict import Verdict
 
 if TYPE_CHECKING:
     from gateway.server import Runtime
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 # headers the proxy rewrites itself; the client's copies are not forwarded as received
 _REWRITTEN = frozenset({"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"})
@@ -82,6 +85,9 @@ class ProxySettings:
     def verdict_headers(self, verdict: Verdict) -> tuple[bytes, bytes]:
         """(headers for the upstream, debug headers for the client) describing a verdict.
 
+        The upstream gets X-Clefgate-Verdict/-Source, -Rule and -Score when known, and
+        the verdict's own ``headers``.
+
         Rule verdicts are long-lived objects, so the bytes are cached per verdict.
         """
         hit = self._verdict_headers.get(id(verdict))
@@ -94,6 +100,10 @@ class ProxySettings:
         score = verdict.score
         if score is not None:
             up.append(b"x-clefgate-score: %.3f\r\n" % score)
+        for name, value in verdict.headers:
+            # headers a stage attached for the backend (e.g. X-Clefgate-Pass after a solved challenge)
+            if _TOKEN.fullmatch(name):
+                up += (name.encode("latin-1"), b": ", _header_value(value), b"\r\n")
         up_b = b"".join(up)
         down_b = b""
         if self.debug_headers:
