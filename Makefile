@@ -40,7 +40,8 @@ lint: $(VENV)/.stamp-all
 	$(VENV)/bin/mypy
 
 model: $(VENV)/.stamp-all
-	$(PY) -m models.train --config models/configs/clef-flash.yaml
+	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash.yaml
+	$(PY) -m gateway.evaluate --data models/work/clef-flash/eval.jsonl
 
 bench: $(VENV)/.stamp-all system-deps
 	$(VENV)/bin/clefgate bench

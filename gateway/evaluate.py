@@ -15,7 +15,8 @@ with a ``label`` work too) — and decides each one three ways, in one run:
   ``rules-only`` fallback).
 
 For shadow-mode or partial-rollout policies the action that *would* be enforced is
-counted. Labels are the model's ``class`` options: human, good_bot, bad_bot, attack.
+counted, and the model is evaluated even when ``model.enabled`` is false (the report
+says so): the question is what turning it on would do. Labels are the model's ``class`` options: human, good_bot, bad_bot, attack.
 The right action is forward for humans and good bots, challenge or block for bad bots,
 block for attacks; "accuracy" is the share of requests that got the right action.
 ECE (15 bins) and Brier are the model's ``class`` probabilities against the labels.
@@ -269,7 +270,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "ece": round(ece, 6), "brier": round(brier, 6),
         "labels": {c: int((labels == i).sum()) for i, c in enumerate(CLASSES)},
         "model": getattr(scorer, "label", "?"), "provider": getattr(scorer, "provider", "?"), "precision": getattr(scorer, "precision", "?"),
-        "policy": policy.describe(), "rules": list(cfg.rules.files), "systems": systems,
+        "policy": policy.describe(), "rules": list(cfg.rules.files), "model_enabled": cfg.model.enabled, "systems": systems,
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
@@ -318,7 +319,10 @@ def render(result: Mapping[str, Any], data: str) -> str:
              f"({', '.join(f'{k} {v}' for k, v in result['labels'].items())})",
              f"model {result['model']} on {result['provider']} ({result['precision']}); {result['policy']}",
              f"rules: {', '.join(result['rules']) or 'none'}; rules decided {s['rules_model']['decided_by_rules']}, "
-             f"the model scored {s['rules_model']['scored_by_model']}", ""]
+             f"the model scored {s['rules_model']['scored_by_model']}"]
+    if not result.get("model_enabled", True):
+        lines.append("note: model.enabled is false in this config; 'rules+model' shows what turning it on would do")
+    lines.append("")
     header = f"{'':32}" + "".join(f"{SYSTEM_TITLES[x]:>14}" for x in SYSTEMS) + f"{'target':>12}"
     lines += [header, "-" * len(header)]
     rows = [("humans blocked", "humans_blocked", _pct), ("humans challenged", "humans_challenged", _pct),

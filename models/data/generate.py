@@ -31,7 +31,7 @@ from models.data.site import Draw, Endpoint
 from models.data.sources import BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
-DEFAULT_MIX = {"human": 0.44, "good_bot": 0.14, "bad_bot": 0.22, "attack": 0.20}
+DEFAULT_MIX = {"human": 0.42, "good_bot": 0.13, "bad_bot": 0.21, "attack": 0.24}
 
 # Published crawler ranges (a few prefixes each) — facts, used so that verified crawlers
 # in the data come from where a verified-crawler rule expects them.
@@ -180,8 +180,8 @@ def human(rng: Draw) -> dict[str, Any]:
     agent = _weighted(rng, browsers_for(rng.split))
     site_name = rng.choice(site.SITES[:5])
     host = site.HOSTS[site_name]
-    group = rng.choices(("page", "asset", "xhr", "xhr_post", "search", "form", "download", "feed"),
-                        weights=(0.36, 0.22, 0.09, 0.04, 0.14, 0.11, 0.02, 0.02))[0]
+    group = rng.choices(("page", "asset", "xhr", "xhr_post", "search", "form", "login", "download", "feed"),
+                        weights=(0.36, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
     options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
     tpl = rng.choice(options)
     ep = tpl.make(rng)
@@ -308,8 +308,8 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
         return _record(ep.method if ep.method == "GET" else "GET", ep.target, head, None, _ip(rng, _DATACENTERS + _RESIDENTIAL),
                        "bad_bot", f"bad/spoof/{why}", version=version, client=stats)
     if r < 0.93:  # credential stuffing against login forms
-        site_name = rng.choice(("shop", "forum"))
-        tpl = rng.choice([t for t in site.TEMPLATES if t.id in ("shop.login", "forum.login")])
+        site_name = rng.choice(site.SITES[:5])
+        tpl = rng.choice(site.templates(rng.split, site_name, ("login",)))
         ep = tpl.make(rng)
         host = site.HOSTS[site_name]
         if rng.random() < 0.5:

@@ -117,6 +117,49 @@ def _segment(rng: random.Random) -> str:
     return _hex(rng, rng.choice((8, 12, 24)))
 
 
+SCRIPT_EXTENSIONS = ("php", "aspx", "asp", "jsp", "do", "action", "cfm", "html", "htm", "shtml", "pl", "cgi", "py", "xhtml")
+REDIRECT_PARAMS = ("next", "redirect", "redirect_uri", "return", "returnTo", "return_url", "continue", "url", "dest", "callback", "state", "code")
+# Parameter names attacks are often put in, here with benign values: a name is no evidence.
+BENIGN_PARAMS: dict[str, tuple[str, ...]] = {
+    "id": ("{n}",), "p": ("{n}",), "cat": ("{n}", "{word}"), "pid": ("{n}",), "uid": ("{n}",), "article": ("{n}",), "item": ("{n}", "{slug}"),
+    "file": ("{slug}.pdf", "report-{n}.csv", "{word}.png", "docs/{slug}.html"), "path": ("/{word}/{slug}", "docs/{word}"),
+    "url": ("https://www.example.org/{slug}", "https%3A%2F%2Fblog.example.com%2F{slug}"), "next": ("/{word}", "/account/orders", "%2Fcart"),
+    "redirect": ("/{word}/{n}", "%2Fdashboard"), "return": ("/", "/{word}"), "callback": ("jQuery{n}_{n}", "cb{n}", "handle{word}"),
+    "template": ("{word}", "default", "wide"), "host": ("{word}.example.com",), "ip": ("203.0.113.{small}", "2001:db8::{small}"),
+    "cmd": ("list", "view", "edit"), "action": ("view", "edit", "save", "delete", "subscribe"), "do": ("search", "show", "login"),
+    "op": ("view", "list"), "debug": ("0", "false"), "view": ("grid", "list", "{word}"), "doc": ("{slug}", "{n}"), "email": ("{email}",),
+    "query": ("{query}",), "q": ("{query}",), "s": ("{query}",), "search": ("{query}",), "filter": ("{word}", "price:{n}-{n}"),
+    "sort": ("price", "-date", "name,asc"), "order": ("asc", "desc", "newest"), "lang": ("{locale}",), "dest": ("/{word}",),
+    "token": ("{hex}",), "sid": ("{hex}",), "ts": ("{epoch}",), "v": ("{small}", "{hex}"), "ref": ("{word}", "{hex}"),
+}
+
+
+def _fill(rng: random.Random, pattern: str) -> str:
+    out = pattern
+    for key, make in (("{n}", lambda: str(rng.randint(1, 99999))), ("{small}", lambda: str(rng.randint(1, 250))),
+                      ("{word}", lambda: rng.choice(WORDS + NOUNS + CATEGORIES)), ("{slug}", lambda: _slug(rng)),
+                      ("{email}", lambda: _email(rng)), ("{query}", lambda: search_query(rng)), ("{locale}", lambda: rng.choice(LOCALE_CODES)),
+                      ("{hex}", lambda: _hex(rng, rng.choice((8, 16, 32)))), ("{epoch}", lambda: str(1_600_000_000 + rng.randint(0, 10**8)))):
+        while key in out:
+            out = out.replace(key, make(), 1)
+    return out
+
+
+def _params(rng: random.Random, lo: int, hi: int, *, camel: bool = False, names: tuple[str, ...] | None = None) -> str:
+    """A query string of benign parameters (``?a=b&…``), or "" when zero are drawn."""
+    k = rng.randint(lo, hi)
+    if k == 0:
+        return ""
+    pairs = []
+    for _ in range(k):
+        name = rng.choice(names or tuple(BENIGN_PARAMS) + PARAM_NAMES)
+        value = _fill(rng, rng.choice(BENIGN_PARAMS.get(name, ("{word}", "{n}"))))
+        if " " in value or ("/" in value and rng.random() < 0.5):
+            value = _q(value, rng)
+        pairs.append(f"{name[0].upper() + name[1:] if camel else name}={value}")
+    return "?" + "&".join(pairs)
+
+
 def _value(rng: random.Random) -> str:
     r = rng.random()
     if r < 0.3:
@@ -266,7 +309,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("shop.api_reco", "shop", "xhr", lambda r: Endpoint("GET", f"/api/recommendations?product={r.randint(100, 99999)}&limit={r.choice((4, 8, 12))}", "xhr", "xhr")),
     Template("shop.cart_add", "shop", "xhr_post", _json("POST", lambda r: "/api/cart/items", lambda r: {"sku": f"SKU-{r.randint(1000, 9999)}", "qty": r.randint(1, 3)})),
     Template("shop.review", "shop", "form", _form(lambda r: f"/products/{r.randint(100, 99999)}/reviews", _review)),
-    Template("shop.login", "shop", "form", _form(lambda r: "/account/login", lambda r: {"email": _email(r), "password": _password(r), "remember": "on"})),
+    Template("shop.login", "shop", "login", _form(lambda r: "/account/login", lambda r: {"email": _email(r), "password": _password(r), "remember": "on"})),
     Template("shop.newsletter", "shop", "form", _form(lambda r: "/newsletter/subscribe", lambda r: {"email": _email(r), "consent": "1"})),
     Template("shop.address", "shop", "form", _form(lambda r: "/checkout/address", lambda r: {"name": f"{r.choice(USERS).title()} O'Neil", "street": f"{r.randint(1, 300)} Main St. #{r.randint(1, 20)}", "city": "Springfield", "zip": f"{r.randint(10000, 99999)}"})),
     # --- forge
@@ -303,7 +346,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("forum.topic_json", "forum", "xhr", lambda r: Endpoint("GET", f"/t/{r.randint(100, 99999)}.json?track_visit=true&forceLoad=true", "xhr", "xhr")),
     Template("forum.poll", "forum", "xhr_post", lambda r: Endpoint("POST", f"/message-bus/{_hex(r, 32)}/poll", "xhr", "xhr_post", urlencode({"/latest": str(r.randint(1, 9999)), "__seq": str(r.randint(1, 99))}), "application/x-www-form-urlencoded")),
     Template("forum.reply", "forum", "form", _form(lambda r: "/posts", _reply)),
-    Template("forum.login", "forum", "form", _form(lambda r: "/session", lambda r: {"login": r.choice(USERS), "password": _password(r)})),
+    Template("forum.login", "forum", "login", _form(lambda r: "/session", lambda r: {"login": r.choice(USERS), "password": _password(r)})),
     # --- blog
     Template("blog.post", "blog", "page", _page(lambda r: f"/{r.randint(2015, 2025)}/{r.randint(1, 12):02d}/{r.randint(1, 28):02d}/{r.choice(TOPICS)}/")),
     Template("blog.tag", "blog", "page", _page(lambda r: f"/tag/{r.choice(TAGS)}/")),
@@ -355,6 +398,20 @@ TEMPLATES: tuple[Template, ...] = (
     Template("generic.query", "*", "page", _page(lambda r: f"/{_segment(r)}?" + "&".join(f"{r.choice(PARAM_NAMES)}={_q(_value(r), r)}" for _ in range(r.randint(1, 4))))),
     Template("generic.tracking", "*", "page", _page(lambda r: f"/{_segment(r)}/{_slug(r)}?utm_source={r.choice(('newsletter', 'twitter', 'google', 'facebook'))}&utm_medium={r.choice(('email', 'social', 'cpc'))}&utm_campaign={r.choice(WORDS)}_{r.randint(1, 99)}{r.choice(('', '&gclid=' + _hex(r, 24), '&fbclid=' + _hex(r, 30)))}")),
     Template("generic.files", "*", "download", lambda r: Endpoint("GET", f"/{r.choice(('files', 'downloads', 'uploads', 'media', 'docs', 'assets'))}/{_slug(r)}.{r.choice(('pdf', 'zip', 'csv', 'docx', 'mp4', 'xlsx', 'epub', 'tar.gz'))}", "download")),
+    Template("generic.script_page", "*", "page", _page(lambda r: f"/{_segment(r)}/{r.choice(WORDS + NOUNS + PAGES)}.{r.choice(SCRIPT_EXTENSIONS)}{_params(r, 0, 2)}")),
+    Template("generic.php_app", "*", "page", _page(lambda r: f"/{r.choice(('index', 'forum', 'shop', 'gallery', 'viewtopic', 'product', 'search', 'member', 'calendar'))}.php{_params(r, 1, 3)}")),
+    Template("generic.asp_app", "*", "page", _page(lambda r: f"/{r.choice(CATEGORIES).title()}/{r.choice(PAGES).title()}.aspx{_params(r, 0, 2, camel=True)}")),
+    Template("generic.java_app", "*", "page", _page(lambda r: f"/{r.choice(('portal', 'app', 'web', 'store', 'bank'))}/{r.choice(WORDS)}{r.choice(('.do', '.action', '.jsf', '.jsp', ''))}{_params(r, 1, 3)}")),
+    Template("generic.params", "*", "page", _page(lambda r: f"/{_segment(r)}/{_segment(r)}{_params(r, 1, 5)}")),
+    Template("generic.redirects", "*", "page", _page(lambda r: f"/{r.choice(('login', 'logout', 'out', 'go', 'redirect', 'link', 'auth/callback', 'sso'))}{_params(r, 1, 2, names=REDIRECT_PARAMS)}")),
+    Template("generic.login", "*", "login", _form(lambda r: r.choice(("/login", "/signin", "/users/sign_in", "/auth/login", "/account/signin")),
+                                                   lambda r: {r.choice(("username", "user", "email", "login")): _email(r) if r.random() < 0.5 else r.choice(USERS),
+                                                              "password": _password(r), **({"remember_me": "1"} if r.random() < 0.5 else {})})),
+    Template("generic.login_json", "*", "login", _json("POST", lambda r: r.choice(("/api/login", "/api/auth/session", "/api/v1/sessions")),
+                                                       lambda r: {"email": _email(r), "password": _password(r)}, "form")),
+    Template("generic.signup", "*", "login", _form(lambda r: r.choice(("/register", "/signup", "/users", "/join")),
+                                                    lambda r: {"name": r.choice(USERS).title(), "email": _email(r), "password": _password(r),
+                                                               "password_confirmation": _password(r), "terms": "on"})),
     # --- crawler endpoints
     Template("robots", "*", "robots", lambda r: Endpoint("GET", "/robots.txt", "robots")),
     Template("sitemap", "*", "robots", lambda r: Endpoint("GET", r.choice(("/sitemap.xml", f"/sitemap-{r.randint(1, 9)}.xml", "/sitemap_index.xml")), "robots")),

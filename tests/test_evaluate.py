@@ -1,0 +1,151 @@
+"""gateway.evaluate (`clefgate eval`): three systems in one run, the metrics, the table and the JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gateway import evaluate as ev
+from gateway import features as feat
+from gateway.verdict import Probabilities
+
+CLASSES = ("human", "good_bot", "bad_bot", "attack")
+# path prefix -> the class probabilities the fake model answers
+ANSWERS = {
+    "/page": (0.97, 0.01, 0.01, 0.01),        # confident human
+    "/odd": (0.30, 0.05, 0.60, 0.05),          # risk 0.65: challenged
+    "/scrape": (0.05, 0.05, 0.85, 0.05),       # bad bot: challenged
+    "/inject": (0.01, 0.0, 0.01, 0.98),        # attack: blocked
+    "/weak": (0.10, 0.0, 0.20, 0.70),          # attack, not sure: challenged only
+    "/feed": (0.20, 0.20, 0.55, 0.05),         # risk 0.60: challenged by the model alone
+}
+
+
+class FakeScorer:
+    """Answers by path prefix; records what it was asked."""
+
+    label = "fake@1"
+    provider = "cpu"
+    precision = "fp32"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run_inputs(self, inputs: Sequence[feat.ModelInput]) -> list[Probabilities]:
+        self.calls += 1
+        out: list[Probabilities] = []
+        for mi in inputs:
+            target = mi.text.split("\n", 1)[0].split(" ", 1)[1]
+            probs = next(v for k, v in ANSWERS.items() if target.startswith(k))
+            out.append({"class": dict(zip(CLASSES, probs, strict=True)),
+                        "attack_kind": {"sqli": 0.9, "xss": 0.02, "traversal": 0.02, "cmdi": 0.02, "probe": 0.02, "other": 0.02}})
+        return out
+
+
+def record(path: str, label: str, **extra: Any) -> dict[str, Any]:
+    return {"method": "GET", "path": path, "http_version": "1.1", "headers": [["Host", "a.example"], ["User-Agent", "x"]],
+            "body": None, "client_ip": "198.51.100.9", "label": label, **extra}
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> dict[str, Path]:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n"
+        "  - name: allow-feeds\n    path: ['/feed', '/feed/**']\n    action: allow\n"
+        "  - name: block-env\n    path: ['/**/.env']\n    action: block\n"
+        "  - name: score-the-rest\n    action: score\n")
+    cfg = tmp_path / "clefgate.yaml"
+    cfg.write_text(f"rules:\n  files: [{rules}]\npolicy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
+    rows = [record("/page/1", "human")] * 6 + [record("/odd/1", "human")] * 2 + [record("/scrape/1", "bad_bot")] * 3 + [
+        record("/page/2", "bad_bot"), record("/inject?q=1", "attack", attack_kind="sqli"), record("/weak/.env", "attack"),
+        record("/weak/1", "attack"), record("/feed", "good_bot", verified=True), record("/page/3", "good_bot", verified=False),
+        record("/scrape/2", "good_bot", verified=True)]
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n{broken\n" + json.dumps({**rows[0], "label": None}) + "\n")
+    return {"config": cfg, "data": data}
+
+
+def run(setup: dict[str, Path]) -> dict[str, Any]:
+    cfg = ev.load_config(setup["config"])
+    skipped = ev.Skipped()
+    rows = ev.read_rows(setup["data"], skipped)
+    assert skipped.counts == {"invalid JSON": 1, "no label (human, good_bot, bad_bot, attack)": 1}
+    return ev.evaluate(rows, cfg, FakeScorer())
+
+
+def test_three_systems_in_one_run(setup: dict[str, Path]) -> None:
+    result = run(setup)
+    s = result["systems"]
+    assert result["n"] == 18 and result["labels"] == {"human": 8, "good_bot": 3, "bad_bot": 4, "attack": 3}
+    # rules + model: /weak/.env blocked by the rule, /feed allowed by the rule, the rest by the policy
+    assert s["rules_model"]["decided_by_rules"] == 2 and s["rules_model"]["scored_by_model"] == 16
+    assert s["rules_model"]["matrix"] == {
+        "human": {"forward": 6, "challenge": 2, "block": 0}, "good_bot": {"forward": 2, "challenge": 1, "block": 0},
+        "bad_bot": {"forward": 1, "challenge": 3, "block": 0}, "attack": {"forward": 0, "challenge": 1, "block": 2}}
+    assert result["humans_challenged"] == pytest.approx(2 / 8) and result["humans_blocked"] == 0.0
+    assert result["attacks_blocked"] == pytest.approx(2 / 3) and result["bad_bots_stopped"] == pytest.approx(3 / 4)
+    assert result["good_bots_passed"] == pytest.approx(2 / 3) and result["verified_good_bots_passed"] == pytest.approx(1 / 2)
+    assert result["accuracy"] == pytest.approx((6 + 2 + 3 + 2) / 18)
+    # the model alone challenges the feed reader and misses the .env probe's block
+    assert s["model"]["matrix"]["good_bot"] == {"forward": 1, "challenge": 2, "block": 0}
+    assert s["model"]["attacks_blocked"] == pytest.approx(1 / 3)
+    # rules only forward everything the rules leave open
+    assert s["rules_only"]["matrix"]["attack"] == {"forward": 2, "challenge": 0, "block": 1}
+    assert s["rules_only"]["humans_challenged"] == 0.0 and s["rules_only"]["ece"] is None
+    assert result["rule_hits"] == {"allow-feeds": 1, "block-env": 1}
+    assert result["targets"]["humans_challenged"]["met"] is False and result["targets"]["humans_blocked"]["met"] is True
+
+
+def test_class_metrics_and_calibration(setup: dict[str, Path]) -> None:
+    result = run(setup)
+    mc = result["model_class"]
+    assert mc["confusion"]["human"] == {"human": 6, "good_bot": 0, "bad_bot": 2, "attack": 0}
+    assert mc["per_class"]["attack"] == {"precision": 1.0, "recall": 1.0, "support": 3}
+    assert mc["per_class"]["good_bot"]["recall"] == 0.0
+    assert result["attack_kind_accuracy"] == 1.0
+    probs = np.array([[0.9, 0.1], [0.9, 0.1], [0.6, 0.4], [0.6, 0.4]])
+    labels = np.array([0, 1, 0, 0])
+    ece, brier = ev._softmax_ece(probs, labels)
+    # bin 0.9: accuracy 0.5 vs 0.9 (half the rows); bin 0.6: accuracy 1.0 vs 0.6 (half)
+    assert ece == pytest.approx(0.5 * 0.4 + 0.5 * 0.4)
+    assert brier == pytest.approx(np.mean([0.02, 1.62, 0.32, 0.32]))
+
+
+def test_shadow_policies_count_what_would_be_enforced(setup: dict[str, Path]) -> None:
+    text = setup["config"].read_text().replace("policy:\n", "policy:\n  shadow: true\n")
+    setup["config"].write_text(text)
+    assert run(setup)["systems"]["rules_model"]["matrix"]["attack"]["block"] == 2
+
+
+def test_report_and_json_from_the_command_line(setup: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("gateway.decider.onnx.OnnxScorer", lambda options: FakeScorer())
+    assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"]), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed", "accuracy", "ece", "n"):
+        assert key in out
+    assert out["n"] == 18 and out["skipped"] and out["model"] == "fake@1"
+    assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"])]) == 0
+    table = capsys.readouterr().out
+    for text in ("rules+model", "model alone", "rules only", "humans blocked", "humans challenged", "attacks blocked",
+                 "bad bots challenged or blocked", "ECE (class, 15 bins)", "confusion", "targets missed: humans_challenged"):
+        assert text in table
+
+
+def test_setup_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps(record("/page", "")) + "\n")
+    assert ev.main(["--data", str(empty)]) == 2
+    assert "no labelled requests" in capsys.readouterr().err
+    assert ev.main(["--data", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("policy:\n  challenge_risk: 7\n")
+    assert ev.main(["--data", str(empty), "--config", str(bad)]) == 2
+    assert "policy.challenge_risk" in capsys.readouterr().err
