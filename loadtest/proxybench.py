@@ -213,7 +213,9 @@ def run_wrk(url: str, connections: int, duration: float, cpu: int | None, measur
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 30, check=True).stdout
     used = cpu_seconds(measure) - before
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    lat = dict(re.findall(r"^\s+(50|99)%\s+(\S+)$", out, re.M))
+    lat = dict(re.findall(r"^\s*(50|99)(?:\.0+)?%\s+([\d.]+(?:us|ms|s))\s*$", out, re.M))
+    if "50" not in lat or "99" not in lat:
+        raise RuntimeError(f"wrk printed no latency distribution for {url}:\n{out}")
     errors = 0
     m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
     if m:
