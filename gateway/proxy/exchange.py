@@ -557,8 +557,8 @@ class Exchange:
                 else:
                     self.out_chunked = True
                     parts.append(b"transfer-encoding: chunked\r\n")
-        parts += (b"via: ", b"1.0 " if head.version == b"HTTP/1.0" else b"1.1 ", st.via_11[4:], b"\r\n",
-                  st.id_header_out, b": ", self.request_id.encode("latin-1"), b"\r\n")
+        parts += (st.via_id_10_line if head.version == b"HTTP/1.0" else st.via_id_11_line,
+                  self.request_id.encode("latin-1"), b"\r\n")
         if st.debug_headers and self.verdict is not None:
             parts.append(st.verdict_headers(self.verdict)[1])
         if close:

@@ -73,6 +73,9 @@ class ProxySettings:
         self.via_10 = f"1.0 {cfg.via}".encode("latin-1")
         self.via_id_11 = b"\r\nvia: " + self.via_11 + b"\r\n" + self.id_header_out + b": "
         self.via_id_10 = b"\r\nvia: " + self.via_10 + b"\r\n" + self.id_header_out + b": "
+        # the same as whole lines, for response heads (Via names the protocol the upstream answered in)
+        self.via_id_11_line = self.via_id_11[2:]
+        self.via_id_10_line = self.via_id_10[2:]
         self.public_scheme = cfg.public_scheme
         # the scheme of requests whose peer is not a trusted proxy
         self.scheme = cfg.public_scheme or "http"
