@@ -196,7 +196,7 @@ def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir:
         warm = warm_up(running.port, scenario.host, warmup_s)
         before = running.metrics()
         sut_pids = running.pids()
-        with setups.CpuSampler(sut_pids, core=sut_cpu) as sut_cpu_samples, setups.CpuSampler([os.getpid()]) as own_cpu:
+        with setups.CpuSampler(sut_pids) as sut_cpu_samples, setups.CpuSampler([os.getpid()]) as own_cpu:
             sim = run_scenario(scenario, "127.0.0.1", running.port, via_gateway=setup.via_gateway, label=setup.name,
                                progress=stderr_progress, solver=solver)
         after = running.metrics()
@@ -218,8 +218,8 @@ def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir:
 
 
 def _cpu_figures(sim: dict[str, Any], sut: setups.CpuSampler, own: setups.CpuSampler) -> dict[str, Any]:
-    """SUT CPU per request (whole run and per phase), utilisation over time, other load on the SUT's CPU,
-    and the load generator's own CPU."""
+    """SUT CPU per request (whole run and per phase), utilisation over time, how long the SUT and the load
+    generator waited for a CPU (held up by other processes), and the load generator's own CPU."""
     start = sim["clock_start"]
     total_cpu = sut.between(start, start + sim["duration_s"])
     per_second = sim["per_second"]
@@ -231,11 +231,11 @@ def _cpu_figures(sim: dict[str, Any], sut: setups.CpuSampler, own: setups.CpuSam
         requests = sum(sum(c.values()) for c in per_second[int(lo):int(hi)])
         cpu = sut.between(start + lo, start + hi)
         gen = own.between(start + lo, start + hi)
-        others = sut.others_between(start + lo, start + hi)
         phases[phase["name"]] = {"cpu_s": cpu, "requests": requests, "seconds": hi - lo,
                                  "us_per_request": cpu / requests * 1e6 if requests else 0.0,
                                  "sut_util": cpu / (hi - lo), "generator_util": gen / (hi - lo),
-                                 "others_util": None if others is None else others / (hi - lo)}
+                                 "sut_waited": sut.waited_between(start + lo, start + hi) / (hi - lo),
+                                 "generator_waited": own.waited_between(start + lo, start + hi) / (hi - lo)}
     timeline = []
     samples = sut.samples
     for (t0, c0), (t1, c1) in itertools.pairwise(samples):
@@ -270,11 +270,11 @@ def merge_rounds(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for name in first["cpu"]["phases"]:
         parts = [c["phases"][name] for c in cpus if name in c["phases"]]
         p_cpu, p_req, p_sec = sum(p["cpu_s"] for p in parts), sum(p["requests"] for p in parts), sum(p["seconds"] for p in parts)
-        others = [p["others_util"] for p in parts if p.get("others_util") is not None]
+        def weighted(key: str, parts: list[dict[str, Any]] = parts, p_sec: float = p_sec) -> float:
+            return sum(p[key] * p["seconds"] for p in parts) / p_sec if p_sec else 0.0
         phases[name] = {"cpu_s": p_cpu, "requests": p_req, "seconds": p_sec, "us_per_request": p_cpu / p_req * 1e6 if p_req else 0.0,
-                        "sut_util": p_cpu / p_sec if p_sec else 0.0,
-                        "generator_util": sum(p["generator_util"] * p["seconds"] for p in parts) / p_sec if p_sec else 0.0,
-                        "others_util": sum(others) / len(others) if others else None}
+                        "sut_util": p_cpu / p_sec if p_sec else 0.0, "generator_util": weighted("generator_util"),
+                        "sut_waited": weighted("sut_waited"), "generator_waited": weighted("generator_waited")}
     gateway = _sum_figures([r["gateway"] for r in ok]) if all(r.get("gateway") for r in ok) else {}
     if gateway:
         gateway["mean_batch"] = gateway["batch_sum"] / gateway["model_runs"] if gateway.get("model_runs") else 0.0
@@ -298,7 +298,7 @@ def _round_figures(result: dict[str, Any]) -> dict[str, Any]:
     flood = next((p["name"] for p in sim["phases"] if p["flood"]), None)
     flood_cpu = cpu["phases"].get(flood or "", {})
     return {"flood_rps": report.phase_throughput(sim, flood) if flood else None, "cpu_us": cpu["us_per_request"],
-            "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_others_util": flood_cpu.get("others_util")}
+            "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_sut_waited": flood_cpu.get("sut_waited")}
 
 
 def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate bench") -> int:

@@ -95,7 +95,8 @@ def comparison(run: dict[str, Any]) -> list[dict[str, Any]]:
             "steady_p50": sim["latency_by_phase"].get(steady, {}).get("p50_ms"),
             "errors": sim["errors"], "cpu_us": cpu.get("us_per_request"),
             "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_sut_util": flood_cpu.get("sut_util"),
-            "flood_generator_util": flood_cpu.get("generator_util"), "flood_others_util": flood_cpu.get("others_util"),
+            "flood_generator_util": flood_cpu.get("generator_util"), "flood_sut_waited": flood_cpu.get("sut_waited"),
+            "flood_generator_waited": flood_cpu.get("generator_waited"),
             "flood_by_round": [f.get("flood_rps") for f in r.get("round_figures", [])],
         })
     by = {row["setup"]: row for row in rows}
@@ -113,7 +114,7 @@ def comparison(run: dict[str, Any]) -> list[dict[str, Any]]:
 def comparison_table(run: dict[str, Any]) -> str:
     rows = comparison(run)
     header = ("setup", "requests", "req/s steady", "req/s flood (by round)", "× nginx (flood)", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms",
-              "errors", "SUT CPU µs/req", "× nginx (CPU/req)", "added p50 ms (steady)", "other load on SUT CPU (flood)")
+              "errors", "SUT CPU µs/req", "× nginx (CPU/req)", "added p50 ms (steady)", "SUT waited for a CPU (flood)")
     body = []
     for row in rows:
         flood = _fmt(row["flood_rps"], 0)
@@ -121,11 +122,12 @@ def comparison_table(run: dict[str, Any]) -> str:
             flood += " (" + " / ".join(_fmt(v, 0) for v in row["flood_by_round"]) + ")"
         if row["client_bound"]:
             flood += " client-bound"
-        others = row.get("flood_others_util")
+        # the origin shares the load generator's CPU by design, so its waiting says nothing about other processes
+        waited = None if row["setup"] == "origin" else row.get("flood_sut_waited")
         body.append((row["title"], f"{row['requests']:,}", _fmt(row["steady_rps"], 0), flood, _fmt(row["x_nginx_flood"]),
                      _fmt(row["p50"], 3), _fmt(row["p95"], 3), _fmt(row["p99"], 3), _fmt(row["p999"], 3), str(row["errors"]),
                      _fmt(row["cpu_us"], 0), _fmt(row["x_nginx_cpu"]), _fmt(row["added_p50"], 3),
-                     "–" if others is None else f"{100 * others:.0f}%"))
+                     "–" if waited is None else f"{100 * waited:.0f}%"))
     return _table(header, body)
 
 
@@ -134,7 +136,8 @@ def phase_table(run: dict[str, Any]) -> str:
     if not ok:
         return ""
     phases = [p["name"] for p in ok[0]["sim"]["phases"]]
-    header = ["setup"] + [f"{p} {q}" for p in phases for q in ("req/s", "p50 ms", "p99 ms", "SUT CPU µs/req", "SUT CPU %")]
+    header = ["setup"] + [f"{p} {q}" for p in phases for q in ("req/s", "p50 ms", "p99 ms", "SUT CPU µs/req", "SUT CPU %",
+                                                                "SUT waited %")]
     body = []
     for r in ok:
         sim, cpu = r["sim"], r.get("cpu", {}).get("phases", {})
@@ -143,7 +146,8 @@ def phase_table(run: dict[str, Any]) -> str:
             lat = sim["latency_by_phase"].get(p, {})
             c = cpu.get(p, {})
             row += [_fmt(phase_throughput(sim, p), 0), _fmt(lat.get("p50_ms"), 3), _fmt(lat.get("p99_ms"), 3),
-                    _fmt(c.get("us_per_request"), 0), _fmt(100 * c["sut_util"], 0) if "sut_util" in c else "–"]
+                    _fmt(c.get("us_per_request"), 0), _fmt(100 * c["sut_util"], 0) if "sut_util" in c else "–",
+                    _fmt(100 * c["sut_waited"], 0) if c.get("sut_waited") is not None and r["setup"] != "origin" else "–"]
         body.append(row)
     return _table(header, body)
 
@@ -508,8 +512,9 @@ def markdown(run: dict[str, Any], plots: Sequence[Path]) -> str:
               "in the flood phase it is capacity. *client-bound* marks a setup whose flood throughput was capped by the load generator "
               "(its CPU was saturated while the system under test was not): compare those by CPU per request instead. Latency is "
               "per request from the client, HDR histograms over the whole run; *added p50* is the setup's steady-phase p50 minus the "
-              f"origin's. *Other load on SUT CPU* is how busy the system under test's CPU was with other processes during the flood "
-              f"(this machine is shared): a high figure means that setup's flood numbers are understated. {run.get('rounds', 1)} "
+              "origin's. *Waited for a CPU* is the time the system under test's threads spent runnable but waiting in a run "
+              "queue, as a share of the flood phase (summed over its threads): its CPU is its own, so this is other processes on "
+              f"this shared machine holding it, and a high figure means that setup's flood numbers are understated. {run.get('rounds', 1)} "
               "round(s) per setup, interleaved (every other round in reverse order); requests and latency cover all rounds, "
               "throughput is the mean of the rounds.", "", comparison_table(run), "", "### By phase", "", phase_table(run), ""]
     cost = model_cost(run)

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from loadtest import site
-from loadtest.proxybench import _TICK, Service, cpu_seconds, free_port, process_tree, start_nginx
+from loadtest.proxybench import Service, cpu_seconds, free_port, process_tree, start_nginx
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RULES = ROOT / "rules" / "default.yaml"
@@ -201,37 +201,41 @@ def model_missing(running: Running) -> str | None:
     return None
 
 
-def core_busy_seconds(cpu: int) -> float:
-    """Seconds CPU ``cpu`` has been busy (anything but idle and iowait) since boot, from /proc/stat."""
-    try:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith(f"cpu{cpu} "):
-                fields = [int(x) for x in line.split()[1:]]
-                idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-                return (sum(fields[:8]) - idle) / _TICK
-    except (OSError, ValueError):
-        pass
-    return 0.0
+def run_queue_seconds(pids: list[int]) -> float:
+    """Seconds the threads of ``pids`` spent runnable but waiting for a CPU (``/proc/<pid>/task/*/schedstat``).
+
+    On a shared machine this is the share of time other processes kept the system under
+    test from running when it had work: the figure that says a run's throughput is
+    understated.
+    """
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
+    return total / 1e9
 
 
 class CpuSampler:
-    """Samples, every ``interval_s`` in a thread, the CPU seconds used by a set of processes and,
-    with ``core``, how busy that CPU was in all (so that load from other processes on it shows)."""
+    """Samples, every ``interval_s`` in a thread, the CPU seconds used by a set of processes and the
+    seconds they waited in a run queue for a CPU (held up by other processes on a shared machine)."""
 
-    def __init__(self, pids: list[int], interval_s: float = 0.5, core: int | None = None) -> None:
+    def __init__(self, pids: list[int], interval_s: float = 0.5) -> None:
         self.pids = pids
         self.interval_s = interval_s
-        self.core = core
         self.samples: list[tuple[float, float]] = []  # (perf_counter, cpu seconds of the processes)
-        self.core_samples: list[tuple[float, float]] = []  # (perf_counter, busy seconds of the core)
+        self.waits: list[tuple[float, float]] = []  # (perf_counter, run-queue seconds of their threads)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
 
     def _sample(self) -> None:
         now = time.perf_counter()
         self.samples.append((now, cpu_seconds(self.pids)))
-        if self.core is not None:
-            self.core_samples.append((now, core_busy_seconds(self.core)))
+        self.waits.append((now, run_queue_seconds(self.pids)))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -260,8 +264,6 @@ class CpuSampler:
         """CPU seconds the processes used between two perf_counter times (nearest samples)."""
         return self._delta(self.samples, start, end)
 
-    def others_between(self, start: float, end: float) -> float | None:
-        """CPU seconds other processes took on the core between two times (None without a core)."""
-        if self.core is None:
-            return None
-        return max(0.0, self._delta(self.core_samples, start, end) - self.between(start, end))
+    def waited_between(self, start: float, end: float) -> float:
+        """Seconds their threads waited for a CPU between two times."""
+        return self._delta(self.waits, start, end)
