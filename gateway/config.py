@@ -408,6 +408,51 @@ class DecisionLogConfig:
     sample: float = setting(1.0, "Fraction of loggable decisions written (a stable hash of the request id).", check=fraction)
 
 
+def rate_spec(v: str) -> str | None:
+    if v in ("", "0", "off"):
+        return None
+    if not re.fullmatch(r"\s*\d+\s*/\s*\d*\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*", v) or v.strip().startswith("0"):
+        return f"{v!r} is not a rate like 600/min (units: s, min, h, day), or 'off'"
+    return None
+
+
+@dataclass(kw_only=True)
+class ClefConfig:
+    """The zero-shot ``clef`` model behind the decision API (questions defined at request time)."""
+
+    enabled: bool = setting(False, "Load clef for the decision API (about 100 MB of memory); off, only clef-flash's own questions are answered. The demo turns it on.")
+    repository: str = setting("", "Folder holding clef/<version>/, relative to the config file; empty means the shipped models/repository.")
+    name: str = setting("clef", "Model name (a folder under the repository).")
+    version: str = setting("latest", "Model version folder, or 'latest'.")
+    device: str = setting("auto", "auto (CUDA with fp16 when available, else CPU int8), cuda or cpu.", check=one_of("auto", "cuda", "cpu"))
+    threads: int = setting(1, "onnxruntime threads per clef inference.", check=positive)
+    timeout_ms: float = setting(2000.0, "Deadline of one clef call; a slower one fails with 503 and counts towards its circuit breaker.", check=positive)
+    max_windows: int = setting(32, "Most 128-token windows read from one state; a longer state gets 413.", check=positive)
+
+
+@dataclass(kw_only=True)
+class ApiKeyConfig:
+    """One API key of the decision API."""
+
+    id: str = setting(dataclasses.MISSING, "Name of the key (in metrics and logs; never the key itself).")
+    key: str = setting(dataclasses.MISSING, "The key; env:NAME or file:PATH accepted.", secret=True)
+    rate: str = setting("", "Rate limit of this key, like 600/min; empty uses jev.rate.", check=rate_spec)
+
+
+@dataclass(kw_only=True)
+class JevConfig:
+    """The Jev-compatible decision API (POST /v1/decision) on the admin listener."""
+
+    enabled: bool = setting(True, "Serve /v1/decision, /v1/health, /health and /v1/openapi.json on the admin listener.")
+    api_keys: list[ApiKeyConfig] = setting(factory=list, doc="When set, callers send 'Authorization: Bearer KEY' (or X-API-Key): 401 without a key, 403 with an unknown one.")
+    rate: str = setting("600/min", "Rate limit per API key (per client address when no keys are set); 'off' disables it. Over it: 429 with Retry-After.", check=rate_spec)
+    max_body_bytes: int = setting(1 << 20, "Largest request body; larger gets 413.", check=positive, coerce=parse_size)
+    max_state_bytes: int = setting(64 << 10, "Largest state or input text (UTF-8 bytes); larger gets 413.", check=positive, coerce=parse_size)
+    max_questions: int = setting(64, "Most questions in one request.", check=positive)
+    max_batch: int = setting(64, "Most requests in one batch (a JSON array).", check=positive)
+    labels: list[str] = setting(["forward", "challenge", "block"], "Label set of the 'input' request shape.", coerce=_csv_list)
+
+
 @dataclass(kw_only=True)
 class Config:
     """The whole gateway configuration."""
@@ -433,6 +478,8 @@ class Config:
     model: ModelConfig = setting(factory=ModelConfig, doc="The Clef-flash model.")
     decider: DeciderConfig = setting(factory=DeciderConfig, doc="Batching, cache and circuit breaker around the model.")
     decision_log: DecisionLogConfig = setting(factory=DecisionLogConfig, doc="The JSONL decision log.")
+    clef: ClefConfig = setting(factory=ClefConfig, doc="The zero-shot clef model of the decision API.")
+    jev: JevConfig = setting(factory=JevConfig, doc="The Jev-compatible decision API.")
 
     # The file this config came from (not a YAML key).
     source: str = field(default="<defaults>", metadata={"internal": True})
@@ -586,10 +633,16 @@ def _cross_check(cfg: Config, problems: list[str]) -> None:
     for name, b in cfg.backends.items():
         if not b.servers:
             problems.append(f"backends.{name}.servers: a backend needs at least one server")
-    for where, value in (("admin.token", cfg.admin.token),):
+    secrets = [("admin.token", cfg.admin.token)] + [(f"jev.api_keys[{i}].key", k.key) for i, k in enumerate(cfg.jev.api_keys)]
+    for where, value in secrets:
         if value.startswith(("env:", "file:")) and not resolve_secret(value):
             what = f"environment variable {value[4:]} is not set or empty" if value.startswith("env:") else f"file {value[5:]} is missing, unreadable or empty"
-            problems.append(f"{where}: {value!r}: {what} (a secret that cannot be read would leave the admin API open)")
+            problems.append(f"{where}: {value!r}: {what} (a secret that cannot be read would leave the API open)")
+    ids = [k.id for k in cfg.jev.api_keys]
+    for dup in sorted({i for i in ids if ids.count(i) > 1}):
+        problems.append(f"jev.api_keys: id {dup!r} is used more than once")
+    if not cfg.jev.labels or len(set(cfg.jev.labels)) != len(cfg.jev.labels) or len(cfg.jev.labels) < 2:
+        problems.append(f"jev.labels: {cfg.jev.labels!r} must be at least two distinct labels")
     if cfg.admin.listen and cfg.admin.listen == cfg.listen:
         problems.append(f"admin.listen: {cfg.admin.listen!r} is also the data listener; give the admin its own port")
 
@@ -611,6 +664,8 @@ def validate(raw: Any, source: str = "<inline>", extra_checks: list[Callable[[Co
     cfg.source = source
     base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     cfg.rules.files = [str((base / f).resolve()) if not os.path.isabs(f) else f for f in cfg.rules.files]
+    if cfg.clef.repository and not os.path.isabs(cfg.clef.repository):
+        cfg.clef.repository = str((base / cfg.clef.repository).resolve())
     if cfg.model.repository and not os.path.isabs(cfg.model.repository):
         cfg.model.repository = str((base / cfg.model.repository).resolve())
     if cfg.decision_log.path and not os.path.isabs(cfg.decision_log.path):

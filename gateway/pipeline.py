@@ -97,13 +97,19 @@ class Pipeline:
     state: ClientState | None = None
     policy: Policy | None = None
     route_policies: tuple[_RoutePolicy, ...] = ()
+    # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
+    _default_label: str = field(init=False, repr=False, compare=False, default="")
+
+    def __post_init__(self) -> None:
+        label = self.default.action.value if isinstance(self.default, Verdict) else "score"
+        object.__setattr__(self, "_default_label", label)
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
         """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
         outcome = self.rules.evaluate(features) if self.rules is not None else None
         if outcome is None:
             outcome = self.default
-            DEFAULTS.inc(outcome.action.value if isinstance(outcome, Verdict) else "score")
+            DEFAULTS.inc(self._default_label)
         if isinstance(outcome, Verdict):
             if outcome.action is Action.CHALLENGE and self.passes is not None:
                 return self.passes.honour(outcome, features)

@@ -42,6 +42,7 @@ from gateway.decider.manifest import ManifestError
 from gateway.decider.onnx import ModelLoadError
 from gateway.decisionlog import DecisionLog
 from gateway.features import model_input
+from gateway.jev import DecisionApi
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
@@ -328,16 +329,20 @@ class Control(Protocol):
 
 
 class LocalControl:
-    """Admin control of the single worker running in this process."""
+    """Admin control of the single worker running in this process (and its decision API)."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, api: DecisionApi | None = None) -> None:
         self.worker = worker
+        self.api = api
 
     async def statuses(self) -> list[dict[str, Any]]:
         return [self.worker.status()]
 
     async def reload(self) -> list[str]:
-        return await self.worker.reload()
+        problems = await self.worker.reload()
+        if not problems and self.api is not None:
+            problems = await self.api.configure(self.worker.runtime.config)
+        return problems
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
         return await self.worker.swap_model(swap)
@@ -426,13 +431,22 @@ async def _serve_single(source: ConfigSource, cfg: Config) -> int:
     loop = asyncio.get_running_loop()
     worker = Worker(source, cfg, reuse_port=False)
     stop = asyncio.Event()
-    _install_signals(loop, on_reload=lambda: _spawn(worker.reload()), on_stop=stop.set)
     await worker.start()
-    runner = await start_admin(admin_app(LocalControl(worker)), cfg.admin.listen) if cfg.admin.listen else None
+    api = None
+    if cfg.jev.enabled and cfg.admin.listen:
+        api = DecisionApi(lambda: worker.runtime.config, lambda: worker.runtime.decider)
+        problems = await api.configure(cfg)
+        if problems:
+            raise ConfigError(problems, cfg.source)
+    control = LocalControl(worker, api)
+    _install_signals(loop, on_reload=lambda: _spawn(control.reload()), on_stop=stop.set)
+    runner = await start_admin(admin_app(control, api.routes if api else None), cfg.admin.listen) if cfg.admin.listen else None
     await stop.wait()
     await worker.drain()
     if runner is not None:
         await runner.cleanup()
+    if api is not None:
+        api.close()
     return 0
 
 
@@ -550,6 +564,9 @@ class Supervisor:
         self.stopping = False
         self._snapshots: list[dict[str, Any]] = []
         metrics.REGISTRY.remote = lambda: self._snapshots
+        # the decision API runs here (on the admin listener), with models of its own
+        self.api: DecisionApi | None = None
+        self.flash: Decider | None = None
 
     def _start_worker(self, index: int) -> _WorkerHandle:
         parent, child = self.ctx.Pipe()
@@ -563,8 +580,26 @@ class Supervisor:
             self.workers.append(self._start_worker(i))
         for w in self.workers:
             await self._await_started(w)
+        if self.cfg.jev.enabled and self.cfg.admin.listen:
+            self.api = DecisionApi(lambda: self.cfg, lambda: self.flash)
+            problems = await self._configure_api(self.cfg)
+            if problems:
+                raise ConfigError(problems, self.cfg.source)
         watch = asyncio.get_running_loop().create_task(self._watch())
         _BACKGROUND.add(watch)
+
+    async def _configure_api(self, cfg: Config) -> list[str]:
+        if self.api is None:
+            return []
+        loop = asyncio.get_running_loop()
+        try:
+            flash = await loop.run_in_executor(None, load_decider, cfg, self.flash)
+        except (ManifestError, ModelLoadError) as exc:
+            return [f"model: {p}" for p in exc.problems]
+        if self.flash is not None:
+            self.flash.close(successor=flash)
+        self.flash = flash
+        return await self.api.configure(cfg)
 
     async def _await_started(self, w: _WorkerHandle, wait_s: float = 120.0) -> None:
         loop = asyncio.get_running_loop()
@@ -642,6 +677,7 @@ class Supervisor:
         if not problems:
             self.cfg = cfg
             metrics.CONFIG_RELOADS.inc("ok")
+            problems = await self._configure_api(cfg)
         return problems
 
     def config(self) -> Config:
@@ -674,13 +710,17 @@ async def _serve_supervised(source: ConfigSource, cfg: Config) -> int:
             await sup.refresh_snapshots()
         return await handler(request)
 
-    app = admin_app(sup)
+    app = admin_app(sup, sup.api.routes if sup.api else None)
     app.middlewares.append(refresh)
     runner = await start_admin(app, cfg.admin.listen) if cfg.admin.listen else None
     await stop.wait()
     await sup.drain()
     if runner is not None:
         await runner.cleanup()
+    if sup.api is not None:
+        sup.api.close()
+    if sup.flash is not None:
+        sup.flash.close()
     return 0
 
 

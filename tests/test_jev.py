@@ -1,0 +1,213 @@
+"""The Jev-compatible decision API against a running gateway with the shipped clef-flash and clef models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway.jev import _as_request_record, parse_item
+from gateway.config import JevConfig
+from tests.harness import ROOT, Gateway, config_for
+
+pytestmark = pytest.mark.timeout(300)
+
+ATTACK_RECORD = {"method": "GET", "path": "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
+                 "http_version": "1.1", "headers": [["Host", "shop.example"], ["User-Agent", "sqlmap/1.7.2#stable (https://sqlmap.org)"],
+                                                    ["Accept", "*/*"]], "body": None, "client_ip": "198.51.100.9"}
+BROWSER_RECORD = {"method": "GET", "path": "/shop/2", "http_version": "1.1",
+                  "headers": [["Host", "shop.example"],
+                              ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"],
+                              ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
+                              ["Accept-Language", "en-GB,en;q=0.5"], ["Accept-Encoding", "gzip, deflate, br"],
+                              ["Referer", "https://shop.example/shop"], ["Connection", "keep-alive"], ["Cookie", "sid=abc"],
+                              ["Sec-Fetch-Dest", "document"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-Site", "same-origin"]],
+                  "body": None, "client_ip": "203.0.113.20"}
+CLASS_Q = {"id": "class", "type": "choice", "options": ["human", "good_bot", "bad_bot", "attack"]}
+
+
+@pytest.fixture(scope="module")
+def api(demo_origin, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True},
+                     jev={"api_keys": [{"id": "team-a", "key": "key-a-123456"}, {"id": "slow", "key": "key-slow-1", "rate": "3/min"}]})
+    gw = Gateway(tmp_path_factory.mktemp("jev"), cfg, ready_timeout=120)
+    yield gw
+    gw.stop()
+
+
+def post(gw: Gateway, body: object, key: str | None = "key-a-123456", **kw: object) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(gw.admin_url + "/v1/decision", json=body, headers=headers, timeout=60, **kw)  # type: ignore[arg-type]
+
+
+def test_questions_shape_routes_known_questions_to_clef_flash(api: Gateway) -> None:
+    answer = post(api, {"model": "clef-flash", "state": ATTACK_RECORD, "questions": [CLASS_Q]}).json()
+    (a,) = answer["answers"]
+    assert a["id"] == "class" and a["model"].startswith("clef-flash@")
+    assert a["top_option"] == "attack"
+    assert abs(sum(a["probabilities"].values()) - 1) < 1e-6
+    assert list(a["probabilities"]) == CLASS_Q["options"]
+    assert answer["latency_ms"] >= 0
+    benign = post(api, {"state": json.dumps(BROWSER_RECORD), "questions": [CLASS_Q]}).json()["answers"][0]
+    assert benign["top_option"] == "human"
+
+
+def test_raw_http_request_text_is_understood_as_a_request(api: Gateway) -> None:
+    raw = "GET /../../etc/passwd HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"
+    a = post(api, {"state": raw, "questions": [CLASS_Q]}).json()["answers"][0]
+    assert a["model"].startswith("clef-flash@")
+
+
+def test_unknown_questions_go_to_clef_in_the_same_call(api: Gateway) -> None:
+    body = {"model": "clef-flash", "state": ATTACK_RECORD, "questions": [
+        CLASS_Q,
+        {"id": "urgency", "type": "choice", "options": ["P0_Critical", "P1_High", "P2_Medium", "P3_Low"],
+         "criteria": "how much of the system is unavailable"},
+        {"id": "auto_mitigate", "type": "bool", "criteria": "may the read-replica scale-up script run"},
+    ]}
+    answers = {a["id"]: a for a in post(api, body).json()["answers"]}
+    assert answers["class"]["model"].startswith("clef-flash@")
+    assert answers["urgency"]["model"].startswith("clef@")
+    assert answers["urgency"]["top_option"] in body["questions"][1]["options"]  # type: ignore[index]
+    assert isinstance(answers["auto_mitigate"]["top_option"], bool)
+    assert set(answers["auto_mitigate"]["probabilities"]) == {"true", "false"}
+    for a in answers.values():
+        assert abs(sum(a["probabilities"].values()) - 1) < 1e-6
+
+
+def test_clef_questions_on_free_text(api: Gateway) -> None:
+    state = ("The primary database cluster is down. All checkout requests fail with 500 errors and the status page "
+             "reports a complete outage for every customer region.")
+    body = {"model": "clef", "state": state, "questions": [
+        {"id": "urgency", "type": "choice", "options": ["P0_Critical", "P1_High", "P2_Medium", "P3_Low"],
+         "criteria": "how much of the system is unavailable"}]}
+    a = post(api, body).json()["answers"][0]
+    assert a["model"].startswith("clef@")
+    assert a["top_option"] in ("P0_Critical", "P1_High")
+
+
+def test_input_shape(api: Gateway) -> None:
+    r = post(api, {"input": "five failed logins in a minute, then a sixth from an address in a high-risk range", "max_tokens": 128})
+    assert r.status_code == 200
+    decision = r.json()["decision"]
+    assert decision["label"] in ("forward", "challenge", "block")
+    assert 0 <= decision["confidence"] <= 1
+    assert decision["feature"] and all(isinstance(f, str) for f in decision["feature"])
+
+
+def test_candidates_shape(api: Gateway) -> None:
+    r = post(api, {"task": "content_moderation", "features": {"text_length": 128, "has_url": True, "sender_reputation": 0.82},
+                   "candidates": ["allow", "review", "block"]})
+    assert r.status_code == 200
+    out = r.json()
+    assert out["decision"] in ("allow", "review", "block") and 0 <= out["confidence"] <= 1 and out["latency_ms"] >= 0
+
+
+def test_batch_answers_in_order(api: Gateway) -> None:
+    batch = [{"state": ATTACK_RECORD, "questions": [CLASS_Q]},
+             {"input": "a new account posted the same link forty times"},
+             {"task": "intent", "features": {"message": "I want to cancel my subscription"}, "candidates": ["cancel", "upgrade", "billing"]},
+             {"state": BROWSER_RECORD, "questions": [CLASS_Q]}]
+    out = post(api, batch).json()
+    assert isinstance(out, list) and len(out) == 4
+    assert out[0]["answers"][0]["top_option"] == "attack"
+    assert "label" in out[1]["decision"]
+    assert out[2]["decision"] in ("cancel", "upgrade", "billing")
+    assert out[3]["answers"][0]["top_option"] == "human"
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"questions": [CLASS_Q]}, "state"),
+    ({"state": "x", "questions": []}, "questions"),
+    ({"state": "x", "questions": [{"id": "q", "options": ["only-one"]}]}, "questions[0]"),
+    ({"state": "x", "questions": [{"id": "q", "type": "maybe", "options": ["a", "b"]}]}, "questions[0].type"),
+    ({"state": "x", "questions": [{"id": "q", "options": ["a", "b"]}, {"id": "q", "options": ["a", "b"]}]}, "questions[1].id"),
+    ({"state": "x", "model": "gpt", "questions": [CLASS_Q]}, "model"),
+    ({"input": 42}, "input"),
+    ({"input": "x", "max_tokens": 0}, "max_tokens"),
+    ({"task": "t", "candidates": ["a"]}, "candidates"),
+    ({"hello": "world"}, "body"),
+    ([{"input": "ok"}, {"input": 1}], "[1].input"),
+])
+def test_schema_errors_name_the_field(api: Gateway, body: object, field: str) -> None:
+    r = post(api, body)
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["code"] == "invalid_request" and err["message"].startswith(field) and err["request_id"]
+    if field != "body":
+        assert err["field"] == field
+
+
+def test_invalid_json_and_sizes(api: Gateway) -> None:
+    r = httpx.post(api.admin_url + "/v1/decision", content=b"{nope", headers={"Authorization": "Bearer key-a-123456"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+    r = post(api, {"input": "x" * (70 * 1024)})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large" and r.json()["error"]["field"] == "input"
+    r = post(api, {"state": "word " * 40000, "questions": [{"id": "q", "options": ["a", "b"]}]})
+    assert r.status_code == 413
+
+
+def test_api_keys(api: Gateway) -> None:
+    r = post(api, {"input": "hello"}, key=None)
+    assert r.status_code == 401 and r.json()["error"]["code"] == "missing_api_key" and "Bearer" in r.headers["WWW-Authenticate"]
+    r = post(api, {"input": "hello"}, key="not-a-key")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "invalid_api_key"
+    r = httpx.post(api.admin_url + "/v1/decision", json={"input": "hello"}, headers={"X-API-Key": "key-a-123456"}, timeout=30)
+    assert r.status_code == 200
+
+
+def test_rate_limit_per_key(api: Gateway) -> None:
+    codes = [post(api, {"input": "hello"}, key="key-slow-1").status_code for _ in range(4)]
+    assert codes[:3] == [200, 200, 200] and codes[3] == 429
+    r = post(api, {"input": "hello"}, key="key-slow-1")
+    assert r.json()["error"]["code"] == "rate_limited" and int(r.headers["Retry-After"]) >= 1
+    assert post(api, {"input": "hello"}).status_code == 200  # other keys are not affected
+
+
+def test_health_and_openapi(api: Gateway) -> None:
+    for path in ("/health", "/v1/health"):
+        h = httpx.get(api.admin_url + path, timeout=10).json()
+        assert h["ready"] is True and {m["name"] for m in h["models"]} == {"clef-flash", "clef"}
+        assert all(m["provider"] for m in h["models"])
+    doc = httpx.get(api.admin_url + "/v1/openapi.json", timeout=10).json()
+    assert doc["openapi"].startswith("3.") and "/v1/decision" in doc["paths"]
+    metrics = api.metrics()
+    assert 'clefgate_jev_requests_total{shape="questions",status="200"}' in metrics
+    assert "clefgate_clef_inference_seconds_bucket" in metrics
+
+
+def test_schemathesis_conformance(demo_origin, tmp_path: Path) -> None:
+    """Property-based run of the published OpenAPI document against the live API (no keys, no rate limit)."""
+    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True}, jev={"rate": "off"})
+    gw = Gateway(tmp_path / "st", cfg, ready_timeout=120)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "schemathesis.cli", "run", gw.admin_url + "/v1/openapi.json",
+                               "--checks", "all", "--exclude-checks", "ignored_auth,positive_data_acceptance",
+                               "--max-examples", "25", "--seed", "7", "--workers", "1", "--phases", "examples,coverage,fuzzing",
+                               "--suppress-health-check", "all"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=240)
+    finally:
+        gw.stop()
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+
+
+def test_request_record_detection() -> None:
+    assert _as_request_record(ATTACK_RECORD)["method"] == "GET"  # type: ignore[index]
+    assert _as_request_record(json.dumps(BROWSER_RECORD))["path"] == "/shop/2"  # type: ignore[index]
+    raw = _as_request_record("POST /login HTTP/1.1\nHost: a\nContent-Type: application/x-www-form-urlencoded\n\nuser=a")
+    assert raw is not None and raw["body"] == "user=a" and raw["headers"][0] == ["Host", "a"]
+    assert _as_request_record("the database is down") is None
+    assert _as_request_record({"message": "hi"}) is None
+
+
+def test_parse_item_shapes() -> None:
+    cfg = JevConfig()
+    assert parse_item({"input": "x"}, "", cfg).shape == "input"
+    assert parse_item({"task": "t", "candidates": ["a", "b"]}, "", cfg).shape == "candidates"
+    item = parse_item({"state": {"service": "db", "errors": 5}, "questions": [{"id": "ok", "type": "bool"}]}, "", cfg)
+    assert item.shape == "questions" and "service" in item.state and item.record is None
