@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.jev import _as_request_record, parse_item
 from gateway.config import JevConfig
+from gateway.jev import _as_request_record, parse_item
 from tests.harness import ROOT, Gateway, config_for
 
 pytestmark = pytest.mark.timeout(300)
