@@ -42,7 +42,7 @@ from gateway import __version__, metrics
 from gateway.clients import RateLimit, RateLimiter
 from gateway.config import ClefConfig, Config, JevConfig, resolve_secret
 from gateway.decider import Decider
-from gateway.decider.breaker import BreakerScorer, CircuitBreaker
+from gateway.decider.breaker import CircuitBreaker, guarded
 from gateway.decider.scoring import BreakerOpen, ModelError, ModelOverloaded, ModelTimeout
 from gateway.decider.zeroshot import (
     Answer,
@@ -93,8 +93,6 @@ class ClefRuntime:
         self.label = f"{model.name}@{model.version}"
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clefgate-clef")
         self.breaker = CircuitBreaker(self.label, failure_threshold=5, window_s=30.0, cooldown_s=10.0, half_open_probes=1)
-        self._guard = BreakerScorer(self, self.breaker, settings.timeout_ms / 1000.0)  # type: ignore[arg-type]
-        self._pending: list[tuple[QuestionSet, asyncio.Future[list[Answer]]]] = []
 
     @classmethod
     def load(cls, settings: ClefConfig) -> ClefRuntime:
@@ -113,19 +111,10 @@ class ClefRuntime:
         return cls(model, settings)
 
     async def answer(self, items: list[QuestionSet]) -> list[list[Answer]]:
-        """Answer question sets in one model pass, behind the deadline and the breaker."""
-        result: list[list[Answer]] = await self._guard.score(items)  # type: ignore[arg-type]
-        return result
-
-    async def score(self, items: list[QuestionSet]) -> list[list[Answer]]:
-        """The inner call the breaker guards (named like the Scorer protocol's method)."""
+        """Answer question sets in one model pass (a worker thread), behind the deadline and the breaker."""
         loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self.executor, self.model.answer, items)
-        except (StateTooLongError, QuestionError):
-            raise
-        except Exception as exc:
-            raise ModelError(f"clef failed: {exc!r}") from exc
+        return await guarded(self.breaker, self.settings.timeout_ms / 1000.0,
+                             lambda: loop.run_in_executor(self.executor, self.model.answer, items))
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -264,13 +253,13 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
         return _Item("questions", body, path, _questions(body["questions"], path, cfg), text,
                      _as_request_record(state) if model == "clef-flash" else None, model)
     if "input" in body:
-        text = _text(body, "input", path)
-        assert text is not None
-        _check_state_size(text, f"{path}input", cfg.max_state_bytes)
+        given = _text(body, "input", path)
+        assert given is not None
+        _check_state_size(given, f"{path}input", cfg.max_state_bytes)
         max_tokens = body.get("max_tokens")
         if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
             raise _invalid(f"{path}max_tokens", "must be a positive integer")
-        return _Item("input", body, path, state=text, max_tokens=max_tokens)
+        return _Item("input", body, path, state=given, max_tokens=max_tokens)
     if "candidates" in body:
         task = _text(body, "task", path)
         assert task is not None
@@ -593,7 +582,7 @@ def openapi_document(cfg: JevConfig) -> dict[str, Any]:
                                           "message": {"type": "string"}, "field": {"type": "string"},
                                           "request_id": {"type": "string"}}}}}
     err = {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    security = [{"bearer": []}, {"apiKey": []}] if cfg.api_keys else []
+    security: list[dict[str, list[str]]] = [{"bearer": []}, {"apiKey": []}] if cfg.api_keys else []
     return {
         "openapi": "3.0.3",
         "info": {"title": "clefgate decision API (Jev-compatible)", "version": __version__},

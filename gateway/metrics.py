@@ -212,17 +212,17 @@ def _family(inst: Instrument, values: dict[tuple[str, ...], Any]) -> Metric:
     labels = list(inst.labels)
     if isinstance(inst, Counter):
         name = inst.name[:-6] if inst.name.endswith("_total") else inst.name
-        fam: Metric = CounterMetricFamily(name, inst.doc, labels=labels)
+        counter_fam = CounterMetricFamily(name, inst.doc, labels=labels)
         for key, v in values.items():
-            fam.add_metric(list(key), v)
-        return fam
+            counter_fam.add_metric(list(key), v)
+        return counter_fam
     if isinstance(inst, Gauge):
         if inst.merge_mode == "worker":
             labels = [*labels, "worker"]
-        fam = GaugeMetricFamily(inst.name, inst.doc, labels=labels)
+        gauge_fam = GaugeMetricFamily(inst.name, inst.doc, labels=labels)
         for key, v in values.items():
-            fam.add_metric(list(key), v)
-        return fam
+            gauge_fam.add_metric(list(key), v)
+        return gauge_fam
     fam = HistogramMetricFamily(inst.name, inst.doc, labels=labels)
     for key, row in values.items():
         cumulative, buckets = 0.0, []

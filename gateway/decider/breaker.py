@@ -15,7 +15,8 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from gateway import metrics
 from gateway.decider.scoring import BreakerOpen, ModelError, ModelTimeout, Scored, Scorer
@@ -111,6 +112,46 @@ class CircuitBreaker:
                 extra={"fields": {"model": self.label, "from": previous, "to": state, "cooldown_s": self.cooldown_s}})
 
 
+T = TypeVar("T")
+
+
+async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call()`` under ``breaker`` with a deadline; every failure is counted and re-raised as a ModelError."""
+    label = breaker.label
+    if not breaker.allow():
+        MODEL_FAILURES.inc(label, BreakerOpen.kind)
+        raise BreakerOpen(f"circuit breaker {breaker.state}")
+    start = time.perf_counter()
+
+    def failed(kind: str) -> None:
+        MODEL_LATENCY.observe(time.perf_counter() - start, label)
+        MODEL_FAILURES.inc(label, kind)
+        breaker.failure()
+
+    try:
+        async with asyncio.timeout(timeout_s):
+            result = await call()
+    except TimeoutError:
+        failed(ModelTimeout.kind)
+        raise ModelTimeout(f"no answer within {timeout_s * 1000:.0f} ms") from None
+    except ModelError as exc:
+        failed(exc.kind)
+        raise
+    except asyncio.CancelledError:
+        breaker.release()
+        raise
+    except (ValueError, LookupError) as exc:
+        # the caller's input was refused (e.g. a state too long): not the model's fault
+        breaker.release()
+        raise exc
+    except Exception as exc:  # a bug or a runtime error inside the model layer: still a failure, never a lost request
+        failed(ModelError.kind)
+        raise ModelError(f"model call failed: {exc!r}") from exc
+    MODEL_LATENCY.observe(time.perf_counter() - start, label)
+    breaker.success()
+    return result
+
+
 class BreakerScorer:
     """Gives every call a deadline and consults the breaker before calling ``inner``."""
 
@@ -121,31 +162,4 @@ class BreakerScorer:
         self.label = breaker.label
 
     async def score(self, item: ModelInput) -> Scored:
-        breaker = self.breaker
-        if not breaker.allow():
-            MODEL_FAILURES.inc(self.label, BreakerOpen.kind)
-            raise BreakerOpen(f"circuit breaker {breaker.state}")
-        start = time.perf_counter()
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                scored = await self.inner.score(item)
-        except TimeoutError:
-            self._failed(ModelTimeout.kind, start)
-            raise ModelTimeout(f"no answer within {self.timeout_s * 1000:.0f} ms") from None
-        except ModelError as exc:
-            self._failed(exc.kind, start)
-            raise
-        except asyncio.CancelledError:
-            breaker.release()
-            raise
-        except Exception as exc:  # a bug or a runtime error inside the model layer: still a failure, never a lost request
-            self._failed(ModelError.kind, start)
-            raise ModelError(f"model call failed: {exc!r}") from exc
-        MODEL_LATENCY.observe(time.perf_counter() - start, self.label)
-        breaker.success()
-        return scored
-
-    def _failed(self, kind: str, start: float) -> None:
-        MODEL_LATENCY.observe(time.perf_counter() - start, self.label)
-        MODEL_FAILURES.inc(self.label, kind)
-        self.breaker.failure()
+        return await guarded(self.breaker, self.timeout_s, lambda: self.inner.score(item))
