@@ -1,0 +1,124 @@
+"""The model on the request path: a real gateway, the shipped rules and model, a real origin and client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway import config as configmod
+from gateway import decider as decidermod
+from gateway.decider.scoring import BreakerOpen
+from gateway.features import model_input
+from tests.conftest import make_features
+from tests.harness import ROOT, Gateway, config_for, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+
+BROWSER = {"User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+           "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8",
+           "Accept-Language": "en-US,en;q=0.9", "Accept-Encoding": "gzip, deflate, br",
+           "Sec-Ch-Ua": '"Chromium";v="126", "Google Chrome";v="126", "Not-A.Brand";v="99"', "Sec-Ch-Ua-Mobile": "?0",
+           "Sec-Ch-Ua-Platform": '"Windows"', "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-User": "?1",
+           "Sec-Fetch-Dest": "document", "Upgrade-Insecure-Requests": "1"}
+SQLI = "/search?q=1%27%20UNION%20SELECT%20username%2Cpassword%20FROM%20users--"
+
+
+def model_config(upstream: str, tmp: Path, **extra: object) -> dict[str, object]:
+    return config_for(upstream, rules={"files": [str(ROOT / "rules" / "default.yaml")]}, model={"enabled": True},
+                      challenge={"dev_generate_secret": True}, logging={"level": "info", "access_log": "-", "debug_headers": True},
+                      decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)
+
+
+@pytest.fixture(scope="module")
+def gateway(demo_origin, tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("decider-e2e")
+    gw = Gateway(tmp / "gw", model_config(demo_origin.url, tmp), ready_timeout=120)
+    gw.tmp = tmp  # type: ignore[attr-defined]
+    yield gw
+    gw.stop()
+
+
+def get(gw: Gateway, target: str, headers: dict[str, str] | None = None, ip: str = "203.0.113.50") -> httpx.Response:
+    return httpx.get(gw.url + target, headers={**(headers or BROWSER), "X-Forwarded-For": ip}, timeout=30)
+
+
+def test_a_browser_is_forwarded_by_the_model(gateway: Gateway) -> None:
+    r = get(gateway, "/shop")
+    assert r.status_code == 200 and b"Walnut desk" in r.content
+    assert r.headers["X-Clefgate-Verdict"] == "forward"
+    assert r.headers["X-Clefgate-Source"] in ("model", "cache")
+    assert r.headers.get("X-Clefgate-Score") is not None
+
+
+def test_an_injection_is_blocked_and_repeats_come_from_the_cache(gateway: Gateway) -> None:
+    first = get(gateway, SQLI, {**BROWSER, "User-Agent": "python-requests/2.31.0"}, ip="198.51.100.77")
+    assert first.status_code == 403
+    assert first.headers["X-Clefgate-Verdict"] == "block" and first.headers["X-Clefgate-Source"] == "model"
+    again = get(gateway, SQLI, {**BROWSER, "User-Agent": "python-requests/2.31.0"}, ip="198.51.100.77")
+    assert again.status_code == 403 and again.headers["X-Clefgate-Source"] == "cache"
+    metrics = gateway.metrics()
+    assert 'clefgate_decision_cache_requests_total{result="hit"}' in metrics
+    assert "clefgate_model_batch_size_bucket" in metrics
+    assert 'clefgate_breaker_state{model="clef-flash@' in metrics
+
+
+def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:
+    get(gateway, "/forum", ip="203.0.113.51")
+    path = gateway.tmp / "decisions.jsonl"  # type: ignore[attr-defined]
+    wait_until(lambda: path.exists() and any('"source":"model"' in ln for ln in path.read_text().splitlines()), 10,
+               what="a model line in the decision log")
+    lines = [json.loads(ln) for ln in path.read_text().splitlines()]
+    scored = [ln for ln in lines if ln["source"] in ("model", "cache")]
+    assert scored
+    line = scored[-1]
+    assert set(line["probabilities"]["class"]) == {"human", "good_bot", "bad_bot", "attack"}
+    assert line["input"]["feature_version"] and line["input"]["text"] and line["model"].startswith("clef-flash@")
+    assert line["record"]["headers"] and line["latency_ms"] >= 0
+    blocked = [ln for ln in lines if ln["verdict"] == "block" and ln["source"] == "model"]
+    assert blocked and blocked[-1]["explanation"]
+
+
+def test_model_hot_swap(gateway: Gateway) -> None:
+    bad = httpx.post(gateway.admin_url + "/admin/model", json={"version": "does-not-exist"}, timeout=60)
+    assert bad.status_code == 422 and bad.json()["swapped"] is False
+    assert get(gateway, "/shop").status_code == 200
+    version = httpx.get(gateway.admin_url + "/readyz", timeout=10).json()["workers"][0]["model"]["model"].split("@")[1]
+    good = httpx.post(gateway.admin_url + "/admin/model", json={"version": version}, timeout=60)
+    assert good.status_code == 200 and good.json()["swapped"] is True
+    assert good.json()["model"]["model"] == f"clef-flash@{version}"
+    assert httpx.post(gateway.admin_url + "/admin/model", json={"colour": "blue"}, timeout=10).status_code == 400
+
+
+def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_origin, tmp_path: Path) -> None:
+    gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, policy={"shadow": True}), ready_timeout=120)
+    try:
+        r = get(gw, SQLI, {**BROWSER, "User-Agent": "python-requests/2.31.0"}, ip="198.51.100.78")
+        assert r.status_code == 200  # the origin answered: nothing enforced
+        assert r.headers["X-Clefgate-Source"] == "shadow"
+        path = tmp_path / "decisions.jsonl"
+        wait_until(lambda: path.exists() and '"shadow_action":"block"' in path.read_text(), 10, what="a shadow line")
+    finally:
+        gw.stop()
+
+
+async def test_real_sessions_through_the_layers() -> None:
+    """The shipped model behind batching, breaker and cache, many concurrent callers, then an open breaker."""
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:1"]}}, "model": {"enabled": True},
+                              "decider": {"max_batch": 16, "max_wait_us": 1000}})
+    decider = decidermod.load(cfg)
+    assert decider is not None
+    try:
+        items = [model_input(make_features(target=f"/shop/{i % 7}")) for i in range(64)]
+        results = await asyncio.gather(*(decider.scorer.score(item) for item in items))
+        assert len(results) == 64 and all(abs(sum(r.probabilities["class"].values()) - 1) < 1e-5 for r in results)
+        assert decider.cache is not None and len(decider.cache) == 7
+        for _ in range(cfg.decider.failure_threshold):
+            decider.breaker.failure()
+        with pytest.raises(BreakerOpen):
+            await decider.scorer.score(model_input(make_features(target="/not-cached")))
+    finally:
+        decider.close()
