@@ -185,6 +185,15 @@ def test_missing_encoder_file_names_the_export_command(tmp_path: Path) -> None:
         ZeroShotModel.load(tmp_path, device="cpu", precision="fp32")
 
 
+def test_a_corrupted_encoder_file_is_refused(tmp_path: Path) -> None:
+    for name in ("manifest.json", "tokenizer.json", "head.npz"):
+        shutil.copyfile(SHIPPED / name, tmp_path / name)
+    data = (SHIPPED / "encoder.int8.onnx").read_bytes()
+    (tmp_path / "encoder.int8.onnx").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelLoadError, match="does not match the manifest"):
+        ZeroShotModel.load(tmp_path, device="cpu")
+
+
 # ---- text forms (no model needed)
 
 @pytest.mark.parametrize("label,words", [("P0_Critical", "P0 critical"), ("cancelSubscription", "cancel subscription"),

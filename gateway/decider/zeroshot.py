@@ -470,12 +470,15 @@ class ZeroShotModel:
                     if session is not None:
                         provider, chosen = "CUDAExecutionProvider", prec
                     break
+        if session is not None:
+            _verify(directory, manifest["files"], chosen)
         if session is None:
             if device == "cuda":
                 raise ModelLoadError(f"{directory}: device=cuda but no CUDA session could be started")
             for prec in ([precision] if precision else ["int8", "fp32"]):
                 name = files.get(prec)
                 if name and (directory / name).is_file():
+                    _verify(directory, manifest["files"], prec)
                     try:
                         session = ort.InferenceSession(str(directory / name), opts, providers=["CPUExecutionProvider"])
                     except Exception as exc:
@@ -670,6 +673,16 @@ def _file_names(files: Mapping[str, Any]) -> dict[str, str]:
         elif isinstance(spec, Mapping) and isinstance(spec.get("path"), str):
             out[key] = spec["path"]
     return out
+
+
+def _verify(directory: Path, files: Mapping[str, Any], precision: str) -> None:
+    """Refuse an encoder file whose sha256 differs from the manifest's (truncated copy, stray edit)."""
+    spec = files.get(precision)
+    if isinstance(spec, Mapping) and spec.get("sha256"):
+        digest = _sha256(directory / spec["path"])
+        if digest != spec["sha256"]:
+            raise ModelLoadError(f"{directory / spec['path']}: sha256 {digest[:12]}… does not match the manifest's "
+                                 f"{str(spec['sha256'])[:12]}…; re-export the model")
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:

@@ -71,8 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     manifest = json.loads((args.model / "manifest.json").read_text())
     results = {}
     for prec in [p.strip() for p in args.precisions.split(",") if p.strip()]:
-        name = manifest["files"].get(prec)
-        if not name or not (args.model / name).is_file():
+        entry = manifest["files"].get(prec)
+        if not entry or not (args.model / entry["path"]).is_file():
             print(f"{prec}: no file in {args.model} (export it first)", file=sys.stderr)
             continue
         model = ZeroShotModel.load(args.model, device=args.device, precision=prec, threads=args.threads)

@@ -10,7 +10,8 @@ sit anywhere. Each state gets questions about the tasks it shows:
   noun, or absent;
 - bool questions whose criteria state one option ("is the weather rainy?") and are
   true for the gold option, false for a sibling option (a hard negative) or for an
-  option of a task the state does not touch.
+  option of a task the state does not touch; or (40%) a broad statement about the
+  family ("bad weather that keeps people indoors") true for a set of its options.
 
 Task families are split by name, not by row: the calibration and validation split use
 families the training split never sees, so the temperature is fitted under the same
@@ -25,9 +26,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from models.clef.tasks import BOOL_TEMPLATES, CITIES, DAYS, FILLERS, GENERIC_FRAMES, NAMES, TASKS, Task
+from models.clef.tasks import BOOL_TEMPLATES, CITIES, DAYS, FILLERS, GENERIC_FRAMES, GROUPS, NAMES, TASKS, Task
 
-GENERATOR = "models.clef.data v2"
+GENERATOR = "models.clef.data v3"
 # families held out of training: the validation (early stopping) and calibration splits
 HELD_OUT = ("sport", "season", "speed", "booking", "plant_health", "storm_warning", "loan_decision")
 
@@ -115,6 +116,10 @@ def _choice(rng: random.Random, state: str, task: Task, gold: str) -> Row:
 
 
 def _bool(rng: random.Random, state: str, task: Task, gold: str, absent: Sequence[Task]) -> Row:
+    groups = GROUPS.get(task.name, ())
+    if groups and rng.random() < 0.4:
+        criteria, members = rng.choice(groups)
+        return Row(state, "bool", criteria, (), 0 if gold in members else 1, task.name)
     truth = rng.random() < 0.5
     if truth:
         target_task, opt = task, gold

@@ -69,13 +69,22 @@ def fitted_baseline(seed: int = 1234, states: int = 9000) -> KeywordBaseline:
     return KeywordBaseline().fit(items)
 
 
-def run(model: ZeroShotModel, tasks: Sequence[SuiteTask], baseline: KeywordBaseline) -> dict[str, dict[str, dict[str, float]]]:
+def run(model: ZeroShotModel, tasks: Sequence[SuiteTask], baseline: KeywordBaseline,
+        png: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """Per-task and overall accuracy/ECE/Brier of clef and the baseline; optionally a reliability diagram."""
     results: dict[str, dict[str, dict[str, float]]] = {}
+    pooled: dict[str, tuple[list[np.ndarray], list[int]]] = {"clef": ([], []), "keyword": ([], [])}
     for task in tasks:
         labels = [y for _, y in task.examples]
-        clef = calibration.summary(clef_probabilities(model, task), labels)
-        base = calibration.summary([baseline.probabilities(s, task.question) for s, _ in task.examples], labels)
-        results[task.name] = {"clef": clef, "keyword": base}
+        clef_probs = clef_probabilities(model, task)
+        base_probs = [baseline.probabilities(s, task.question) for s, _ in task.examples]
+        results[task.name] = {"clef": calibration.summary(clef_probs, labels), "keyword": calibration.summary(base_probs, labels)}
+        for who, probs in (("clef", clef_probs), ("keyword", base_probs)):
+            pooled[who][0].extend(probs)
+            pooled[who][1].extend(labels)
+    if png is not None:
+        calibration.reliability_png(png, {who: calibration.confidences(p, y) for who, (p, y) in pooled.items()},
+                                    "zero-shot suite (all tasks)")
     per_task = list(results.values())
     overall: dict[str, dict[str, float]] = {}
     for who in ("clef", "keyword"):
@@ -102,11 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, required=True, help="a clef model folder (manifest.json inside)")
     ap.add_argument("--precision", default=None, help="int8 (default on CPU) or fp32")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--write-manifest", action="store_true", help="record the results in the model's manifest")
+    ap.add_argument("--write-manifest", action="store_true",
+                    help="record the results in the model's manifest and draw suite_reliability.png beside it")
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     args = ap.parse_args(argv)
     model = ZeroShotModel.load(args.model, device="cpu", precision=args.precision, threads=args.threads)
-    results = run(model, load_suite(), fitted_baseline())
+    png = args.model / "suite_reliability.png" if args.write_manifest else None
+    results = run(model, load_suite(), fitted_baseline(), png)
     print(json.dumps(results, indent=2) if args.json else f"clef {model.version} ({model.precision}) vs keyword baseline\n\n"
           + table(results))
     if args.write_manifest:

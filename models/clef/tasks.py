@@ -25,6 +25,47 @@ class Task:
     ordinal: bool = False
 
 
+# Broad yes/no statements per family, true for a set of its options: bool questions in the
+# wild usually name a category ("something is wrong", "needs attention"), not one option.
+GROUPS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "weather": (("bad weather that keeps people indoors", ("rainy", "snowy", "windy", "foggy")),
+                ("something is falling from the sky", ("rainy", "snowy"))),
+    "review_sentiment": (("the customer complains about something", ("negative", "mixed")),
+                         ("the reviewer is fully satisfied", ("positive",))),
+    "news_topic": (("the story is about money or the economy", ("business",)),
+                   ("the article concerns research or medicine", ("science", "health"))),
+    "emotion": (("the writer feels bad: angry, sad or afraid", ("anger", "sadness", "fear")),
+                ("a positive feeling is expressed", ("joy",))),
+    "cuisine": (("the dish comes from asia", ("japanese", "indian")),),
+    "transport": (("the trip involved leaving the ground or the land", ("plane", "boat")),
+                  ("they travelled on two wheels or under their own power", ("bicycle",))),
+    "animal": (("the animal lives in water or flies", ("fish", "bird")),),
+    "music_genre": (("acoustic or orchestral music without amplification", ("classical", "country", "jazz")),),
+    "movie_genre": (("the film is meant to frighten", ("horror",)), ("the film is based on real events", ("documentary",))),
+    "room": (("a room with running water", ("kitchen", "bathroom")),),
+    "temperature": (("it is uncomfortably cold", ("freezing", "cold")), ("it is above twenty degrees", ("warm", "hot"))),
+    "size": (("too big to carry by hand", ("large", "huge")),),
+    "price": (("it costs a lot of money", ("expensive",)),),
+    "transaction": (("money left the account", ("withdrawal", "transfer", "card purchase")),),
+    "vehicle_part": (("the car cannot be driven safely", ("brakes", "tyres")),),
+    "plant_health": (("the plant has a problem that needs care", ("overwatered", "pests", "underwatered")),),
+    "time_of_day": (("it is dark outside", ("night", "evening")),),
+    "season": (("the cold half of the year", ("autumn", "winter")),),
+    "formality": (("the message is polite and professional", ("formal",)),),
+    "age_group": (("the person is a minor", ("child", "teenager")),),
+    "quantity": (("there is at least one", ("few", "many")),),
+    "speed": (("it took longer than expected", ("slow",)),),
+    "injury_severity": (("the person needs hospital treatment", ("serious", "life-threatening")),
+                        ("the injury is harmless", ("minor",))),
+    "storm_warning": (("people should change their plans because of the weather", ("orange", "red")),),
+    "inspection": (("the inspector found problems", ("re-inspect", "close")),),
+    "loan_decision": (("there is a concern about the applicant", ("refer", "decline")),),
+    "booking": (("the booking includes somewhere to sleep", ("hotel",)),),
+    "sport": (("a ball game", ("football", "tennis", "basketball")),),
+    "subject": (("a natural science", ("biology", "chemistry")),),
+}
+
+
 GENERIC_FRAMES = ("{x}.", "{x}!", "Note from {name}: {x}.", "{day}: {x}.", "Quick update, {x}.", "As {name} put it, {x}.")
 
 TASKS: tuple[Task, ...] = (

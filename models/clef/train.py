@@ -182,13 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
-    steps = max(1, math.ceil(len(data.train) / args.batch * args.epochs))
+    # --epochs 0 trains nothing: the zero-shot prior alone, calibrated like the trained model (an ablation)
+    steps = math.ceil(len(data.train) / args.batch * args.epochs)
     warm = min(50, steps // 10 + 1)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / max(steps, 1))))
     rng = random.Random(args.seed)
     order: list[Row] = []
-    best = {"nll": float("inf"), "step": 0, "state": net.adapter_state()}
+    best: dict[str, object] = {"nll": float("inf"), "step": 0, "state": net.adapter_state()}
     ones = {"choice": 1.0, "bool": 1.0}
     history: list[dict[str, float]] = []
     deadline = t_start + args.max_minutes * 60
@@ -221,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "val_acc_bool": val["bool"]["accuracy"]})
             print(f"step {step}/{steps} loss {loss.item():.3f} val nll {val_nll:.3f} acc choice {val['choice']['accuracy']:.3f} "
                   f"bool {val['bool']['accuracy']:.3f} ({time.time() - t0:.0f}s)", flush=True)
-            if val_nll < best["nll"]:
+            if val_nll < best["nll"]:  # type: ignore[operator]
                 best = {"nll": val_nll, "step": step, "state": net.adapter_state()}
         if last:
             break
@@ -251,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": {"rank": args.rank, "adapt_from": net.adapt_from, "head_rank": args.head_rank, "batch": args.batch,
                    "lr": args.lr, "epochs": args.epochs, "steps_run": step, "best_step": best["step"], "threads": args.threads},
         "prior_val": prior_val, "temperature": temps, "calibration_before": before, "calibration_after": after, "history": history,
+        "prior_only": steps == 0,
         "seconds": {"lower_cache": round(t_lower, 1), "train": round(t_train, 1), "total": round(time.time() - t_start, 1)},
     }
     (args.out / "train_report.json").write_text(json.dumps(report, indent=2) + "\n")
