@@ -457,12 +457,19 @@ def _plots(out_dir: Path, run: dict[str, Any]) -> list[Path]:
     # reliability diagram per model setup
     cal = [(r, r["calibration"]) for r in ok if r.get("calibration")]
     if cal:
-        fig, (ax, ax_n) = plt.subplots(1, 2, figsize=(11, 4.6), dpi=110)
+        fig, (ax, ax_n) = plt.subplots(1, 2, figsize=(12, 6.2), dpi=110)
         ax.plot([0, 1], [0, 1], color="#888888", ls="--", lw=1, label="perfect calibration")
-        for r, c in cal:
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (r, c) in enumerate(cal):
+            color = colors[i % len(colors)]
             shown = [b for b in c["bins"] if b["n"] >= MIN_BIN]  # a bin of a handful of decisions says little
-            ax.plot([b["confidence"] for b in shown], [b["accuracy"] for b in shown], marker="o",
-                    label=f"{r['title']} (ECE {c['ece']:.3f}, n={c['n']:,})")
+            ax.plot([b["confidence"] for b in shown], [b["accuracy"] for b in shown], marker="o", color=color,
+                    label=f"{r['title']}: whole run (ECE {c['ece']:.3f}, n={c['n']:,})")
+            steady = r.get("calibration_steady")
+            if steady:
+                shown = [b for b in steady["bins"] if b["n"] >= MIN_BIN]
+                ax.plot([b["confidence"] for b in shown], [b["accuracy"] for b in shown], marker="s", ls="--", color=color,
+                        label=f"{r['title']}: steady phase, no flood (ECE {steady['ece']:.3f}, n={steady['n']:,})")
             ax_n.bar([(b["lo"] + b["hi"]) / 2 for b in c["bins"]], [b["n"] for b in c["bins"]], width=1 / ECE_BINS * 0.9, alpha=0.5,
                      label=r["title"])
         ax.set_xlabel(f"model confidence (top class probability; bins of >= {MIN_BIN} decisions)")
@@ -471,7 +478,7 @@ def _plots(out_dir: Path, run: dict[str, Any]) -> list[Path]:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0.0, -0.14))
         ax_n.set_yscale("log")
         ax_n.set_xlabel("model confidence")
         ax_n.set_ylabel("decisions (log)")
@@ -554,12 +561,12 @@ def markdown(run: dict[str, Any], plots: Sequence[Path]) -> str:
         if sources:
             lines += ["Decision latency inside the gateway (decision log): " + "; ".join(
                 f"{s} p50 {v['p50_ms']:.3f} ms, p99 {v['p99_ms']:.3f} ms (n={v['n']:,})" for s, v in sources.items()) + ".", ""]
-        cal = r.get("calibration")
-        if cal:
-            lines += [f"Model on this traffic (decision log labelled by request id): accuracy {100 * cal['accuracy']:.1f}%, "
-                      f"top-label ECE ({ECE_BINS} bins) {cal['ece']:.3f}, n={cal['n']:,}; truth → predicted: "
-                      + "; ".join(f"{t}: " + ", ".join(f"{p} {n}" for p, n in sorted(c.items(), key=lambda kv: -kv[1]))
-                                  for t, c in cal["confusion"].items()) + ".", ""]
+        for label, cal in (("whole run", r.get("calibration")), ("steady phase", r.get("calibration_steady"))):
+            if cal:
+                lines += [f"Model on this traffic, {label} (decision log labelled by request id): accuracy {100 * cal['accuracy']:.1f}%, "
+                          f"top-label ECE ({ECE_BINS} bins) {cal['ece']:.3f}, n={cal['n']:,}; truth → predicted: "
+                          + "; ".join(f"{t}: " + ", ".join(f"{p} {n}" for p, n in sorted(c.items(), key=lambda kv: -kv[1]))
+                                      for t, c in cal["confusion"].items()) + ".", ""]
     skipped = [r for r in run["setups"] if r.get("status") != "ok"]
     if skipped:
         lines += ["## Not run", ""] + [f"- {r['title']}: {r.get('reason', 'unknown')}" for r in skipped] + [""]
@@ -583,6 +590,11 @@ def write(out_dir: Path, run: dict[str, Any], *, plots: bool = True) -> dict[str
                         d["_t"] = when - starts[i]  # seconds into its own round
                     decisions.append(d)
             r["calibration"] = calibration(decisions)
+            sim = r.get("sim") or {}
+            steady = [p for p in sim.get("phases", []) if not p["flood"]][:1]
+            if steady:
+                lo, hi = steady[0]["start_s"], steady[0]["end_s"]
+                r["calibration_steady"] = calibration([d for d in decisions if d.get("_t") is not None and lo <= d["_t"] < hi])
             r["decision_sources"] = decision_sources(decisions, r.get("sim"))
     plot_paths = _plots(out_dir, run) if plots else []
     summary = out_dir / "summary.md"
