@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model bench lint system-deps clean readme
+.PHONY: demo test model model-clef bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,3 +53,8 @@ clean:
 readme: $(VENV)/.stamp-serve
 	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('README.md'); s=p.read_text(); \
 	p.write_text(re.sub(r'(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)', lambda m: m.group(1)+c.reference_markdown()+m.group(2), s, flags=re.S))"
+
+# rebuild the zero-shot clef model (about 25 minutes on 2 cores; see models/clef/README.md)
+model-clef: $(VENV)/.stamp-all
+	nice -n 10 $(PY) -m models.clef.train --states 9000 --epochs 0.8 --lr 5e-4 --adapt-from 4 --max-minutes 25 --out models/work/clef
+	$(PY) -m models.clef.export --work models/work/clef --version 2
