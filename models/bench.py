@@ -8,7 +8,8 @@ held-out requests:
 - **batch 1**: featurize (serialize + encode + numeric vector) and infer, one request
   at a time: p50 / p99 in milliseconds, and the featurization share alone;
 - **batch 64**: featurize and infer 64 requests per run: decisions per second, with
-  rows grouped by padded length (as the runtime does) and without grouping.
+  rows grouped by padded length (as the runtime does) and without grouping; and the
+  inference alone on inputs featurized beforehand (``run_inputs``).
 
 Numbers are printed, never asserted: shared machines are noisy (run it twice).
 """
@@ -66,6 +67,15 @@ def measure(scorer: OnnxScorer, ungrouped: OnnxScorer, records: Sequence[dict[st
             model.run_batch(chunk)
             timings.append(time.perf_counter() - t0)
         out[key] = round(64 / float(np.median(timings)))
+    # inference only: inputs featurized beforehand (as when the decider already holds them)
+    inputs = [feat.model_input(f) for f in features]
+    timings = []
+    for b in range(batches):
+        chunk = [inputs[(b * 64 + j) % len(inputs)] for j in range(64)]
+        t0 = time.perf_counter()
+        scorer.run_inputs(chunk)
+        timings.append(time.perf_counter() - t0)
+    out["batch64_inference_only_per_s"] = round(64 / float(np.median(timings)))
     return out
 
 

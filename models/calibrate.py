@@ -92,32 +92,34 @@ def reliability(probs: np.ndarray, labels: np.ndarray, bins: int = ECE_BINS) -> 
 
 
 def reliability_png(panels: list[tuple[str, np.ndarray, np.ndarray]], path: Path) -> None:
-    """Reliability diagrams (accuracy against confidence, with bin counts), one panel each."""
+    """Reliability diagrams, one column per panel: accuracy per confidence bin against the
+    diagonal (top) and the number of rows per bin (bottom, log scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.6), squeeze=False)
-    for ax, (title, probs, labels) in zip(axes[0], panels, strict=True):
+    fig, axes = plt.subplots(2, len(panels), figsize=(5 * len(panels), 6), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 1]}, sharex="col")
+    width = 1.0 / ECE_BINS
+    for col, (title, probs, labels) in enumerate(panels):
+        ax, hist = axes[0][col], axes[1][col]
         rows = reliability(probs, labels)
-        centers = [(r["low"] + r["high"]) / 2 for r in rows if r["count"]]
-        acc = [r["accuracy"] for r in rows if r["count"]]
-        conf = [r["confidence"] for r in rows if r["count"]]
-        width = 1.0 / ECE_BINS
-        ax.bar(centers, acc, width=width * 0.9, color="#4c72b0", alpha=0.8, label="accuracy")
-        ax.plot(conf, acc, "o", color="#dd8452", markersize=4, label="mean confidence")
+        filled = [r for r in rows if r["count"]]
+        ax.bar([(r["low"] + r["high"]) / 2 for r in filled], [r["accuracy"] for r in filled], width=width * 0.9,
+               color="#4c72b0", alpha=0.85, label="accuracy per bin")
+        ax.plot([r["confidence"] for r in filled], [r["accuracy"] for r in filled], "o", color="#dd8452", markersize=4,
+                label="(mean confidence, accuracy)")
         ax.plot([0, 1], [0, 1], "--", color="grey", linewidth=1, label="perfect calibration")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel("confidence of the top option")
         ax.set_ylabel("accuracy")
         ax.set_title(f"{title}\nECE {ece(probs, labels):.4f}  Brier {brier(probs, labels):.4f}  n={len(labels)}", fontsize=9)
         ax.legend(loc="upper left", fontsize=8)
-        twin = ax.twinx()
-        twin.bar([(r["low"] + r["high"]) / 2 for r in rows], [r["count"] for r in rows], width=width * 0.9, color="grey", alpha=0.15)
-        twin.set_yscale("log")
-        twin.set_ylabel("rows per bin (log)", fontsize=8)
+        hist.bar([(r["low"] + r["high"]) / 2 for r in filled], [r["count"] for r in filled], width=width * 0.9, color="grey")
+        hist.set_yscale("log")
+        hist.set_ylabel("rows", fontsize=8)
+        hist.set_xlabel("confidence of the top option")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)

@@ -370,7 +370,7 @@ def attack(rng: Draw) -> dict[str, Any]:
     """Injections from the grammar in queries, paths, bodies and headers, and scanner probes."""
     site_name = rng.choice(site.SITES)
     host = site.HOSTS[site_name]
-    if rng.random() < 0.22:
+    if rng.random() < 0.28:
         path = attacks.probe(rng, rng.split)
         ep = Endpoint(rng.choice(("GET", "GET", "GET", "POST", "HEAD")), path, "page")
         head, version = _attacker_head(rng, host, ep, None, None)

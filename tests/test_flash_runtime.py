@@ -1,0 +1,98 @@
+"""The shipped Clef-flash model under the runtime: loads, answers sensibly, stays within budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from gateway import evaluate
+from gateway import features as feat
+from gateway.decider import manifest as mf
+from gateway.decider.onnx import DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, describe
+from models.data.generate import generate, write_jsonl
+from tests.conftest import make_features
+from tests.test_features import CHROME_HEAD
+
+
+@pytest.fixture(scope="module")
+def scorer() -> OnnxScorer:
+    return OnnxScorer(OnnxOptions(providers=("cpu",)))
+
+
+def risk(p: dict[str, dict[str, float]]) -> float:
+    return p["class"]["bad_bot"] + p["class"]["attack"]
+
+
+def test_the_shipped_version_is_complete() -> None:
+    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash")
+    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+                require=("fp32", "int8", "fp16"), name="clef-flash")
+    for precision in ("fp32", "int8", "fp16"):
+        m.verify_file(precision)
+        assert m.path(precision).stat().st_size <= 10 * 1024 * 1024
+    assert (directory / "reliability.png").is_file()
+    assert m.metrics["eval"]["class"]["n"] >= 10000
+    assert m.raw["parity"]["fp32"]["max_abs_prob_diff"] <= 1e-4
+    assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
+
+
+def test_loads_on_cpu_with_int8_by_default(scorer: OnnxScorer) -> None:
+    info = describe(scorer)
+    assert (info["provider"], info["precision"], info["onnxruntime_provider"]) == ("cpu", "int8", "CPUExecutionProvider")
+    assert info["questions"]["class"] == ["human", "good_bot", "bad_bot", "attack"]
+
+
+def test_cuda_first_falls_back_to_cpu_without_a_gpu() -> None:
+    s = OnnxScorer(OnnxOptions())  # providers cuda, cpu
+    if "CUDAExecutionProvider" in s.session.get_providers():
+        assert (s.provider, s.precision) == ("cuda", "fp16")
+    else:
+        assert (s.provider, s.precision) == ("cpu", "int8")
+
+
+def test_answers_on_typical_requests(scorer: OnnxScorer) -> None:
+    browser = make_features("GET", "/products/linen-shirt-123?color=blue", headers=CHROME_HEAD)
+    sqli = make_features("GET", "/products?id=1%27%20UNION%20SELECT%20username,password%20FROM%20users--",
+                         headers=[("Host", "shop.example.com"), ("User-Agent", "sqlmap/1.8.3#stable (https://sqlmap.org)"),
+                                  ("Accept", "*/*"), ("Connection", "close")])
+    scraper = make_features("GET", "/c/men?page=17&sort=price_asc",
+                            headers=[("Host", "shop.example.com"), ("User-Agent", "python-requests/2.31.0"),
+                                     ("Accept-Encoding", "gzip, deflate"), ("Accept", "*/*"), ("Connection", "keep-alive")])
+    git = make_features("GET", "/alice/clefgate.git/info/refs?service=git-upload-pack",
+                        headers=[("Host", "git.example.org"), ("User-Agent", "git/2.43.0"), ("Accept", "*/*"),
+                                 ("Accept-Encoding", "deflate, gzip, br, zstd"), ("Pragma", "no-cache"), ("Git-Protocol", "version=2")])
+    p_browser, p_sqli, p_scraper, p_git = scorer.run_batch([browser, sqli, scraper, git])
+    top = [max(p["class"], key=lambda k, p=p: p["class"][k]) for p in (p_browser, p_sqli, p_scraper, p_git)]
+    assert top == ["human", "attack", "bad_bot", "good_bot"]
+    assert risk(p_browser) < 0.6 and risk(p_scraper) >= 0.6 and risk(p_git) < 0.6
+    assert max(p_sqli["attack_kind"], key=lambda k: p_sqli["attack_kind"][k]) == "sqli"
+    for p in (p_browser, p_sqli, p_scraper, p_git):
+        for options in p.values():
+            assert abs(sum(options.values()) - 1.0) < 1e-6
+    assert scorer.explain(scraper)  # the scraper's missing browser headers are named
+
+
+def test_precisions_agree_on_held_out_requests(scorer: OnnxScorer) -> None:
+    inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", 300, seed=31)]
+    fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32")).probabilities(inputs)["class"]
+    int8 = scorer.probabilities(inputs)["class"]
+    assert np.abs(fp32 - int8).mean() < 0.01
+    assert np.mean(fp32.argmax(1) == int8.argmax(1)) >= 0.98
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        fp16 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp16")).probabilities(inputs)["class"]
+        assert np.mean(fp16.argmax(1) == fp32.argmax(1)) >= 0.99
+
+
+def test_eval_command_on_the_shipped_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "eval.jsonl"
+    write_jsonl(generate("eval", 300, seed=41), data)
+    assert evaluate.main(["--data", str(data), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 300 and out["model"].startswith("clef-flash@")
+    for key in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed", "accuracy", "ece"):
+        assert 0.0 <= out[key] <= 1.0
+    assert out["accuracy"] > 0.8
