@@ -520,8 +520,10 @@ def markdown(run: dict[str, Any], plots: Sequence[Path]) -> str:
               "(its CPU was saturated while the system under test was not): compare those by CPU per request instead. Latency is "
               "per request from the client, HDR histograms over the whole run; *added p50* is the setup's steady-phase p50 minus the "
               "origin's. *Waited for a CPU* is the time the system under test's threads spent runnable but waiting in a run "
-              "queue, as a share of the flood phase (summed over its threads): its CPU is its own, so this is other processes on "
-              f"this shared machine holding it, and a high figure means that setup's flood numbers are understated. {run.get('rounds', 1)} "
+              "queue, as a share of the flood phase, summed over its threads: for a single-threaded server (nginx's worker, "
+              "clefgate rules only) that is other processes on this shared machine holding its CPU, and a high figure means "
+              "that setup's flood numbers are understated; with the model it also counts clefgate's own threads (event loop, "
+              f"inference, decision-log writer) waiting for one another on their one CPU. {run.get('rounds', 1)} "
               "round(s) per setup, interleaved (every other round in reverse order); requests and latency cover all rounds, "
               "throughput is the mean of the rounds.", "", comparison_table(run), "", "### By phase", "", phase_table(run), ""]
     cost = model_cost(run)
