@@ -393,7 +393,7 @@ def _plots(out_dir: Path, run: dict[str, Any]) -> list[Path]:
         ax.grid(True, which="both", alpha=0.3)
         ax.set_ylim(0, 1.0)
     axes[0].set_ylabel("fraction of requests ≤ latency")
-    axes[0].legend(fontsize=7, loc="upper left")
+    axes[0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path = out_dir / "latency_cdf.png"
     fig.savefig(path)
