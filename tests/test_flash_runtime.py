@@ -74,6 +74,7 @@ def test_answers_on_typical_requests(scorer: OnnxScorer) -> None:
         for options in p.values():
             assert abs(sum(options.values()) - 1.0) < 1e-6
     assert scorer.explain(scraper)  # the scraper's missing browser headers are named
+    assert scorer.explain(scraper, probabilities=p_scraper) == scorer.explain(scraper)
 
 
 def test_precisions_agree_on_held_out_requests(scorer: OnnxScorer) -> None:

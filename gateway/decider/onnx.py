@@ -287,7 +287,8 @@ class OnnxScorer:
         """Score requests: ``{"class": {"human": p, …}, "attack_kind": {…}}`` per request, in order."""
         return self.run_inputs([feat.model_input(f) for f in batch])
 
-    def explain(self, features: Features | ModelInput, top: int = 5) -> tuple[str, ...]:
+    def explain(self, features: Features | ModelInput, top: int = 5,
+                probabilities: Mapping[str, Mapping[str, float]] | None = None) -> tuple[str, ...]:
         """The numeric features that pushed the predicted class most, strongest first.
 
         The class head has a linear path from the numeric vector to the logits; a
@@ -296,12 +297,17 @@ class OnnxScorer:
         i.e. how much that feature moved the decision towards what was predicted, as
         ``name=value (+contribution)``. It covers that linear path only: evidence the
         encoder finds in the text (a payload, a user agent) is not itemised here.
+        Pass the request's ``probabilities`` when known to skip a model run.
         """
         if self._explain is None:
             return ()
         mi = features if isinstance(features, ModelInput) else feat.model_input(features)
         weights, names, options = self._explain
-        predicted = int(np.argmax(self.probabilities([mi])["class"][0]))
+        cls = probabilities.get("class") if probabilities is not None else None
+        if cls is not None and all(o in cls for o in options):
+            predicted = max(range(len(options)), key=lambda i: cls[options[i]])
+        else:
+            predicted = int(np.argmax(self.probabilities([mi])["class"][0]))
         x = np.asarray(mi.numeric, dtype=np.float64)
         contrib = weights * x
         others = np.delete(contrib, predicted, axis=0).mean(axis=0)
