@@ -44,7 +44,7 @@ _LIBRARIES = (
 @functools.cache
 def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
     """(family, user agent) of libraries and CLI tools on one side of the split."""
-    return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("library-ua", ua, split))
+    return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("ua", ua, split))
 
 
 def library_head(family: str, ua: str, host: str, rng: random.Random, *, accept: str | None = None,
