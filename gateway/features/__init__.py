@@ -1,0 +1,37 @@
+"""Features: the one definition of what the gateway knows about a request, and what the model reads.
+
+- ``request``: ``Features`` (built once per request by the proxy, or by ``from_record``
+  for training, evaluation and replay), ``ClientStats``, ``make_header_map``;
+- ``serialization``: the canonical text of a request the model reads;
+- ``encoding``: that text as token ids (bytes and a fixed HTTP phrase vocabulary), padding;
+- ``numeric``: the numeric feature vector;
+- ``contract``: ``FEATURE_VERSION``, ``FEATURE_FINGERPRINT``, ``ModelInput`` and
+  ``model_input(features)``, the single path from a request to the model, used by
+  serving and training alike so they can never disagree.
+"""
+
+from gateway.features.contract import FEATURE_FINGERPRINT, FEATURE_VERSION, ModelInput, model_input, pad_batch
+from gateway.features.encoding import (
+    BUCKET,
+    BYTE_OFFSET,
+    MAX_TOKENS,
+    PAD_ID,
+    PATCH,
+    PHRASE_OFFSET,
+    PHRASES,
+    UNKNOWN_ID,
+    VOCAB_SIZE,
+    bucket_length,
+    decode_ids,
+    encode,
+)
+from gateway.features.numeric import NUM_FEATURES, NUMERIC_NAMES, ORDER_TEMPLATES, numeric_vector
+from gateway.features.request import ClientStats, Features, from_record, make_header_map
+from gateway.features.serialization import INFRA_HEADERS, OWN_LINE_HEADERS, decoded_target, serialize
+
+__all__ = [
+    "BUCKET", "BYTE_OFFSET", "FEATURE_FINGERPRINT", "FEATURE_VERSION", "INFRA_HEADERS", "MAX_TOKENS", "NUMERIC_NAMES",
+    "NUM_FEATURES", "ORDER_TEMPLATES", "OWN_LINE_HEADERS", "PAD_ID", "PATCH", "PHRASES", "PHRASE_OFFSET", "UNKNOWN_ID",
+    "VOCAB_SIZE", "ClientStats", "Features", "ModelInput", "bucket_length", "decode_ids", "decoded_target", "encode",
+    "from_record", "make_header_map", "model_input", "numeric_vector", "pad_batch", "serialize",
+]
