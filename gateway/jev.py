@@ -78,6 +78,13 @@ class ApiError(Exception):
         self.status, self.code, self.message, self.field, self.headers = status, code, message, field, dict(headers or {})
 
 
+# limits of single fields (the OpenAPI document publishes the same numbers)
+MAX_ID = 200
+MAX_OPTIONS = 32
+MAX_CRITERIA = 2000
+MAX_TOKENS = 4096
+
+
 def _invalid(field: str, message: str) -> ApiError:
     return ApiError(400, "invalid_request", f"{field}: {message}" if field else message, field or None)
 
@@ -144,11 +151,11 @@ class _Item:
 
 
 def _text(body: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> str | None:
-    value = body.get(key)
-    if value is None:
+    if key not in body:
         if required:
             raise _invalid(f"{path}{key}", "is required")
         return None
+    value = body[key]
     if not isinstance(value, str):
         raise _invalid(f"{path}{key}", f"must be a string, got {type(value).__name__}")
     return value
@@ -209,8 +216,8 @@ def _questions(raw: Any, path: str, cfg: JevConfig) -> tuple[Question, ...]:
             raise _invalid(where, "must be an object")
         qid = _text(q, "id", where + ".")
         assert qid is not None
-        if not qid.strip():
-            raise _invalid(f"{where}.id", "must not be empty")
+        if not qid.strip() or len(qid) > MAX_ID:
+            raise _invalid(f"{where}.id", f"must be 1 to {MAX_ID} characters, not only spaces")
         if qid in seen:
             raise _invalid(f"{where}.id", f"{qid!r} is used twice")
         seen.add(qid)
@@ -218,10 +225,14 @@ def _questions(raw: Any, path: str, cfg: JevConfig) -> tuple[Question, ...]:
         if qtype not in ("choice", "bool"):
             raise _invalid(f"{where}.type", f"must be 'choice' or 'bool', got {qtype!r}")
         criteria = _text(q, "criteria", where + ".", required=False) or ""
+        if len(criteria) > MAX_CRITERIA:
+            raise _invalid(f"{where}.criteria", f"is longer than {MAX_CRITERIA} characters")
         options_raw = q.get("options")
         if qtype == "choice":
             if not isinstance(options_raw, list) or not all(isinstance(o, str) for o in options_raw):
                 raise _invalid(f"{where}.options", "must be a list of strings for a choice question")
+            if not 2 <= len(options_raw) <= MAX_OPTIONS or any(not o.strip() or len(o) > MAX_ID for o in options_raw):
+                raise _invalid(f"{where}.options", f"must hold 2 to {MAX_OPTIONS} options of 1 to {MAX_ID} characters, not only spaces")
             options = tuple(options_raw)
         else:
             if options_raw not in (None, [], ["true", "false"], [True, False]):
@@ -246,8 +257,8 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
         if "state" not in body:
             raise _invalid(f"{path}state", "is required")
         state = body["state"]
-        if not isinstance(state, (str, Mapping, list)):
-            raise _invalid(f"{path}state", "must be a string or JSON")
+        if not isinstance(state, (str, Mapping)):
+            raise _invalid(f"{path}state", "must be a string or a JSON object")
         text = render_state(state)
         _check_state_size(text, f"{path}state", cfg.max_state_bytes)
         return _Item("questions", body, path, _questions(body["questions"], path, cfg), text,
@@ -257,20 +268,21 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
         assert given is not None
         _check_state_size(given, f"{path}input", cfg.max_state_bytes)
         max_tokens = body.get("max_tokens")
-        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
-            raise _invalid(f"{path}max_tokens", "must be a positive integer")
+        if "max_tokens" in body and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or not 1 <= max_tokens <= MAX_TOKENS):
+            raise _invalid(f"{path}max_tokens", f"must be an integer from 1 to {MAX_TOKENS}")
         return _Item("input", body, path, state=given, max_tokens=max_tokens)
     if "candidates" in body:
         task = _text(body, "task", path)
         assert task is not None
-        if not task.strip():
-            raise _invalid(f"{path}task", "must not be empty")
+        if not task.strip() or len(task) > MAX_ID:
+            raise _invalid(f"{path}task", f"must be 1 to {MAX_ID} characters, not only spaces")
         feats = body.get("features", {})
         if not isinstance(feats, Mapping):
             raise _invalid(f"{path}features", "must be an object")
         cands = body["candidates"]
-        if not isinstance(cands, list) or len(cands) < 2 or not all(isinstance(c, str) and c.strip() for c in cands):
-            raise _invalid(f"{path}candidates", "must be a list of at least two non-empty strings")
+        if (not isinstance(cands, list) or not 2 <= len(cands) <= MAX_OPTIONS
+                or not all(isinstance(c, str) and c.strip() and len(c) <= MAX_ID for c in cands)):
+            raise _invalid(f"{path}candidates", f"must be a list of 2 to {MAX_OPTIONS} strings of 1 to {MAX_ID} characters")
         if len(set(cands)) != len(cands):
             raise _invalid(f"{path}candidates", "must be distinct")
         qs = candidate_question_set(task, feats, cands)
@@ -345,9 +357,14 @@ class DecisionApi:
             self._limit(request, cfg, key_id)
             if request.content_length is not None and request.content_length > cfg.max_body_bytes:
                 raise ApiError(413, "too_large", f"body of {request.content_length} bytes is more than the {cfg.max_body_bytes} allowed")
-            raw = await request.content.read(cfg.max_body_bytes + 1)
-            if len(raw) > cfg.max_body_bytes:
-                raise ApiError(413, "too_large", f"body is more than the {cfg.max_body_bytes} bytes allowed (jev.max_body_bytes)")
+            chunks: list[bytes] = []
+            size = 0
+            while chunk := await request.content.read(65536):
+                size += len(chunk)
+                if size > cfg.max_body_bytes:
+                    raise ApiError(413, "too_large", f"body is more than the {cfg.max_body_bytes} bytes allowed (jev.max_body_bytes)")
+                chunks.append(chunk)
+            raw = b"".join(chunks)
             try:
                 body = json.loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:
@@ -526,32 +543,34 @@ def openapi_document(cfg: JevConfig) -> dict[str, Any]:
     question = {
         "type": "object", "required": ["id"], "additionalProperties": True,
         "properties": {
-            "id": {"type": "string", "minLength": 1, "maxLength": 200},
+            "id": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": r"\S"},
             "type": {"type": "string", "enum": ["choice", "bool"], "default": "choice"},
-            "options": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}, "minItems": 2, "maxItems": 32,
-                        "uniqueItems": True},
-            "criteria": {"type": "string", "maxLength": 2000},
+            "options": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": r"\S"},
+                        "minItems": 2, "maxItems": MAX_OPTIONS, "uniqueItems": True},
+            "criteria": {"type": "string", "maxLength": MAX_CRITERIA},
         },
     }
     questions_req = {
         "type": "object", "required": ["state", "questions"], "additionalProperties": True,
         "properties": {
             "model": {"type": "string", "enum": ["clef-flash", "clef"], "default": "clef-flash"},
-            "state": {"oneOf": [{"type": "string", "maxLength": cfg.max_state_bytes // 4}, {"type": "object"}]},
+            # the size limit is not a maxLength: an oversized state is answered 413, not 400
+            "state": {"oneOf": [{"type": "string", "description": f"at most {cfg.max_state_bytes} UTF-8 bytes (else 413)"},
+                                {"type": "object"}]},
             "questions": {"type": "array", "items": question, "minItems": 1, "maxItems": cfg.max_questions},
         },
     }
     input_req = {
         "type": "object", "required": ["input"], "additionalProperties": True,
-        "properties": {"input": {"type": "string", "maxLength": cfg.max_state_bytes // 4},
-                       "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096}},
+        "properties": {"input": {"type": "string", "description": f"at most {cfg.max_state_bytes} UTF-8 bytes (else 413)"},
+                       "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS}},
     }
     cand_req = {
         "type": "object", "required": ["task", "candidates"], "additionalProperties": True,
-        "properties": {"task": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
+        "properties": {"task": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": r"\S"},
                        "features": {"type": "object"},
-                       "candidates": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"\S"},
-                                      "minItems": 2, "maxItems": 32, "uniqueItems": True}},
+                       "candidates": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_ID, "pattern": r"\S"},
+                                      "minItems": 2, "maxItems": MAX_OPTIONS, "uniqueItems": True}},
     }
     probs = {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1}}
     answer = {"type": "object", "required": ["id", "top_option", "confidence", "probabilities"],
@@ -570,7 +589,8 @@ def openapi_document(cfg: JevConfig) -> dict[str, Any]:
     cand_resp = {"type": "object", "required": ["decision", "confidence", "latency_ms"],
                  "properties": {"decision": {"type": "string"}, "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                                 "probabilities": probs, "model": {"type": "string"}, "latency_ms": {"type": "number", "minimum": 0}}}
-    one_req = {"oneOf": [{"$ref": "#/components/schemas/QuestionsRequest"}, {"$ref": "#/components/schemas/InputRequest"},
+    # anyOf, not oneOf: an object carrying keys of two shapes is answered as the first shape it has
+    one_req = {"anyOf": [{"$ref": "#/components/schemas/QuestionsRequest"}, {"$ref": "#/components/schemas/InputRequest"},
                          {"$ref": "#/components/schemas/CandidatesRequest"}]}
     one_resp = {"oneOf": [{"$ref": "#/components/schemas/QuestionsResponse"}, {"$ref": "#/components/schemas/InputResponse"},
                           {"$ref": "#/components/schemas/CandidatesResponse"}]}

@@ -33,7 +33,7 @@ CLASS_Q = {"id": "class", "type": "choice", "options": ["human", "good_bot", "ba
 
 @pytest.fixture(scope="module")
 def api(demo_origin, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True},
+    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True}, challenge={"dev_generate_secret": True},
                      jev={"api_keys": [{"id": "team-a", "key": "key-a-123456"}, {"id": "slow", "key": "key-slow-1", "rate": "3/min"}]})
     gw = Gateway(tmp_path_factory.mktemp("jev"), cfg, ready_timeout=120)
     yield gw
@@ -81,14 +81,15 @@ def test_unknown_questions_go_to_clef_in_the_same_call(api: Gateway) -> None:
 
 
 def test_clef_questions_on_free_text(api: Gateway) -> None:
-    state = ("The primary database cluster is down. All checkout requests fail with 500 errors and the status page "
-             "reports a complete outage for every customer region.")
+    state = "Hi, I would like to cancel my subscription and stop being charged every month. Please close my account."
     body = {"model": "clef", "state": state, "questions": [
-        {"id": "urgency", "type": "choice", "options": ["P0_Critical", "P1_High", "P2_Medium", "P3_Low"],
-         "criteria": "how much of the system is unavailable"}]}
-    a = post(api, body).json()["answers"][0]
-    assert a["model"].startswith("clef@")
-    assert a["top_option"] in ("P0_Critical", "P1_High")
+        {"id": "intent", "type": "choice", "options": ["cancel_subscription", "upgrade_plan", "report_bug", "ask_for_refund"],
+         "criteria": "what the customer wants"},
+        {"id": "wants_to_leave", "type": "bool", "criteria": "the customer wants to stop using the service"}]}
+    answers = {a["id"]: a for a in post(api, body).json()["answers"]}
+    assert answers["intent"]["model"].startswith("clef@")
+    assert answers["intent"]["top_option"] == "cancel_subscription"
+    assert answers["wants_to_leave"]["top_option"] is True
 
 
 def test_input_shape(api: Gateway) -> None:
@@ -124,7 +125,7 @@ def test_batch_answers_in_order(api: Gateway) -> None:
 @pytest.mark.parametrize("body,field", [
     ({"questions": [CLASS_Q]}, "state"),
     ({"state": "x", "questions": []}, "questions"),
-    ({"state": "x", "questions": [{"id": "q", "options": ["only-one"]}]}, "questions[0]"),
+    ({"state": "x", "questions": [{"id": "q", "options": ["only-one"]}]}, "questions[0].options"),
     ({"state": "x", "questions": [{"id": "q", "type": "maybe", "options": ["a", "b"]}]}, "questions[0].type"),
     ({"state": "x", "questions": [{"id": "q", "options": ["a", "b"]}, {"id": "q", "options": ["a", "b"]}]}, "questions[1].id"),
     ({"state": "x", "model": "gpt", "questions": [CLASS_Q]}, "model"),
@@ -147,9 +148,9 @@ def test_invalid_json_and_sizes(api: Gateway) -> None:
     r = httpx.post(api.admin_url + "/v1/decision", content=b"{nope", headers={"Authorization": "Bearer key-a-123456"}, timeout=30)
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
     r = post(api, {"input": "x" * (70 * 1024)})
-    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large" and r.json()["error"]["field"] == "input"
+    assert r.status_code == 413, r.text and r.json()["error"]["code"] == "too_large" and r.json()["error"]["field"] == "input"
     r = post(api, {"state": "word " * 40000, "questions": [{"id": "q", "options": ["a", "b"]}]})
-    assert r.status_code == 413
+    assert r.status_code == 413, r.text
 
 
 def test_api_keys(api: Gateway) -> None:
@@ -183,12 +184,13 @@ def test_health_and_openapi(api: Gateway) -> None:
 
 def test_schemathesis_conformance(demo_origin, tmp_path: Path) -> None:
     """Property-based run of the published OpenAPI document against the live API (no keys, no rate limit)."""
-    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True}, jev={"rate": "off"})
+    cfg = config_for(demo_origin.url, model={"enabled": True}, clef={"enabled": True}, jev={"rate": "off"},
+                     challenge={"dev_generate_secret": True})
     gw = Gateway(tmp_path / "st", cfg, ready_timeout=120)
     try:
         proc = subprocess.run([sys.executable, "-m", "schemathesis.cli", "run", gw.admin_url + "/v1/openapi.json",
                                "--checks", "all", "--exclude-checks", "ignored_auth,positive_data_acceptance",
-                               "--max-examples", "25", "--seed", "7", "--workers", "1", "--phases", "examples,coverage,fuzzing",
+                               "--max-examples", "100", "--seed", "7", "--workers", "1", "--phases", "examples,coverage,fuzzing",
                                "--suppress-health-check", "all"],
                               cwd=ROOT, capture_output=True, text=True, timeout=240)
     finally:
