@@ -388,7 +388,7 @@ class DeciderConfig:
     cooldown_s: float = setting(5.0, "Seconds the open breaker skips the model before half-open trial calls.", check=positive)
     half_open_probes: int = setting(3, "Successful trial calls that close a half-open breaker (one failure re-opens it).", check=positive)
     max_batch: int = setting(64, "Most requests scored in one model run.", check=positive)
-    max_wait_us: int = setting(500, "Longest wait (microseconds) for more requests to fill a batch.", check=non_negative)
+    max_wait_us: int = setting(0, "Extra wait (microseconds) for a fuller batch. 0 runs as soon as a model thread is free; batches still form from requests arriving while it is busy.", check=non_negative)
     max_queue: int = setting(4096, "Requests waiting for the model beyond which new ones get the fallback at once (load shedding).", check=positive)
     inference_threads: int = setting(1, "Worker threads running model batches (the event loop never runs inference).", check=positive)
     cache_ttl_s: float = setting(600.0, "Lifetime of a cached decision.", check=non_negative)

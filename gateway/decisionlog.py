@@ -34,7 +34,8 @@ LINES = metrics.counter("clefgate_decision_log_lines_total", "Decision-log lines
 DROPS = metrics.counter("clefgate_decision_log_drops_total", "Decision-log lines dropped, by reason (queue_full, write_error).", ("reason",))
 ROTATIONS = metrics.counter("clefgate_decision_log_rotations_total", "Decision-log file rotations.")
 
-ModelInput = Callable[[Features], dict[str, Any]]
+# (features, verdict) -> the model input as logged; the verdict may carry the input the model read
+ModelInput = Callable[[Features, Verdict], dict[str, Any]]
 
 _STOP = object()
 
@@ -79,7 +80,7 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float, mode
         out["backend"] = verdict.backend
     if model_input is not None and verdict.source in (Source.MODEL, Source.CACHE, Source.SHADOW, Source.FALLBACK):
         try:
-            out["input"] = model_input(features)
+            out["input"] = model_input(features, verdict)
         except Exception as exc:  # the log must never fail a request, nor stop the writer
             out["input_error"] = repr(exc)
     return out

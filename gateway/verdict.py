@@ -59,6 +59,8 @@ class Verdict:
     # the model that scored the request (name@version) and how long the decision took
     model: str | None = None
     decision_ms: float | None = None
+    # what the model read (a gateway.features.ModelInput), kept for the decision log so it is not computed twice
+    model_input: Any = field(default=None, compare=False, repr=False)
 
     @property
     def score(self) -> float | None:

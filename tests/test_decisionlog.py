@@ -21,7 +21,7 @@ def read(path: Path) -> list[dict]:
 
 def test_lines_carry_the_record_the_input_and_the_verdict(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
-    log = DecisionLog(DecisionLogConfig(path=str(path)), model_input=lambda f: {"text": f"{f.method} {f.target}"})
+    log = DecisionLog(DecisionLogConfig(path=str(path)), model_input=lambda f, v: {"text": f"{f.method} {f.target}"})
     f = make_features(method="POST", target="/login?next=%2F", body=b"user=a&password=b", request_id="r-1")
     log.observe(f, Verdict(Action.BLOCK, Source.MODEL, "P(attack)=0.60", probabilities=PROBS, model="clef-flash@1",
                            decision_ms=0.42), 403)
@@ -54,7 +54,7 @@ def test_rotation_by_size(tmp_path: Path) -> None:
 def test_full_queue_drops_lines_never_blocks(tmp_path: Path) -> None:
     stuck = threading.Event()
 
-    def slow_input(_: object) -> dict:
+    def slow_input(*_: object) -> dict:
         stuck.wait(10)  # the writer is stuck on its first line: the queue fills up
         return {}
 

@@ -56,7 +56,7 @@ class Decider:
         return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain)
 
     def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
-        return self.model.explain(item)
+        return self.model.explain(item, probabilities=probabilities)
 
     def describe(self) -> dict[str, Any]:
         return {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,

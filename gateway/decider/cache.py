@@ -1,9 +1,13 @@
 """The decision cache: a bounded TTL cache of model answers keyed by the model's input.
 
-The key is a digest of exactly what the model reads (``ModelInput.cache_key``: the
-canonical serialization and the numeric vector from ``gateway.features``), never of
-volatile values such as request ids or timestamps, so identical requests share one
-answer. Concurrent misses for the same key share one model call (single flight),
+The key is a digest of what the model reads (the canonical serialization and the
+numeric vector from ``gateway.features``), never of volatile values such as request
+ids or timestamps, so identical requests share one answer. The numeric vector is
+quantized to one decimal in the key: its per-client window statistics (rate, error
+ratio, timing; log-scaled to about 0..1) drift with every request, and at full
+precision no two requests of an active client would ever share an entry. A cached
+answer is therefore reused while a client's behaviour stays within the same tenth of
+each statistic, and re-scored when it moves. Concurrent misses for the same key share one model call (single flight),
 which keeps a flood of identical requests from becoming a flood of inferences.
 Hits, misses, evictions and expirations are counted.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -28,6 +33,13 @@ CACHE_REQUESTS = metrics.counter("clefgate_decision_cache_requests_total", "Deci
 CACHE_EVICTIONS = metrics.counter("clefgate_decision_cache_evictions_total",
                                   "Entries removed from the decision cache, by reason (size, expired).", ("reason",))
 CACHE_ENTRIES = metrics.gauge("clefgate_decision_cache_entries", "Entries in the decision cache.")
+
+
+def decision_key(item: ModelInput) -> bytes:
+    """The cache key of a model input: its text and its numeric vector rounded to one decimal."""
+    h = hashlib.blake2b(item.text.encode("utf-8", "surrogatepass"), digest_size=16)
+    h.update(",".join(f"{v:.1f}" for v in item.numeric).encode())
+    return h.digest()
 
 
 class _CountingTTLCache(TTLCache):  # type: ignore[type-arg]
@@ -48,7 +60,7 @@ class _CountingTTLCache(TTLCache):  # type: ignore[type-arg]
 class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
-    def __init__(self, inner: Scorer, key_fn: Callable[[ModelInput], Hashable] = ModelInput.cache_key, *, ttl_s: float = 600.0, maxsize: int = 100_000,
+    def __init__(self, inner: Scorer, key_fn: Callable[[ModelInput], Hashable] = decision_key, *, ttl_s: float = 600.0, maxsize: int = 100_000,
                  timer: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
         self.key_fn = key_fn

@@ -69,6 +69,7 @@ class ModelStage:
             model=scored.model or self.model_label,
             decision_ms=(time.perf_counter() - start) * 1000.0,
             explanation=explanation,
+            model_input=item,
         )
 
     def _fallback(self, features: Features, request: ScoreRequest, cause: str, detail: str, start: float) -> Verdict:
