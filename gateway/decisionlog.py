@@ -2,12 +2,16 @@
 
 Each line holds the request as a record in the shape ``clefgate eval`` and
 ``clefgate train`` read (method, path, http_version, headers in wire order, body
-prefix, client_ip), the model input exactly as ``gateway.features`` produces it,
-the probabilities, the verdict, its source and rule, the decision latency and the
-model version. Add a ``"label"`` to lines and the file is training data.
+prefix, client_ip), the model input exactly as the model read it (feature version,
+canonical text, numeric vector — present when the model ran; a cached answer's line
+refers to the same input through its record), the probabilities, the verdict, its
+source and rule, the decision latency and the model version. Add a ``"label"`` to
+lines and the file is training data.
 
-The request path only appends a reference to a bounded queue; a writer thread does
-the serialization and the I/O. When the queue is full the line is dropped and
+A line is encoded where the decision is observed (the C JSON encoder, a few tens of
+microseconds) and handed as bytes to a bounded queue; a writer thread only does the
+I/O, so the event loop never waits for a disk and never fights a second Python thread
+for the interpreter over JSON work. When the queue is full the line is dropped and
 counted: the log never slows or drops a request. Files rotate by size.
 """
 
@@ -20,24 +24,22 @@ import queue
 import threading
 import time
 import zlib
-from collections.abc import Callable
 from typing import Any
 
 from gateway import metrics
 from gateway.config import DecisionLogConfig
-from gateway.features import Features
+from gateway.features import FEATURE_VERSION, Features
 from gateway.verdict import Action, Source, Verdict
 
 log = logging.getLogger("clefgate.decisionlog")
 
 LINES = metrics.counter("clefgate_decision_log_lines_total", "Decision-log lines written.")
-DROPS = metrics.counter("clefgate_decision_log_drops_total", "Decision-log lines dropped, by reason (queue_full, write_error).", ("reason",))
+DROPS = metrics.counter("clefgate_decision_log_drops_total", "Decision-log lines dropped, by reason (queue_full, encode_error, write_error).",
+                        ("reason",))
 ROTATIONS = metrics.counter("clefgate_decision_log_rotations_total", "Decision-log file rotations.")
 
-# (features, verdict) -> the model input as logged; the verdict may carry the input the model read
-ModelInput = Callable[[Features, Verdict], dict[str, Any]]
-
 _STOP = object()
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
 def record_of(features: Features) -> dict[str, Any]:
@@ -47,13 +49,13 @@ def record_of(features: Features) -> dict[str, Any]:
         "method": features.method,
         "path": features.target,
         "http_version": features.http_version,
-        "headers": [list(h) for h in features.headers],
+        "headers": features.headers,
         "body": body,
         "client_ip": features.client_ip,
     }
 
 
-def line_of(features: Features, verdict: Verdict, status: int, when: float, model_input: ModelInput | None) -> dict[str, Any]:
+def line_of(features: Features, verdict: Verdict, status: int, when: float) -> dict[str, Any]:
     """The JSON object written for one decision."""
     out: dict[str, Any] = {
         "request_id": features.request_id,
@@ -69,30 +71,28 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float, mode
     if verdict.shadow_action is not None:
         out["shadow_action"] = verdict.shadow_action.value
     if verdict.probabilities is not None:
-        out["probabilities"] = {q: dict(o) for q, o in verdict.probabilities.items()}
+        out["probabilities"] = verdict.probabilities
     if verdict.explanation:
-        out["explanation"] = list(verdict.explanation)
+        out["explanation"] = verdict.explanation
     if verdict.model:
         out["model"] = verdict.model
     if verdict.decision_ms is not None:
         out["latency_ms"] = round(verdict.decision_ms, 3)
     if verdict.backend:
         out["backend"] = verdict.backend
-    if model_input is not None and verdict.source in (Source.MODEL, Source.CACHE, Source.SHADOW, Source.FALLBACK):
-        try:
-            out["input"] = model_input(features, verdict)
-        except Exception as exc:  # the log must never fail a request, nor stop the writer
-            out["input_error"] = repr(exc)
+    item = verdict.model_input
+    if item is not None:
+        # exactly what the model read; gateway.features.ModelInput.from_json reads it back
+        out["input"] = {"feature_version": FEATURE_VERSION, "text": item.text, "numeric": item.numeric}
     return out
 
 
 class DecisionLog:
-    """Bounded queue + writer thread + size rotation. ``observe`` is a pipeline observer."""
+    """Encode on observe, bounded byte queue, writer thread, size rotation. ``observe`` is a pipeline observer."""
 
-    def __init__(self, cfg: DecisionLogConfig, model_input: ModelInput | None = None) -> None:
+    def __init__(self, cfg: DecisionLogConfig) -> None:
         self.cfg = cfg
         self.path = cfg.path
-        self.model_input = model_input
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=cfg.queue_size)
         self._sample_cut = int(cfg.sample * 0xFFFFFFFF)
         self._log_rules = cfg.rules
@@ -113,13 +113,21 @@ class DecisionLog:
         return True
 
     def observe(self, features: Features, verdict: Verdict, status: int) -> None:
-        """Queue one decision (called after each response; never blocks)."""
+        """Encode and queue one decision (called after each response; never blocks)."""
         if self._closed or not self.wants(verdict):
             return
         if self._sample_cut < 0xFFFFFFFF and zlib.crc32(features.request_id.encode()) > self._sample_cut:
             return
+        if self._queue.full():
+            DROPS.inc("queue_full")
+            return
         try:
-            self._queue.put_nowait((features, verdict, status, time.time()))
+            line = (_encode(line_of(features, verdict, status, time.time())) + "\n").encode("utf-8", "surrogateescape")
+        except (TypeError, ValueError):
+            DROPS.inc("encode_error")
+            return
+        try:
+            self._queue.put_nowait(line)
         except queue.Full:
             DROPS.inc("queue_full")
 
@@ -134,37 +142,33 @@ class DecisionLog:
             DROPS.inc("queue_full")
         self._thread.join(timeout)
 
-    # ---- writer thread
+    # ---- writer thread: I/O only
     def _writer(self) -> None:
         while True:
             item = self._queue.get()
             if item is _STOP:
                 break
             batch = [item]
+            stop = False
             # drain what is already queued so one write() carries many lines
-            while len(batch) < 512:
+            while len(batch) < 1024:
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
                     break
                 if nxt is _STOP:
-                    self._write(batch)
-                    self._close_file()
-                    return
+                    stop = True
+                    break
                 batch.append(nxt)
             self._write(batch)
+            if stop:
+                break
         self._close_file()
 
-    def _write(self, batch: list[tuple[Features, Verdict, int, float]]) -> None:
+    def _write(self, lines: list[bytes]) -> None:
         chunk: list[bytes] = []
         chunk_bytes = 0
-        for features, verdict, status, when in batch:
-            try:
-                line = (json.dumps(line_of(features, verdict, status, when, self.model_input), ensure_ascii=False,
-                                   separators=(",", ":")) + "\n").encode("utf-8")
-            except (TypeError, ValueError):
-                DROPS.inc("encode_error")
-                continue
+        for line in lines:
             if chunk and self._size + chunk_bytes + len(line) > self.cfg.max_bytes:
                 self._flush_chunk(chunk)
                 chunk, chunk_bytes = [], 0

@@ -41,12 +41,10 @@ from gateway.decider import load as load_decider
 from gateway.decider.manifest import ManifestError
 from gateway.decider.onnx import ModelLoadError
 from gateway.decisionlog import DecisionLog
-from gateway.features import Features, model_input
 from gateway.jev import DecisionApi
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
-from gateway.verdict import Verdict
 
 log = logging.getLogger("clefgate.server")
 
@@ -171,7 +169,7 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         if previous is not None and previous.decision_log is not None and previous.config.decision_log == cfg.decision_log:
             decision_log = previous.decision_log
         else:
-            decision_log = DecisionLog(cfg.decision_log, model_input=_logged_input)
+            decision_log = DecisionLog(cfg.decision_log)
         pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, decision_log.observe))
     backends = BackendSet.build(cfg, previous.backends if previous else None)
     if previous is not None and _same_access_log(previous.config, cfg):
@@ -179,12 +177,6 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
     else:
         access_log = AccessLog.from_config(cfg.logging)
     return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1, decider, decision_log)
-
-
-def _logged_input(features: Features, verdict: Verdict) -> dict[str, Any]:
-    """The model input for the decision log: the one the model read, or computed for a fallback."""
-    item = verdict.model_input if verdict.model_input is not None else model_input(features)
-    return item.to_json()  # type: ignore[no-any-return]
 
 
 def _same_access_log(a: Config, b: Config) -> bool:

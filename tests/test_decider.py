@@ -312,3 +312,31 @@ async def test_ten_thousand_requests_leak_nothing(executor) -> None:
     assert len(asyncio.all_tasks()) <= before_tasks
     assert threading.active_count() <= before_threads
     assert grown < 2 * 1024 * 1024, f"memory grew by {grown} bytes over 9000 decisions"
+
+
+def test_request_key_ignores_volatile_values_and_buckets_client_statistics() -> None:
+    from gateway.decider.cache import request_key
+    from gateway.features import ClientStats
+
+    base = make_features(target="/shop?x=1", request_id="a")
+    assert request_key(base) == request_key(make_features(target="/shop?x=1", request_id="b", received_at=123.0))
+    assert request_key(base) != request_key(make_features(target="/shop?x=2"))
+    assert request_key(base) != request_key(make_features(target="/shop?x=1", method="POST"))
+    calm = make_features(target="/shop?x=1", client=ClientStats(requests=10, rate_per_min=5.0))
+    assert request_key(calm) == request_key(make_features(target="/shop?x=1", client=ClientStats(requests=12, rate_per_min=6.0)))
+    assert request_key(calm) != request_key(make_features(target="/shop?x=1", client=ClientStats(requests=10, rate_per_min=400.0)))
+
+
+async def test_stage_answers_repeats_from_the_request_level_without_serializing(executor, monkeypatch) -> None:
+    import gateway.decider.stage as stage_mod
+
+    model = FakeModel()
+    cache = CachedScorer(BatchingScorer(model, executor, questions=QUESTIONS))
+    stage = ModelStage(cache, FakePolicy(), model_label="fake@1", cache=cache, explain=lambda item, probs: ("why",))
+    first = await stage.decide(make_features(target="/attack"), ScoreRequest())
+    calls = []
+    monkeypatch.setattr(stage_mod, "model_input", lambda f: calls.append(f))
+    second = await stage.decide(make_features(target="/attack", request_id="again"), ScoreRequest())
+    assert calls == [] and model.calls == 1
+    assert first.source is Source.MODEL and second.source is Source.CACHE
+    assert "why" in first.explanation and "why" in second.explanation

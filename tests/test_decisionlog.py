@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gateway.config import DecisionLogConfig
 from gateway.decisionlog import DROPS, DecisionLog
-from gateway.features import from_record
+from gateway.features import ModelInput, from_record, model_input
 from gateway.verdict import Action, Source, Verdict
 from tests.conftest import make_features
 
@@ -21,10 +21,10 @@ def read(path: Path) -> list[dict]:
 
 def test_lines_carry_the_record_the_input_and_the_verdict(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
-    log = DecisionLog(DecisionLogConfig(path=str(path)), model_input=lambda f, v: {"text": f"{f.method} {f.target}"})
+    log = DecisionLog(DecisionLogConfig(path=str(path)))
     f = make_features(method="POST", target="/login?next=%2F", body=b"user=a&password=b", request_id="r-1")
     log.observe(f, Verdict(Action.BLOCK, Source.MODEL, "P(attack)=0.60", probabilities=PROBS, model="clef-flash@1",
-                           decision_ms=0.42), 403)
+                           decision_ms=0.42, model_input=model_input(f)), 403)
     log.observe(f, Verdict(Action.FORWARD, Source.RULE, "allowed", rule="robots"), 200)  # not decisive: skipped
     log.observe(f, Verdict(Action.CHALLENGE, Source.RULE, "ai crawler", rule="ai-crawlers"), 403)
     log.close()
@@ -33,7 +33,8 @@ def test_lines_carry_the_record_the_input_and_the_verdict(tmp_path: Path) -> Non
     first = lines[0]
     assert first["request_id"] == "r-1" and first["status"] == 403 and first["source"] == "model"
     assert first["probabilities"] == PROBS and first["model"] == "clef-flash@1" and first["latency_ms"] == 0.42
-    assert first["input"] == {"text": "POST /login?next=%2F"}
+    logged = ModelInput.from_json(first["input"])  # the training reader gets exactly what the model read
+    assert logged is not None and logged.text == model_input(f).text and logged.numeric == model_input(f).numeric
     again = from_record(first["record"])  # the training/eval reader gets the same request back
     assert (again.method, again.path, again.query, again.body_prefix) == ("POST", "/login", "next=%2F", b"user=a&password=b")
     assert again.headers == f.headers
@@ -53,12 +54,14 @@ def test_rotation_by_size(tmp_path: Path) -> None:
 
 def test_full_queue_drops_lines_never_blocks(tmp_path: Path) -> None:
     stuck = threading.Event()
+    log = DecisionLog(DecisionLogConfig(path=str(tmp_path / "d.jsonl"), queue_size=10, rules="all"))
+    write = log._flush_chunk
 
-    def slow_input(*_: object) -> dict:
-        stuck.wait(10)  # the writer is stuck on its first line: the queue fills up
-        return {}
+    def slow_write(chunk: list[bytes]) -> None:
+        stuck.wait(10)  # a disk that stalls: the writer is stuck and the queue fills up
+        write(chunk)
 
-    log = DecisionLog(DecisionLogConfig(path=str(tmp_path / "d.jsonl"), queue_size=10, rules="all"), model_input=slow_input)
+    log._flush_chunk = slow_write  # type: ignore[method-assign]
     before = DROPS.get("queue_full")
     verdict = Verdict(Action.BLOCK, Source.MODEL, "x", probabilities=PROBS)
     for i in range(2000):

@@ -53,7 +53,8 @@ class Decider:
 
     def stage(self, policy: PolicyLike) -> ModelStage:
         """The pipeline's score stage for this model and ``policy``."""
-        return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain)
+        return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain,
+                          cache=self.cache)
 
     def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
         return self.model.explain(item, probabilities=probabilities)

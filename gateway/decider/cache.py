@@ -10,6 +10,11 @@ answer is therefore reused while a client's behaviour stays within the same tent
 each statistic, and re-scored when it moves. Concurrent misses for the same key share one model call (single flight),
 which keeps a flood of identical requests from becoming a flood of inferences.
 Hits, misses, evictions and expirations are counted.
+
+A second, cheaper level is keyed by the raw request (``request_key``: method, target,
+version, headers as sent, body prefix, coarse client statistics), so a repeated request
+is answered without even serializing it; a miss there falls through to the model-input
+level above.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from cachetools import TTLCache
 
 from gateway import metrics
 from gateway.decider.scoring import ModelError, Scored, Scorer
-from gateway.features import ModelInput
+from gateway.features import Features, ModelInput
 from gateway.verdict import Source
 
 CACHE_REQUESTS = metrics.counter("clefgate_decision_cache_requests_total", "Decision cache lookups by result (hit, miss, coalesced).",
@@ -39,6 +44,24 @@ def decision_key(item: ModelInput) -> bytes:
     """The cache key of a model input: its text and its numeric vector rounded to one decimal."""
     h = hashlib.blake2b(item.text.encode("utf-8", "surrogatepass"), digest_size=16)
     h.update(",".join(f"{v:.1f}" for v in item.numeric).encode())
+    return h.digest()
+
+
+def _log2(x: float) -> int:
+    return int(x).bit_length() if x > 0 else 0
+
+
+def request_key(features: Features) -> bytes:
+    """The raw-request cache key: everything the model's input is computed from, client statistics bucketed."""
+    h = hashlib.blake2b(digest_size=16)
+    head = "\n".join([f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length}",
+                       *[f"{n}:{v}" for n, v in features.headers]])
+    h.update(head.encode("utf-8", "surrogateescape"))
+    h.update(features.body_prefix)
+    c = features.client
+    if c is not None:
+        h.update(f"|{_log2(c.requests)} {_log2(c.rate_per_min)} {int(c.error_ratio * 10)} {int(c.path_diversity * 10)} "
+                 f"{_log2(c.mean_gap_s * 10)} {min(c.challenges_passed, 5)}".encode())
     return h.digest()
 
 
@@ -65,7 +88,18 @@ class CachedScorer:
         self.inner = inner
         self.key_fn = key_fn
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
+        self.requests: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
         self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
+
+    def get_request(self, key: bytes) -> Scored | None:
+        """A cached answer for a repeated raw request (counted as a hit), or None."""
+        hit = self.requests.get(key)
+        if hit is not None:
+            CACHE_REQUESTS.inc("hit")
+        return hit  # type: ignore[no-any-return]
+
+    def put_request(self, key: bytes, scored: Scored) -> None:
+        self.requests[key] = scored if scored.source is Source.CACHE else dataclasses.replace(scored, source=Source.CACHE)
 
     def __len__(self) -> int:
         return len(self.cache)

@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from gateway import metrics
-from gateway.decider.scoring import ModelError, Scorer
+from gateway.decider.cache import CachedScorer, request_key
+from gateway.decider.scoring import ModelError, Scored, Scorer
 from gateway.features import Features, ModelInput, model_input
 from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
 
@@ -40,35 +41,47 @@ class ModelStage:
     """Scorer + policy = a verdict for every scored request, fallbacks included."""
 
     def __init__(self, scorer: Scorer, policy: PolicyLike, *, fallback: str = "forward", model_label: str = "",
-                 explain: Callable[[ModelInput, Probabilities], tuple[str, ...]] | None = None) -> None:
+                 explain: Callable[[ModelInput, Probabilities], tuple[str, ...]] | None = None,
+                 cache: CachedScorer | None = None) -> None:
         self.scorer = scorer
         self.policy = policy
         self.fallback = fallback
         self.model_label = model_label
         self.explain = explain
+        self.cache = cache
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
         start = time.perf_counter()
+        item: ModelInput | None = None
+        scored: Scored | None = None
+        cache = self.cache
+        raw_key = request_key(features) if cache is not None else b""
         try:
-            # serialize + encode once: the cache key and the model both read this
-            item = model_input(features)
-            scored = await self.scorer.score(item)
+            if cache is not None:
+                scored = cache.get_request(raw_key)
+            if scored is None:
+                # serialize + encode once: the model-input cache key and the model both read this
+                item = model_input(features)
+                scored = await self.scorer.score(item)
         except ModelError as exc:
             return self._fallback(features, request, exc.kind, str(exc), start)
         except Exception as exc:  # a bug below must cost one fallback, never the request
             log.exception("model stage failed")
             return self._fallback(features, request, "error", repr(exc), start)
         verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
-        DECISIONS.inc(scored.source.value)
-        explanation = verdict.explanation
-        if self.explain is not None and (verdict.action is not Action.FORWARD or verdict.shadow_action not in (None, Action.FORWARD)):
+        if (self.explain is not None and item is not None and not scored.explanation
+                and (verdict.action is not Action.FORWARD or verdict.shadow_action not in (None, Action.FORWARD))):
             # only for requests that were stopped (or would have been): operators ask "why?" about those
-            explanation = (*explanation, *self.explain(item, scored.probabilities))
+            found = self.explain(item, scored.probabilities)
+            scored = dataclasses.replace(scored, explanation=found)
+            verdict = dataclasses.replace(verdict, explanation=(*verdict.explanation, *found))
+        if cache is not None and item is not None:
+            cache.put_request(raw_key, scored)  # a repeat of this exact request skips serialization too
+        DECISIONS.inc(scored.source.value)
         return dataclasses.replace(
             verdict,
             model=scored.model or self.model_label,
             decision_ms=(time.perf_counter() - start) * 1000.0,
-            explanation=explanation,
             model_input=item,
         )
 
