@@ -58,3 +58,30 @@ def make_features(method: str = "GET", target: str = "/", headers: list[tuple[st
 @pytest.fixture
 def features_factory() -> Callable[..., Features]:
     return make_features
+
+
+# ---- the data-path suites (tests/test_proxy_*.py, tests/test_backends.py) share these origins and gateway
+
+@pytest.fixture(scope="module")
+def origin_a() -> Any:
+    """The aiohttp test origin "a" (tests/origin.py), shared by the module."""
+    from tests.proxy_support import shared_origin
+
+    return shared_origin("a")
+
+
+@pytest.fixture(scope="module")
+def raw_origin() -> Any:
+    """The scripted raw origin that answers with broken or unusual responses."""
+    from tests.proxy_support import shared_origin
+
+    return shared_origin("raw", raw=True)
+
+
+@pytest.fixture(scope="module")
+def gw(origin_a: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """An in-process gateway (allow-all) in front of origin "a"."""
+    from tests.proxy_support import gateway, make_config
+
+    with gateway(make_config([origin_a.url], tmp_path_factory.mktemp("gw"))) as g:
+        yield g

@@ -27,18 +27,10 @@ from tests.proxy_support import (
 
 
 @pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
-
-
-@pytest.fixture(scope="module")
 def origin_b() -> OriginProcess:
     return shared_origin("b")
 
 
-@pytest.fixture(scope="module")
-def raw_origin() -> OriginProcess:
-    return shared_origin("raw", raw=True)
 
 
 # ---------------------------------------------------------------------------- routing (unit)

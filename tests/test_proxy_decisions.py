@@ -20,11 +20,6 @@ from tests.proxy_support import RawClient, gateway, get, make_config, request, s
 
 
 @pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
-
-
-@pytest.fixture(scope="module")
 def origin_b() -> OriginProcess:
     return shared_origin("b")
 

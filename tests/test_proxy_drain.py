@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.origin import OriginProcess
-from tests.proxy_support import GatewayThread, RawClient, get, make_config, shared_origin, wait_for
-
-
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
+from tests.proxy_support import GatewayThread, RawClient, get, make_config, wait_for
 
 
 def started(origin: OriginProcess, tmp: Path) -> GatewayThread:

@@ -20,19 +20,7 @@ from tests.proxy_support import (
     get,
     make_config,
     request,
-    shared_origin,
 )
-
-
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
-
-
-@pytest.fixture(scope="module")
-def raw_origin() -> OriginProcess:
-    return shared_origin("raw", raw=True)
-
 
 
 def assert_gateway_error(gw: GatewayThread, resp: RawResponse, status: int) -> dict:

@@ -23,26 +23,7 @@ from tests.proxy_support import (
     get,
     make_config,
     request,
-    shared_origin,
 )
-
-
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
-
-
-@pytest.fixture(scope="module")
-def raw_origin() -> OriginProcess:
-    return shared_origin("raw", raw=True)
-
-
-
-@pytest.fixture(scope="module")
-def gw(origin_a: OriginProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayThread]:
-    cfg = make_config([origin_a.url], tmp_path_factory.mktemp("gw"))
-    with gateway(cfg) as g:
-        yield g
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ smuggling), and the origin must never see a request at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.origin import OriginProcess
-from tests.proxy_support import GatewayThread, RawClient, gateway, make_config, shared_origin
+from tests.proxy_support import GatewayThread, RawClient
 
 SMUGGLED = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
 
@@ -71,21 +69,11 @@ CASES: list[tuple[str, bytes, int]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
-
-
-@pytest.fixture(scope="module")
-def raw_origin() -> OriginProcess:
-    return shared_origin("raw", raw=True)
 
 
 
-@pytest.fixture(scope="module")
-def gw(origin_a: OriginProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayThread]:
-    with gateway(make_config([origin_a.url], tmp_path_factory.mktemp("gw"))) as g:
-        yield g
+
+
 
 
 @pytest.mark.parametrize(("name", "data", "status"), CASES, ids=[c[0] for c in CASES])

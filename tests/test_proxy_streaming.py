@@ -19,7 +19,7 @@ import pytest
 
 from tests.harness import Gateway, config_for
 from tests.origin import _BLOCK, OriginProcess
-from tests.proxy_support import RawClient, shared_origin
+from tests.proxy_support import RawClient
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -63,9 +63,6 @@ class RssWatch:
         return self.peak - self.base
 
 
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,11 @@ import asyncio
 import os
 from pathlib import Path
 
-import pytest
 import websockets
 
 from gateway import metrics
 from tests.origin import OriginProcess
-from tests.proxy_support import RawClient, gateway, get, make_config, shared_origin, wait_for
-
-
-@pytest.fixture(scope="module")
-def origin_a() -> OriginProcess:
-    return shared_origin("a")
+from tests.proxy_support import RawClient, gateway, get, make_config, wait_for
 
 
 def test_websocket_echo_through_the_tunnel(origin_a: OriginProcess, tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ text helpers of this module so that serving and training render text identically
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -35,6 +34,7 @@ from cachetools import TTLCache
 from tokenizers import Tokenizer
 
 from gateway import metrics
+from gateway.decider.manifest import file_sha256
 
 log = logging.getLogger("clefgate.decider.zeroshot")
 
@@ -377,14 +377,6 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class ZeroShotModel:
     """A loaded ``clef`` model: ONNX encoder session, tokenizer, routing head, question cache.
 
@@ -679,7 +671,7 @@ def _verify(directory: Path, files: Mapping[str, Any], precision: str) -> None:
     """Refuse an encoder file whose sha256 differs from the manifest's (truncated copy, stray edit)."""
     spec = files.get(precision)
     if isinstance(spec, Mapping) and spec.get("sha256"):
-        digest = _sha256(directory / spec["path"])
+        digest = file_sha256(directory / spec["path"])
         if digest != spec["sha256"]:
             raise ModelLoadError(f"{directory / spec['path']}: sha256 {digest[:12]}… does not match the manifest's "
                                  f"{str(spec['sha256'])[:12]}…; re-export the model")
@@ -703,6 +695,6 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
                              f"{TEXT_VERSION!r}; re-export the model or upgrade the gateway")
     tok = manifest["tokenizer"]
     sha = tok.get("sha256")
-    if sha and (directory / tok["file"]).is_file() and _sha256(directory / tok["file"]) != sha:
+    if sha and (directory / tok["file"]).is_file() and file_sha256(directory / tok["file"]) != sha:
         raise ModelLoadError(f"{path}: tokenizer {tok['file']} does not match the sha256 in the manifest")
     return dict(manifest)

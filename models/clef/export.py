@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import shutil
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gateway.decider.manifest import file_sha256
 from gateway.decider.zeroshot import FAMILY, TEXT_VERSION
 from models.clef.network import ClefNet, ExportEncoder, backbone_path, load_backbone, tiny_backbone
 
@@ -39,17 +39,9 @@ REPOSITORY = Path("models/repository/clef")
 FILES = {"fp32": "encoder.fp32.onnx", "int8": "encoder.int8.onnx", "fp16": "encoder.fp16.onnx"}
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _file_entry(dest: Path, name: str) -> dict[str, object]:
     path = dest / name
-    return {"path": name, "sha256": sha256(path), "size": path.stat().st_size}
+    return {"path": name, "sha256": file_sha256(path), "size": path.stat().st_size}
 
 
 def build_net(adapters: Path, report: dict[str, object], tiny: bool = False) -> ClefNet:
@@ -134,7 +126,7 @@ def write_model(work: Path, dest: Path, version: str, precisions: Sequence[str],
         "version": version,
         "family": FAMILY,
         "feature_version": TEXT_VERSION,
-        "tokenizer": {"file": "tokenizer.json", "kind": "wordpiece", "lowercase": True, "sha256": sha256(dest / "tokenizer.json"),
+        "tokenizer": {"file": "tokenizer.json", "kind": "wordpiece", "lowercase": True, "sha256": file_sha256(dest / "tokenizer.json"),
                       "window_tokens": 128, "cls_id": 101, "sep_id": 102, "pad_id": 0},
         "files": files,
         "inputs": [{"name": "input_ids", "dtype": "int64", "shape": ["batch", "sequence"]},
