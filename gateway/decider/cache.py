@@ -98,6 +98,10 @@ class CachedScorer:
             CACHE_REQUESTS.inc("hit")
         return hit  # type: ignore[no-any-return]
 
+    def annotate(self, item: ModelInput, scored: Scored) -> None:
+        """Store ``scored`` (e.g. with its explanation added) as the cached answer for ``item``."""
+        self.cache[self.key_fn(item)] = scored if scored.source is Source.CACHE else dataclasses.replace(scored, source=Source.CACHE)
+
     def put_request(self, key: bytes, scored: Scored) -> None:
         self.requests[key] = scored if scored.source is Source.CACHE else dataclasses.replace(scored, source=Source.CACHE)
 

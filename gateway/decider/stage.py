@@ -75,6 +75,8 @@ class ModelStage:
             found = self.explain(item, scored.probabilities)
             scored = dataclasses.replace(scored, explanation=found)
             verdict = dataclasses.replace(verdict, explanation=(*verdict.explanation, *found))
+            if cache is not None:
+                cache.annotate(item, scored)  # the next request with this input reuses the explanation
         if cache is not None and item is not None:
             cache.put_request(raw_key, scored)  # a repeat of this exact request skips serialization too
         DECISIONS.inc(scored.source.value)

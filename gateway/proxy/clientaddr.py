@@ -8,6 +8,7 @@ Anything a client writes on the left of the list is therefore never believed.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 
@@ -58,8 +59,13 @@ class TrustedProxies:
         return client
 
 
+@functools.lru_cache(maxsize=65536)
 def _clean(addr: str) -> str:
-    """An address from a header without brackets, quotes or a port ('' if unusable)."""
+    """An address from a header without brackets, quotes or a port ('' if unusable).
+
+    Cached: the same few thousand addresses repeat, and ``ipaddress`` parsing costs
+    microseconds per call on every proxied request.
+    """
     addr = addr.strip().strip('"')
     if addr.startswith("["):
         addr = addr[1 : addr.find("]")] if "]" in addr else ""
