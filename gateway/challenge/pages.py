@@ -32,6 +32,8 @@ CSP = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(WORKER_JS
 CSP_STATIC = f"default-src 'none'; style-src {_hash(CSS)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 _e = html.escape
+# the fixed strings of every language, escaped once (a challenge page is rendered per challenged request)
+_ESCAPED = {lang: {key: html.escape(text) for key, text in strings.items()} for lang, strings in STRINGS.items()}
 
 
 def _page(lang: str, title: str, body: Sequence[str], *, head: str = "", scripts: bool = False) -> bytes:
@@ -67,26 +69,26 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
     ``nojs_url`` (low-risk challenges only) adds a meta refresh inside ``<noscript>``: a
     browser without JavaScript follows it after ``nojs_wait_s`` seconds and passes.
     """
-    s = STRINGS[lang]
+    s = _ESCAPED[lang]
     head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={_e(nojs_url)}"></noscript>' if nojs_url else ""
     if nojs_url:
-        nojs = (f"<noscript><p class=\"note\">{_e(s['nojs_wait'].format(seconds=nojs_wait_s))} "
-                f"<a href=\"{_e(nojs_url)}\">{_e(s['nojs_continue'])}</a></p></noscript>")
+        nojs = (f"<noscript><p class=\"note\">{s['nojs_wait'].format(seconds=nojs_wait_s)} "
+                f"<a href=\"{_e(nojs_url)}\">{s['nojs_continue']}</a></p></noscript>")
     else:
-        nojs = f"<noscript><p class=\"note\">{_e(s['nojs_required'])}</p></noscript>"
+        nojs = f"<noscript><p class=\"note\">{s['nojs_required']}</p></noscript>"
     body = [
-        f"<h1>{_e(s['challenge_heading'])}</h1>",
-        f"<p>{_e(s['challenge_intro'])}</p>",
-        f"<p class=\"note\">{_e(s['post_lost'])}</p>" if post_lost else "",
-        f'<progress id="cg-bar" max="100" value="0" aria-label="{_e(s["challenge_working"])}"></progress>',
-        f'<p id="cg-status" role="status" aria-live="polite">{_e(s["challenge_working"])}</p>',
+        f"<h1>{s['challenge_heading']}</h1>",
+        f"<p>{s['challenge_intro']}</p>",
+        f"<p class=\"note\">{s['post_lost']}</p>" if post_lost else "",
+        f'<progress id="cg-bar" max="100" value="0" aria-label="{s["challenge_working"]}"></progress>',
+        f'<p id="cg-status" role="status" aria-live="polite">{s["challenge_working"]}</p>',
         nojs,
         f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{_e(nonce)}" data-difficulty="{difficulty}" '
-        f'data-progress="{_e(s["challenge_progress"])}" data-done="{_e(s["challenge_done"])}" data-failed="{_e(s["challenge_failed"])}">'
+        f'data-progress="{s["challenge_progress"]}" data-done="{s["challenge_done"]}" data-failed="{s["challenge_failed"]}">'
         f'<input type="hidden" name="token" value="{_e(token)}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
-        _footer(s, request_id, ""),
+        _footer(STRINGS[lang], request_id, ""),
     ]
-    return _page(lang, s["challenge_title"], [b for b in body if b], head=head, scripts=True)
+    return _page(lang, STRINGS[lang]["challenge_title"], [b for b in body if b], head=head, scripts=True)
 
 
 def message_page(lang: str, kind: str, *, request_id: str = "", contact: str = "", link: str | None = None,
