@@ -301,16 +301,24 @@ def _round_figures(result: dict[str, Any]) -> dict[str, Any]:
             "flood_cpu_us": flood_cpu.get("us_per_request"), "flood_sut_waited": flood_cpu.get("sut_waited")}
 
 
-def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate bench") -> int:
+def _scenario(args: argparse.Namespace) -> Scenario | None:
+    """The scenario the flags ask for (scaled, shortened), or None after logging why it cannot load."""
     try:
         scenario = load_scenario(args.scenario)
     except ScenarioError as exc:
         log(str(exc))
-        return 2
+        return None
     if args.scale != 1.0:
         scenario = scenario.scaled(args.scale)
     if args.seconds:
         scenario = scenario.shortened(args.seconds)
+    return scenario
+
+
+def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate bench") -> int:
+    scenario = _scenario(args)
+    if scenario is None:
+        return 2
     names = [n.strip() for n in args.setups.split(",") if n.strip()]
     unknown = [n for n in names if n not in setups.SETUPS]
     if unknown:
@@ -370,15 +378,9 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
 
 def target_run(args: argparse.Namespace) -> int:
     """Run the simulator once against a running target; print its own measurements."""
-    try:
-        scenario = load_scenario(args.scenario)
-    except ScenarioError as exc:
-        log(str(exc))
+    scenario = _scenario(args)
+    if scenario is None:
         return 2
-    if args.scale != 1.0:
-        scenario = scenario.scaled(args.scale)
-    if args.seconds:
-        scenario = scenario.shortened(args.seconds)
     host, _, port = args.target.rpartition(":")
     if host not in ("127.0.0.1", "localhost", "::1", "[::1]") or not port.isdigit():
         log(f"--target must be a loopback HOST:PORT (this load generator only sends to this machine), got {args.target!r}")

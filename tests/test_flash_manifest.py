@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from gateway import features as feat
 from gateway.decider import manifest as mf
+from tests.model_support import write_flash_manifest
 
 
 def write_version(root: Path, name: str = "clef-flash", version: str = "1.0.0", fields: dict[str, Any] | None = None,
@@ -17,22 +17,9 @@ def write_version(root: Path, name: str = "clef-flash", version: str = "1.0.0", 
     directory = root / name / version
     directory.mkdir(parents=True)
     (directory / "model.onnx").write_bytes(b"not really onnx")
-    raw: dict[str, Any] = {
-        "name": name, "version": version, "family": "clef", "feature_version": feat.FEATURE_VERSION,
-        "feature_fingerprint": feat.FEATURE_FINGERPRINT,
-        "files": {"fp32": {"path": "model.onnx", "sha256": mf.file_sha256(directory / "model.onnx")}},
-        "inputs": [{"name": "ids", "dtype": "int64", "shape": ["batch", "tokens"]},
-                   {"name": "numeric", "dtype": "float32", "shape": ["batch", feat.NUM_FEATURES]}],
-        "outputs": [{"name": "class_logits", "question": "class"}, {"name": "attack_kind_logits", "question": "attack_kind"}],
-        "questions": [{"id": "class", "options": ["human", "good_bot", "bad_bot", "attack"]},
-                      {"id": "attack_kind", "options": ["sqli", "xss", "traversal", "cmdi", "probe", "other"],
-                       "given": {"question": "class", "option": "attack"}}],
-        "temperature": {"class": 1.2, "attack_kind": 0.9},
-        "metrics": {"eval": {"ece": 0.01}}, "training_data": {"sha256": "0" * 64, "rows": 10}, "opset": 17,
-    }
-    raw.update(overrides)
-    raw.update(fields or {})
-    (directory / mf.MANIFEST_FILE).write_text(json.dumps(raw), encoding="utf-8")
+    extra = {"temperature": {"class": 1.2, "attack_kind": 0.9}, "metrics": {"eval": {"ece": 0.01}},
+             "training_data": {"sha256": "0" * 64, "rows": 10}}
+    write_flash_manifest(directory, name, version, {**extra, **overrides, **(fields or {})})
     return directory
 
 

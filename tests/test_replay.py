@@ -12,7 +12,7 @@ import yaml
 
 from gateway import features as feat
 from gateway import replay
-from gateway.decider import manifest as mf
+from tests.model_support import write_flash_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
@@ -64,20 +64,7 @@ def write_toy_model(root: Path, name: str = "clef-flash-toy", version: str = "1"
     model.ir_version = 8
     onnx.checker.check_model(model)
     onnx.save(model, directory / "model.onnx")
-    manifest: dict[str, Any] = {
-        "name": name, "version": version, "family": "clef", "feature_version": feat.FEATURE_VERSION,
-        "feature_fingerprint": feat.FEATURE_FINGERPRINT,
-        "files": {"fp32": {"path": "model.onnx", "sha256": mf.file_sha256(directory / "model.onnx")}},
-        "inputs": [{"name": "ids", "dtype": "int64", "shape": ["batch", "tokens"]},
-                   {"name": "numeric", "dtype": "float32", "shape": ["batch", feat.NUM_FEATURES]}],
-        "outputs": [{"name": "class_logits", "question": "class"}, {"name": "attack_kind_logits", "question": "attack_kind"}],
-        "questions": [{"id": "class", "options": ["human", "good_bot", "bad_bot", "attack"]},
-                      {"id": "attack_kind", "options": ["sqli", "xss", "traversal", "cmdi", "probe", "other"],
-                       "given": {"question": "class", "option": "attack"}}],
-        "temperature": {"class": 1.0, "attack_kind": 1.0},
-        "opset": 17,
-    }
-    (directory / mf.MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
+    write_flash_manifest(directory, name, version)
     return root
 
 
