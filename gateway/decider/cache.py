@@ -14,7 +14,10 @@ Hits, misses, evictions and expirations are counted.
 A second, cheaper level is keyed by the raw request (``request_key``: method, target,
 version, headers as sent, body prefix, coarse client statistics), so a repeated request
 is answered without even serializing it; a miss there falls through to the model-input
-level above.
+level above. Infrastructure headers (X-Forwarded-For, X-Request-Id, ...; see
+``gateway.features.INFRA_HEADERS``) enter that key by name and value *length* only,
+which is all the model input takes from them: a flood from many addresses, each
+request with its own id, is still one repeated request to the model.
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, Literal
 
 from cachetools import TTLCache
 
 from gateway import metrics
 from gateway.decider.scoring import ModelError, Scored, Scorer
-from gateway.features import Features, ModelInput
+from gateway.features import INFRA_HEADERS, ClientStats, Features, ModelInput
 from gateway.verdict import Source
 
 CACHE_REQUESTS = metrics.counter("clefgate_decision_cache_requests_total", "Decision cache lookups by result (hit, miss, coalesced).",
@@ -51,14 +54,26 @@ def _log2(x: float) -> int:
     return int(x).bit_length() if x > 0 else 0
 
 
-def request_key(features: Features) -> bytes:
-    """The raw-request cache key: everything the model's input is computed from, client statistics bucketed."""
+def _header_line(name: str, value: str) -> str:
+    # An infrastructure header reaches the model input only through its name and the length
+    # of its value (the header-bytes feature); its line has no ':' so it cannot collide with
+    # another header's "name:value".
+    return f"{name}#{len(value)}" if name.lower() in INFRA_HEADERS else f"{name}:{value}"
+
+
+def request_key(features: Features, client: ClientStats | None | Literal[False] = False) -> bytes:
+    """The raw-request cache key: everything the model's input is computed from, client statistics bucketed.
+
+    ``client`` is the client's window when ``features.client`` is not filled in yet (the
+    pipeline reads it just before scoring); by default ``features.client`` is used.
+    Values of infrastructure headers are left out (only their lengths reach the model).
+    """
     h = hashlib.blake2b(digest_size=16)
     head = "\n".join([f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length}",
-                       *[f"{n}:{v}" for n, v in features.headers]])
+                       *[_header_line(n, v) for n, v in features.headers]])
     h.update(head.encode("utf-8", "surrogateescape"))
     h.update(features.body_prefix)
-    c = features.client
+    c = features.client if client is False else client
     if c is not None:
         h.update(f"|{_log2(c.requests)} {_log2(c.rate_per_min)} {int(c.error_ratio * 10)} {int(c.path_diversity * 10)} "
                  f"{_log2(c.mean_gap_s * 10)} {min(c.challenges_passed, 5)}".encode())
