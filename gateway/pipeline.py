@@ -3,8 +3,8 @@
 A ``Pipeline`` is immutable once built; a reload builds a new one and swaps it in
 whole, so a request decides with exactly one version of rules, model and policy.
 ``decide`` is synchronous whenever the rules settle the request (the common case,
-and the one the proxy handles without creating a task); only a request that needs
-the model returns an awaitable.
+and the one the proxy handles without creating a task) or the decision cache already
+knows the request; only a request that needs the model returns an awaitable.
 
 :func:`build` is where the chain is put together from a ``Config``: it compiles the
 rule files, the policy and the challenge service, checks everything that spans
@@ -24,7 +24,7 @@ from gateway import metrics
 from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
 from gateway.clients import ClientState
 from gateway.config import Config, ConfigError
-from gateway.features import Features
+from gateway.features import ClientStats, Features
 from gateway.policy import Policy
 from gateway.policy import check as check_policy
 from gateway.rules import RuleFileError, RuleTable, from_config
@@ -38,7 +38,12 @@ class RuleEvaluator(Protocol):
 
 
 class ScoreStage(Protocol):
-    """The model side: decider + policy; always returns a verdict (fallbacks included)."""
+    """The model side: decider + policy; always returns a verdict (fallbacks included).
+
+    A stage may also have ``decide_cached(features, request, client) -> Verdict | None``:
+    a synchronous answer for requests it already knows (``client`` is the client's
+    window when ``features.client`` is unset), tried before ``decide``.
+    """
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict: ...
 
@@ -99,10 +104,14 @@ class Pipeline:
     route_policies: tuple[_RoutePolicy, ...] = ()
     # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
     _default_label: str = field(init=False, repr=False, compare=False, default="")
+    # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
+    _cached: Callable[[Features, ScoreRequest, ClientStats | None], Verdict | None] | None = field(
+        init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         label = self.default.action.value if isinstance(self.default, Verdict) else "score"
         object.__setattr__(self, "_default_label", label)
+        object.__setattr__(self, "_cached", getattr(self.scorer, "decide_cached", None))
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
         """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
@@ -116,17 +125,29 @@ class Pipeline:
             return outcome
         if self.scorer is None:
             return NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
-        return self._score(features, outcome)
-
-    async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
-        assert self.scorer is not None
+        request = outcome
         if request.policy is None and self.route_policies:
             policy = self.policy_for(features)
             if policy is not None:
                 request = dataclasses.replace(request, policy=policy)
-        if features.client is None and self.state is not None:
+        client = features.client
+        if client is None and self.state is not None:
             # the model reads the client's window as it was before this request
-            features = dataclasses.replace(features, client=self.state.stats(features.client_ip))
+            client = self.state.stats(features.client_ip)
+        cached = self._cached
+        if cached is not None:
+            # a repeated request is answered here, without a task (the flood's common case)
+            verdict = cached(features, request, client)
+            if verdict is not None:
+                if verdict.action is Action.CHALLENGE and self.passes is not None:
+                    return self.passes.honour(verdict, features)
+                return verdict
+        if client is not features.client:
+            features = dataclasses.replace(features, client=client)
+        return self._score(features, request)
+
+    async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
+        assert self.scorer is not None
         verdict = await self.scorer.decide(features, request)
         if verdict.action is Action.CHALLENGE and self.passes is not None:
             return self.passes.honour(verdict, features)

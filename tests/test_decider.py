@@ -340,3 +340,49 @@ async def test_stage_answers_repeats_from_the_request_level_without_serializing(
     assert calls == [] and model.calls == 1
     assert first.source is Source.MODEL and second.source is Source.CACHE
     assert "why" in first.explanation and "why" in second.explanation
+
+
+def test_request_key_takes_only_the_length_of_infrastructure_headers() -> None:
+    """A flood from many addresses, each request with its own id, is one repeated request to the model."""
+    from gateway.decider.cache import request_key
+
+    def flood(address: str, request_id: str, extra: tuple[tuple[str, str], ...] = ()) -> Features:
+        return make_features(target="/shop", headers=[("Host", "shop.example"), ("User-Agent", "curl/8.5"),
+                                                      ("X-Forwarded-For", address), ("X-Request-Id", request_id), *extra])
+
+    a, b = flood("198.51.100.7", "sim.1"), flood("203.0.113.99", "sim.2")
+    assert request_key(a) == request_key(b)
+    assert model_input(a).text == model_input(b).text and model_input(a).numeric == model_input(b).numeric
+    # the value's length reaches the model (header bytes), so it stays in the key
+    longer = flood("198.51.100.107", "sim.1")
+    assert request_key(a) != request_key(longer)
+    # other headers' values are the request itself
+    assert request_key(a) != request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),)))
+    assert request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),))) != \
+        request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "2"),)))
+
+
+def test_request_key_reads_the_client_window_given_or_the_features_own() -> None:
+    from gateway.decider.cache import request_key
+    from gateway.features import ClientStats
+
+    busy = ClientStats(requests=500, rate_per_min=900.0)
+    plain = make_features(target="/x")
+    assert request_key(plain, busy) == request_key(make_features(target="/x", client=busy))
+    assert request_key(plain, None) == request_key(plain) != request_key(plain, busy)
+
+
+def test_stage_answers_a_known_request_synchronously(executor) -> None:
+    model = FakeModel()
+    cache = CachedScorer(BatchingScorer(model, executor, questions=QUESTIONS))
+    stage = ModelStage(cache, FakePolicy(), model_label="fake@1", cache=cache)
+    features = make_features(target="/attack")
+    assert stage.decide_cached(features, ScoreRequest(rule="r"), None) is None  # unknown: the caller awaits decide()
+    first = asyncio.run(stage.decide(features, ScoreRequest(rule="r")))
+    again = stage.decide_cached(make_features(target="/attack", request_id="again"), ScoreRequest(rule="r"), None)
+    assert isinstance(again, Verdict) and model.calls == 1
+    assert again.action is first.action is Action.BLOCK and again.source is Source.CACHE
+    assert again.rule == "r" and again.model == "fake@1" and again.decision_ms is not None and again.model_input is None
+    assert again.probabilities == first.probabilities
+    # no cache level: nothing to answer synchronously
+    assert ModelStage(cache, FakePolicy()).decide_cached(features, ScoreRequest(), None) is None

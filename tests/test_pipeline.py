@@ -83,6 +83,49 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     assert forwarded.action is Action.FORWARD and scorer.seen[-1][1].policy is None
 
 
+class CachingFakeScorer(FakeScorer):
+    """A FakeScorer that also answers requests it has seen synchronously (``decide_cached``)."""
+
+    def __init__(self, policy: Policy, bad: float = 0.0, attack: float = 0.0) -> None:
+        super().__init__(policy, bad, attack)
+        self.known: dict[str, Verdict] = {}
+        self.asked: list[tuple[ScoreRequest, Any]] = []
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: Any) -> Verdict | None:
+        self.asked.append((request, client))
+        return self.known.get(features.path)
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        verdict = await super().decide(features, request)
+        self.known[features.path] = verdict
+        return verdict
+
+
+async def test_a_request_the_cache_knows_is_decided_synchronously(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
+                 routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
+                 policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
+    scorer = CachingFakeScorer(Policy(cfg.policy), bad=0.3)
+    p = build(cfg, scorer)
+    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    first = p.decide(make_features(target="/checkout/pay"))
+    assert inspect.isawaitable(first)
+    assert (await first).action is Action.CHALLENGE
+    features, _ = scorer.seen[-1]
+    assert features.client is not None and features.client.requests == 1
+    again = p.decide(make_features(target="/checkout/pay"))
+    assert isinstance(again, Verdict) and again.action is Action.CHALLENGE and again.policy == "checkout"
+    request, client = scorer.asked[-1]
+    assert request.rule == "everything" and request.policy == "checkout"  # the route policy is applied before the lookup
+    assert client is not None and client.requests == 1 and client.error_ratio == 1.0  # and the client's window read
+    assert len(scorer.seen) == 1
+    # a pass cookie still turns a cached challenge into a forward
+    browser = make_features()
+    f = make_features(target="/checkout/pay", headers=[*browser.headers, ("Cookie", _pass_cookie(p, browser, 20))])
+    passed = p.decide(f)
+    assert isinstance(passed, Verdict) and passed.action is Action.FORWARD
+
+
 @pytest.mark.parametrize("mode,action", [("allow", Action.FORWARD), ("block", Action.BLOCK), ("challenge", Action.CHALLENGE)])
 def test_rules_default_is_named_and_counted(tmp_path: Path, mode: str, action: Action) -> None:
     from gateway.pipeline import DEFAULTS

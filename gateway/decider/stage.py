@@ -17,7 +17,7 @@ from typing import Protocol
 from gateway import metrics
 from gateway.decider.cache import CachedScorer, request_key
 from gateway.decider.scoring import ModelError, Scored, Scorer
-from gateway.features import Features, ModelInput, model_input
+from gateway.features import ClientStats, Features, ModelInput, model_input
 from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
 
 log = logging.getLogger("clefgate.decider")
@@ -49,6 +49,24 @@ class ModelStage:
         self.model_label = model_label
         self.explain = explain
         self.cache = cache
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: ClientStats | None) -> Verdict | None:
+        """The verdict for a request the raw-request cache level answers, synchronously; None on a miss.
+
+        ``client`` is the client's window (``features.client`` may not be filled in yet:
+        building a copy of the features with it costs more than the whole lookup). A hit
+        costs no serialization, no task and no await; a miss goes on to :meth:`decide`.
+        """
+        cache = self.cache
+        if cache is None:
+            return None
+        start = time.perf_counter()
+        scored = cache.get_request(request_key(features, client))
+        if scored is None:
+            return None
+        verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
+        DECISIONS.inc(scored.source.value)
+        return dataclasses.replace(verdict, model=scored.model or self.model_label, decision_ms=(time.perf_counter() - start) * 1000.0)
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
         start = time.perf_counter()
