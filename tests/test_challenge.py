@@ -6,6 +6,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Callable
+from html import escape as html_escape
 from urllib.parse import quote, unquote, urlencode
 
 import pytest
@@ -220,6 +221,63 @@ def test_low_risk_challenge_offers_a_meta_refresh_path(svc: ChallengeService, cl
     assert isinstance(ok, LocalResponse) and ok.status == 303 and header(ok, "Location") == "/products/42?x=1"
     again = svc.handle(nojs, b"")
     assert isinstance(again, LocalResponse) and b"replayed" in again.body
+
+
+@pytest.mark.parametrize("lang", sorted(STRINGS))
+@pytest.mark.parametrize("post_lost", [False, True])
+@pytest.mark.parametrize("nojs_url", [None, "/.clefgate/nojs?token=k1.a-b_c.d", "/x?a=<b>&c=\"d\"'"])
+@pytest.mark.parametrize("request_id", ["", "req-1", "<id>&\"é'"])
+def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_lost: bool, nojs_url: str | None, request_id: str) -> None:
+    """Pages are filled into a pre-split template; every layout and escaped value gives the direct renderer's bytes."""
+    from gateway.challenge.pages import challenge_page, render_challenge_page
+
+    for token, nonce, difficulty in (("k1.eyJ0IjoiYyJ9.c2ln", "bm9uY2U", 16), ("<k>&\"'.x.y", "n<o>nce", 7)):
+        kw = dict(token=token, nonce=nonce, difficulty=difficulty, verify_url="/.clefgate/verify", post_lost=post_lost,
+                  nojs_url=nojs_url, nojs_wait_s=3, request_id=request_id, contact="ops@shop.example")
+        page = challenge_page(lang, **kw)  # type: ignore[arg-type]
+        assert page == render_challenge_page(lang, **kw)  # type: ignore[arg-type]
+        assert page == challenge_page(lang, **kw)  # type: ignore[arg-type]  # the second fill of the same template
+        text = page.decode()
+        assert f'data-difficulty="{difficulty}"' in text and f'data-nonce="{html_escape(nonce)}"' in text
+        assert f'name="token" value="{html_escape(token)}"' in text
+        if request_id:
+            assert f"<code>{html_escape(request_id)}</code>" in text
+        assert ('http-equiv="refresh"' in text) == (nojs_url is not None)
+        assert "\x00" not in text
+
+
+def test_nonces_are_unique_random_and_fork_safe() -> None:
+    import os
+
+    from gateway.challenge import tokens
+
+    nonces = [tokens.new_nonce() for _ in range(2000)]  # several pool refills
+    assert len(set(nonces)) == len(nonces)
+    assert all(len(base64.urlsafe_b64decode(n + "==")) == 16 for n in nonces)
+    # a forked worker must not hand out the nonces still in its parent's pool
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its first nonce and leave at once
+        os.write(write, tokens.new_nonce().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    assert len(child) == 22 and child != tokens.new_nonce()
+
+
+def test_signatures_are_hmac_sha256_over_the_sorted_compact_payload() -> None:
+    import hmac
+    import json
+
+    signer = Signer([("k1", KEY), ("k0", b"o" * 32)])
+    payload = {"t": CHALLENGE, "n": "abc", "d": 12, "i": 1_800_000_000.25, "e": 1_800_000_300, "b": "bind", "u": "/ü?a=\"b\"", "p": 0}
+    body = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()).rstrip(b"=").decode()
+    sig = base64.urlsafe_b64encode(hmac.new(KEY, f"k1.{body}".encode(), hashlib.sha256).digest()).rstrip(b"=").decode()
+    assert signer.sign(payload) == f"k1.{body}.{sig}"
+    assert signer.sign(payload) == signer.sign(payload)  # the precomputed key state is copied, never consumed
+    assert signer.verify(signer.sign(payload), CHALLENGE, 1_800_000_000.0) == payload
 
 
 @pytest.mark.parametrize("lang_header,lang", [("de-DE,de;q=0.9", "de"), ("fr-CA, en;q=0.5", "fr"), ("ja, zz", "en"),

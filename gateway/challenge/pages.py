@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from importlib import resources
 
 from gateway.challenge.strings import STRINGS
@@ -37,6 +38,10 @@ _ESCAPED = {lang: {key: html.escape(text) for key, text in strings.items()} for 
 
 
 def _page(lang: str, title: str, body: Sequence[str], *, head: str = "", scripts: bool = False) -> bytes:
+    return _page_text(lang, title, body, head=head, scripts=scripts).encode("utf-8")
+
+
+def _page_text(lang: str, title: str, body: Sequence[str], *, head: str = "", scripts: bool = False) -> str:
     parts = [
         "<!doctype html>",
         f'<html lang="{_e(lang)}"><head><meta charset="utf-8">',
@@ -50,16 +55,44 @@ def _page(lang: str, title: str, body: Sequence[str], *, head: str = "", scripts
     if scripts:
         parts.append(f'<script id="cg-worker">{WORKER_JS}</script><script>{PAGE_JS}</script>')
     parts.append("</body></html>")
-    return "\n".join(parts).encode("utf-8")
+    return "\n".join(parts)
 
 
-def _footer(s: dict[str, str], request_id: str, contact: str) -> str:
+def _footer(s: dict[str, str], request_id: str, contact: str, *, escaped: bool = False) -> str:
     bits = []
     if request_id:
-        bits.append(f"{_e(s['request_id'])}: <code>{_e(request_id)}</code>")
+        bits.append(f"{_e(s['request_id'])}: <code>{request_id if escaped else _e(request_id)}</code>")
     if contact:
         bits.append(f"{_e(s['contact'])} {_e(contact)}.")
     return f'<p class="meta">{"<br>".join(bits)}</p>' if bits else ""
+
+
+class _Template:
+    """A page rendered once with markers in place of its per-request values, split at them.
+
+    Filling it joins the pre-encoded static parts with the values, each escaped (and
+    encoded) exactly as the renderer would have done, so the bytes are the renderer's.
+    """
+
+    _MARK = re.compile("\x00([0-9]+)\x00")
+
+    def __init__(self, render: Callable[..., str], slots: Sequence[str], **fixed: object) -> None:
+        marked = render(**fixed, **{name: f"\x00{i}\x00" for i, name in enumerate(slots)})
+        pieces = self._MARK.split(marked)
+        self.static = [piece.encode("utf-8") for piece in pieces[0::2]]
+        self.order = [int(i) for i in pieces[1::2]]
+
+    def fill(self, values: Sequence[bytes]) -> bytes:
+        static = self.static
+        out = [static[0]]
+        for i, slot in enumerate(self.order, 1):
+            out.append(values[slot])
+            out.append(static[i])
+        return b"".join(out)
+
+
+_CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_url", "request_id")
+_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, bool], _Template] = {}
 
 
 def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
@@ -68,12 +101,47 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
 
     ``nojs_url`` (low-risk challenges only) adds a meta refresh inside ``<noscript>``: a
     browser without JavaScript follows it after ``nojs_wait_s`` seconds and passes.
+
+    Pages are filled into a template split once per layout (language, options), since a
+    flood gets one per request; the bytes are :func:`render_challenge_page`'s.
     """
+    layout = (lang, verify_url, post_lost, nojs_url is not None, nojs_wait_s, bool(request_id))
+    template = _CHALLENGE_TEMPLATES.get(layout)
+    if template is None:
+        if len(_CHALLENGE_TEMPLATES) >= 256:  # layouts are few (languages x options); never grow without bound
+            _CHALLENGE_TEMPLATES.clear()
+        template = _CHALLENGE_TEMPLATES[layout] = _Template(
+            _challenge_text, _CHALLENGE_SLOTS, lang=lang, verify_url=verify_url, post_lost=post_lost, nojs_wait_s=nojs_wait_s,
+            contact=contact, marked_nojs=nojs_url is not None, marked_request_id=bool(request_id))
+    return template.fill((_e(token).encode("utf-8"), _e(nonce).encode("utf-8"), str(int(difficulty)).encode("ascii"),
+                          _e(nojs_url).encode("utf-8") if nojs_url is not None else b"", _e(request_id).encode("utf-8")))
+
+
+def render_challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
+                          nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+    """:func:`challenge_page` rendered directly, without a template (the reference its templates are split from)."""
+    return _challenge_text(lang, token=_e(token), nonce=_e(nonce), difficulty=str(int(difficulty)), verify_url=verify_url,
+                           post_lost=post_lost, nojs_url=None if nojs_url is None else _e(nojs_url), nojs_wait_s=nojs_wait_s,
+                           request_id=_e(request_id), contact=contact).encode("utf-8")
+
+
+def _challenge_text(lang: str, *, token: str, nonce: str, difficulty: str, verify_url: str, post_lost: bool,
+                    nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str, marked_nojs: bool | None = None,
+                    marked_request_id: bool | None = None) -> str:
+    """The challenge page as text; ``token``, ``nonce``, ``nojs_url`` and ``request_id`` come in already HTML-escaped.
+
+    A template renders it with markers as values: ``marked_nojs`` and ``marked_request_id``
+    then say whether those parts are present (a marker is never empty).
+    """
+    if marked_nojs is False:
+        nojs_url = None
+    if marked_request_id is False:
+        request_id = ""
     s = _ESCAPED[lang]
-    head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={_e(nojs_url)}"></noscript>' if nojs_url else ""
+    head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={nojs_url}"></noscript>' if nojs_url else ""
     if nojs_url:
         nojs = (f"<noscript><p class=\"note\">{s['nojs_wait'].format(seconds=nojs_wait_s)} "
-                f"<a href=\"{_e(nojs_url)}\">{s['nojs_continue']}</a></p></noscript>")
+                f"<a href=\"{nojs_url}\">{s['nojs_continue']}</a></p></noscript>")
     else:
         nojs = f"<noscript><p class=\"note\">{s['nojs_required']}</p></noscript>"
     body = [
@@ -83,12 +151,12 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
         f'<progress id="cg-bar" max="100" value="0" aria-label="{s["challenge_working"]}"></progress>',
         f'<p id="cg-status" role="status" aria-live="polite">{s["challenge_working"]}</p>',
         nojs,
-        f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{_e(nonce)}" data-difficulty="{difficulty}" '
+        f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{nonce}" data-difficulty="{difficulty}" '
         f'data-progress="{s["challenge_progress"]}" data-done="{s["challenge_done"]}" data-failed="{s["challenge_failed"]}">'
-        f'<input type="hidden" name="token" value="{_e(token)}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
-        _footer(STRINGS[lang], request_id, ""),
+        f'<input type="hidden" name="token" value="{token}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
+        _footer(STRINGS[lang], request_id, "", escaped=True),
     ]
-    return _page(lang, STRINGS[lang]["challenge_title"], [b for b in body if b], head=head, scripts=True)
+    return _page_text(lang, STRINGS[lang]["challenge_title"], [b for b in body if b], head=head, scripts=True)
 
 
 def message_page(lang: str, kind: str, *, request_id: str = "", contact: str = "", link: str | None = None,

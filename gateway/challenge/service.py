@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import math
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -53,6 +54,7 @@ PASS_COOKIES = metrics.counter("clefgate_pass_cookies_total",
 BLOCK_PAGES = metrics.counter("clefgate_block_pages_total", "Block pages served, by status.", ("status",))
 
 PREFIX = "/.clefgate/"
+_CONTROL = re.compile("[\x00-\x1f]")
 _COMMON_HEADERS = (("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex, nofollow"), ("Referrer-Policy", "same-origin"),
                    ("X-Content-Type-Options", "nosniff"))
 
@@ -111,6 +113,7 @@ class ChallengeService:
         self.binding = Binding(cfg.bind_ipv4_prefix, cfg.bind_ipv6_prefix, cfg.bind_user_agent)
         self.nonces = NonceStore(cfg.max_nonces, clock)
         self._cookie_marker = cfg.cookie_name + "="
+        self._url_safe_ids = frozenset(kid for kid in signer.keys if quote(kid) == kid)
 
     # ------------------------------------------------------------------ helpers
 
@@ -131,7 +134,7 @@ class ChallengeService:
     @staticmethod
     def _safe_target(target: str) -> str:
         """A local URL to send the client back to: never another host (no open redirect)."""
-        if not target.startswith("/") or target.startswith("//") or "\\" in target or any(c < " " for c in target):
+        if not target.startswith("/") or target.startswith("//") or "\\" in target or _CONTROL.search(target) is not None:
             parts = urlsplit(target)
             path = "/" + (parts.path or "").lstrip("/\\")
             return path + (f"?{parts.query}" if parts.query else "")
@@ -175,7 +178,8 @@ class ChallengeService:
         if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
             wait = self.signer.sign({"t": WAIT, "n": nonce, "d": difficulty, "i": now, "nb": now + cfg.nojs_wait_s, "e": expires,
                                      "b": binding, "u": url, "p": int(post_lost)})
-            nojs_url = f"{PREFIX}nojs?token={quote(wait)}"
+            # a token is "<key id>.<base64url>.<base64url>": only a key id with URL-unsafe characters needs quoting
+            nojs_url = f"{PREFIX}nojs?token={wait if self.signer.signing_id in self._url_safe_ids else quote(wait)}"
         ISSUED.inc()
         extra = (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}"),)
         if self._wants_json(features):

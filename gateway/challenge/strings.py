@@ -7,6 +7,8 @@ fall back to English. To add a language, copy the "en" block and translate the v
 
 from __future__ import annotations
 
+import functools
+
 STRINGS: dict[str, dict[str, str]] = {
     "en": {
         "challenge_title": "Checking your browser",
@@ -110,8 +112,12 @@ STRINGS: dict[str, dict[str, str]] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def pick_language(accept_language: str) -> str:
-    """The first language of an Accept-Language header that has strings here ("en" otherwise)."""
+    """The first language of an Accept-Language header that has strings here ("en" otherwise).
+
+    Cached: clients send a handful of distinct headers, and every challenged request asks.
+    """
     ranked = []
     for i, part in enumerate(accept_language.split(",")[:16]):
         tag, _, params = part.strip().partition(";")

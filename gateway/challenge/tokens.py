@@ -17,7 +17,8 @@ import binascii
 import hashlib
 import hmac
 import json
-import secrets
+import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,10 @@ def b64d(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+# the payload encoding of json.dumps(payload, separators=(",", ":"), sort_keys=True), built once
+_payload_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
 class Signer:
     """Signs with the first key, verifies with any (key rotation)."""
 
@@ -57,11 +62,15 @@ class Signer:
         self.keys = dict(keys)
         self.signing_id = keys[0][0]
         self._signing_key = keys[0][1]
+        # the key schedule (padded key, inner and outer hash state) is done once; each signature copies it
+        self._mac = hmac.new(self._signing_key, digestmod=hashlib.sha256)
 
     def sign(self, payload: dict[str, Any]) -> str:
-        body = b64e(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode())
+        body = b64e(_payload_json(payload).encode())
         head = f"{self.signing_id}.{body}"
-        return f"{head}.{b64e(hmac.new(self._signing_key, head.encode(), hashlib.sha256).digest())}"
+        mac = self._mac.copy()
+        mac.update(head.encode())
+        return f"{head}.{b64e(mac.digest())}"
 
     def verify(self, token: str, kind: str, now: float | None = None) -> dict[str, Any]:
         """The payload of a valid, unexpired token of ``kind``; raises TokenError otherwise."""
@@ -108,8 +117,34 @@ class Binding:
         return b64e(hashlib.sha256(f"{network}|{ua}".encode("utf-8", "surrogateescape")).digest()[:12])
 
 
+_NONCE_BYTES = 16
+_POOL_BYTES = 4096
+_pool = b""
+_pool_at = 0
+
+
+def _drop_pool() -> None:
+    global _pool, _pool_at
+    _pool, _pool_at = b"", 0
+
+
+# a forked worker must never hand out the nonces its parent already has in its pool
+os.register_at_fork(after_in_child=_drop_pool)
+
+
+_pool_lock = threading.Lock()
+
+
 def new_nonce() -> str:
-    return b64e(secrets.token_bytes(16))
+    """16 random bytes (base64url) from the OS CSPRNG, read 4 KiB at a time: one system call per 256 challenges."""
+    global _pool, _pool_at
+    with _pool_lock:  # no two callers ever get the same bytes
+        at = _pool_at
+        if at + _NONCE_BYTES > len(_pool):
+            _pool, at = os.urandom(_POOL_BYTES), 0
+        _pool_at = at + _NONCE_BYTES
+        pool = _pool
+    return b64e(pool[at:at + _NONCE_BYTES])
 
 
 def leading_zero_bits(digest: bytes) -> int:
