@@ -8,22 +8,27 @@ refers to the same input through its record), the probabilities, the verdict, it
 source and rule, the decision latency and the model version. Add a ``"label"`` to
 lines and the file is training data.
 
-A line is encoded where the decision is observed (the C JSON encoder, a few tens of
-microseconds) and handed as bytes to a bounded queue; a writer thread only does the
-I/O, so the event loop never waits for a disk and never fights a second Python thread
-for the interpreter over JSON work. When the queue is full the line is dropped and
-counted: the log never slows or drops a request. Files rotate by size.
+A line is encoded where the decision is observed and handed as bytes to a bounded
+queue; a writer thread only does the I/O, so the event loop never waits for a disk and
+never fights a second Python thread for the interpreter over JSON work. Encoding is
+:func:`encode_line`: the JSON encoder's own bytes, assembled from the C string encoder
+with the probabilities of a cached answer (one shared object) encoded once. The queue
+is a deque the writer drains in batches, woken at most once per batch (a lock and a
+thread wake-up per line cost the event loop more than the line itself). When the queue
+is full the line is dropped and counted: the log never slows or drops a request. Files
+rotate by size.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-import queue
 import threading
 import time
 import zlib
+from collections import deque
 from typing import Any
 
 from gateway import metrics
@@ -38,8 +43,10 @@ DROPS = metrics.counter("clefgate_decision_log_drops_total", "Decision-log lines
                         ("reason",))
 ROTATIONS = metrics.counter("clefgate_decision_log_rotations_total", "Decision-log file rotations.")
 
-_STOP = object()
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_str = json.encoder.encode_basestring  # the encoder's own (C) string escaping for ensure_ascii=False
+# the writer waits this long after a wake-up so that one write() carries many lines
+_BATCH_S = 0.02
 
 
 def record_of(features: Features) -> dict[str, Any]:
@@ -59,7 +66,7 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     """The JSON object written for one decision."""
     out: dict[str, Any] = {
         "request_id": features.request_id,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int((when % 1) * 1000):03d}Z",
+        "time": _time_text(when),
         "client": features.client_ip,
         "record": record_of(features),
         "verdict": verdict.action.value,
@@ -87,13 +94,101 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     return out
 
 
+def _time_text(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int((when % 1) * 1000):03d}Z"
+
+
+class _LineEncoder:
+    """``encode_line``: ``_encode(line_of(...))`` without building the dict, and with shared parts encoded once.
+
+    A cached answer hands every request the same probabilities object, so its JSON is
+    kept by identity (the entry holds the object, so its id cannot be reused while
+    kept). Anything of an unexpected type falls back to the generic encoder, so the
+    bytes are always the encoder's.
+    """
+
+    def __init__(self, memo_size: int = 4096) -> None:
+        self._memo: dict[int, tuple[Any, str]] = {}
+        self._memo_size = memo_size
+        self._second = -1
+        self._second_text = ""
+
+    def _probabilities(self, probs: Any) -> str:
+        hit = self._memo.get(id(probs))
+        if hit is not None and hit[0] is probs:
+            return hit[1]
+        text = _encode(probs)
+        if len(self._memo) >= self._memo_size:
+            self._memo.clear()
+        self._memo[id(probs)] = (probs, text)
+        return text
+
+    def _time(self, when: float) -> str:
+        second = int(when)
+        if second != self._second or when < 0:
+            self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when))
+        return self._second_text + f".{int((when % 1) * 1000):03d}Z"
+
+    def __call__(self, features: Features, verdict: Verdict, status: int, when: float) -> str:
+        try:
+            return self._fast(features, verdict, status, when)
+        except (TypeError, ValueError, AttributeError):
+            return _encode(line_of(features, verdict, status, when))
+
+    def _fast(self, features: Features, verdict: Verdict, status: int, when: float) -> str:
+        if type(status) is not int:
+            raise TypeError("status is not an int")
+        s = _str
+        client_ip = s(features.client_ip)
+        body = features.body_prefix
+        headers = ",".join([f"[{s(n)},{s(v)}]" for n, v in features.headers])
+        rule = verdict.rule
+        parts = [
+            f'{{"request_id":{s(features.request_id)},"time":{s(self._time(when))},"client":{client_ip},'
+            f'"record":{{"method":{s(features.method)},"path":{s(features.target)},"http_version":{s(features.http_version)},'
+            f'"headers":[{headers}],"body":{s(body.decode("utf-8", "replace")) if body else "null"},"client_ip":{client_ip}}},'
+            f'"verdict":{s(verdict.action.value)},"source":{s(verdict.source.value)},"rule":{"null" if rule is None else s(rule)},'
+            f'"reason":{s(verdict.reason)},"status":{status}'
+        ]
+        if verdict.shadow_action is not None:
+            parts.append(f',"shadow_action":{s(verdict.shadow_action.value)}')
+        if verdict.probabilities is not None:
+            parts.append(',"probabilities":' + self._probabilities(verdict.probabilities))
+        if verdict.explanation:
+            parts.append(',"explanation":[' + ",".join([s(e) for e in verdict.explanation]) + "]")
+        if verdict.model:
+            parts.append(',"model":' + s(verdict.model))
+        if verdict.decision_ms is not None:
+            ms = round(verdict.decision_ms, 3)
+            parts.append(',"latency_ms":' + (float.__repr__(ms) if type(ms) is float and math.isfinite(ms) else _encode(ms)))
+        if verdict.backend:
+            parts.append(',"backend":' + s(verdict.backend))
+        item = verdict.model_input
+        if item is not None:
+            parts.append(f',"input":{{"feature_version":{s(FEATURE_VERSION)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}}}')
+        parts.append("}")
+        return "".join(parts)
+
+
+def encode_line(features: Features, verdict: Verdict, status: int, when: float) -> str:
+    """The JSON text of one decision: exactly ``json.dumps(line_of(...))`` in the log's compact, non-ASCII form."""
+    return _encode_line(features, verdict, status, when)
+
+
+_encode_line = _LineEncoder()
+
+
 class DecisionLog:
     """Encode on observe, bounded byte queue, writer thread, size rotation. ``observe`` is a pipeline observer."""
 
     def __init__(self, cfg: DecisionLogConfig) -> None:
         self.cfg = cfg
         self.path = cfg.path
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=cfg.queue_size)
+        # lines waiting for the writer: appended by the event loop, taken by the writer (deque ops are atomic)
+        self._lines: deque[bytes] = deque()
+        self._max_lines = cfg.queue_size
+        self._wake = threading.Event()
+        self._signalled = False  # the writer was woken and has not started draining yet
         self._sample_cut = int(cfg.sample * 0xFFFFFFFF)
         self._log_rules = cfg.rules
         self._file: Any = None
@@ -118,52 +213,49 @@ class DecisionLog:
             return
         if self._sample_cut < 0xFFFFFFFF and zlib.crc32(features.request_id.encode()) > self._sample_cut:
             return
-        if self._queue.full():
+        lines = self._lines
+        if len(lines) >= self._max_lines:
             DROPS.inc("queue_full")
             return
         try:
-            line = (_encode(line_of(features, verdict, status, time.time())) + "\n").encode("utf-8", "surrogateescape")
+            line = (_encode_line(features, verdict, status, time.time()) + "\n").encode("utf-8", "surrogateescape")
         except (TypeError, ValueError):
             DROPS.inc("encode_error")
             return
-        try:
-            self._queue.put_nowait(line)
-        except queue.Full:
-            DROPS.inc("queue_full")
+        lines.append(line)
+        if not self._signalled:
+            self._signalled = True
+            self._wake.set()
 
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued, then stop the writer."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._queue.put(_STOP, timeout=timeout)
-        except queue.Full:
-            DROPS.inc("queue_full")
+        self._wake.set()
         self._thread.join(timeout)
 
     # ---- writer thread: I/O only
     def _writer(self) -> None:
+        lines = self._lines
         while True:
-            item = self._queue.get()
-            if item is _STOP:
+            if self._wake.wait(1.0) and not self._closed:
+                time.sleep(_BATCH_S)  # let a batch gather: one wake-up and one write() for many lines
+            # clear before re-arming: a line queued in between is drained below, and the next one wakes us again
+            self._wake.clear()
+            self._signalled = False
+            self._drain(lines)
+            if self._closed:
                 break
-            batch = [item]
-            stop = False
-            # drain what is already queued so one write() carries many lines
-            while len(batch) < 1024:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is _STOP:
-                    stop = True
-                    break
-                batch.append(nxt)
-            self._write(batch)
-            if stop:
-                break
+        self._drain(lines)
         self._close_file()
+
+    def _drain(self, lines: deque[bytes]) -> None:
+        while lines:
+            batch = []
+            while lines and len(batch) < 1024:
+                batch.append(lines.popleft())
+            self._write(batch)
 
     def _write(self, lines: list[bytes]) -> None:
         chunk: list[bytes] = []

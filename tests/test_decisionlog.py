@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 from gateway.config import DecisionLogConfig
 from gateway.decisionlog import DROPS, DecisionLog
-from gateway.features import ModelInput, from_record, model_input
+from gateway.features import Features, ModelInput, from_record, model_input
 from gateway.verdict import Action, Source, Verdict
 from tests.conftest import make_features
 
@@ -82,3 +83,80 @@ def test_sampling_is_stable_by_request_id(tmp_path: Path) -> None:
     log.close()
     ids = {ln["request_id"] for ln in read(path)}
     assert 350 < len(ids) < 650
+
+
+def _line_cases() -> list[tuple[Features, Verdict, Any]]:
+    browser = make_features(method="POST", target="/login?next=%2F&q=\"x\"", body=b"user=a&pw=\xc3\xa9\xff", request_id="r-\u00e9\"1",
+                            headers=[("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 \u00e9\t\\"), ("X-Forwarded-For", "198.51.100.7")])
+    plain = make_features(target="/", request_id="")
+    scored = Verdict(Action.CHALLENGE, Source.CACHE, "default policy: P(bad_bot)+P(attack)=0.99 >= 0.6", probabilities=PROBS,
+                     rule="score-everything-else", difficulty=16, explanation=("P(bad_bot)+P(attack)=0.99 >= 0.6", "bad_bot: ua=1 (+0.1)"),
+                     policy="default", model="clef-flash@1.0.0", decision_ms=0.031234)
+    return [
+        (browser, scored, 403),
+        (plain, scored, 403),
+        (browser, Verdict(Action.BLOCK, Source.MODEL, "P(attack)=0.60", probabilities=PROBS, model="m@1", decision_ms=2.0,
+                          model_input=model_input(browser)), 403),
+        (plain, Verdict(Action.FORWARD, Source.SHADOW, "shadow mode; would block", probabilities=PROBS, shadow_action=Action.BLOCK,
+                        backend="api", decision_ms=0.0), 200),
+        (plain, Verdict(Action.FORWARD, Source.RULE, "route", rule="to-api", backend="api"), 200),
+        (plain, Verdict(Action.BLOCK, Source.RULE, "blocked", rule=None, status=429), 429),
+        (plain, Verdict(Action.FORWARD, Source.FALLBACK, "model unavailable", explanation=("timeout",), model="m@1",
+                        decision_ms=800.123456789), 200),
+        (plain, Verdict(Action.FORWARD, Source.MODEL, "odd", probabilities={"class": {"human": 1}}, decision_ms=float("nan")), 200),
+        (plain, scored, True),  # not an int status: the generic encoder's answer
+    ]
+
+
+def test_encoded_lines_are_the_json_encoders_bytes() -> None:
+    """encode_line assembles lines by hand and memoizes shared parts; the bytes must be json.dumps'."""
+    import time
+
+    from gateway.decisionlog import _encode, encode_line, line_of
+
+    for when in (1_800_000_000.0, 1_800_000_000.9996, time.time()):
+        for features, verdict, status in _line_cases():
+            for _ in range(2):  # the second time from the memo
+                assert encode_line(features, verdict, status, when) == _encode(line_of(features, verdict, status, when))
+
+
+def test_cached_decision_lines_feed_training(tmp_path: Path) -> None:
+    """Lines of cached answers (no model input) and of model runs (with it) both read back as labelled training records."""
+    from models.data.formats import read_jsonl
+
+    path = tmp_path / "decisions.jsonl"
+    log = DecisionLog(DecisionLogConfig(path=str(path), rules="all"))
+    for features, verdict, status in _line_cases():
+        log.observe(features, verdict, status)
+    log.close()
+    text = path.read_text(encoding="utf-8")
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text("".join(line[:-1] + ',"label":"bad_bot"}\n' for line in text.splitlines()), encoding="utf-8")
+    records = list(read_jsonl(labelled))
+    assert len(records) == len(_line_cases()) and all(r["label"] == "bad_bot" for r in records)
+    assert sum("model_input" in r for r in records) == 1
+    logged = next(r for r in records if "model_input" in r)
+    again = ModelInput.from_json(logged["model_input"])
+    ran = next(v.model_input for _, v, _ in _line_cases() if v.model_input is not None)
+    assert again is not None and again.text == ran.text and again.numeric == ran.numeric
+
+
+def test_the_writer_is_woken_once_per_batch_and_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    log = DecisionLog(DecisionLogConfig(path=str(path), rules="all"))
+    verdict = Verdict(Action.BLOCK, Source.MODEL, "x", probabilities=PROBS)
+    sets = 0
+    wake = log._wake.set
+
+    def counting_set() -> None:
+        nonlocal sets
+        sets += 1
+        wake()
+
+    log._wake.set = counting_set  # type: ignore[method-assign]
+    for i in range(3000):
+        log.observe(make_features(request_id=str(i)), verdict, 403)
+    log.close()
+    ids = [ln["request_id"] for ln in read(path)]
+    assert ids == [str(i) for i in range(3000)]
+    assert sets < 100  # not one wake-up (lock, notify) per line
