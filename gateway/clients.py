@@ -45,6 +45,8 @@ from gateway.features import ClientStats
 log = logging.getLogger("clefgate.clients")
 
 Clock = Callable[[], float]
+# the window of a client never seen (frozen, so one object serves every new client of a flood)
+_NO_HISTORY = ClientStats()
 
 # ----------------------------------------------------------------------------- client identity
 
@@ -232,7 +234,7 @@ class ClientWindows:
         """The client's window as ``ClientStats`` (zeros for an unknown client)."""
         w = self._table.get(client)
         if w is None:
-            return ClientStats()
+            return _NO_HISTORY
         requests, errors = self.counts(client)
         recent = min(w.pn, _PATHS)
         return ClientStats(

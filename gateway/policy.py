@@ -96,6 +96,10 @@ class Policy:
         self.default = _merge(DEFAULT, cfg, None)
         self.named = {name: _merge(name, cfg, override) for name, override in cfg.routes.items()}
         self._rollout_header = cfg.rollout_key[7:].lower() if cfg.rollout_key.startswith("header:") else ""
+        # verdicts for cached answers, by identity of (probabilities, request, explanation): a cached
+        # answer hands many requests the same objects, and under a policy whose outcome does not
+        # depend on the client (no partial rollout) they all get the same verdict
+        self._memo: dict[tuple[int, int, int], tuple[Probabilities, ScoreRequest, Sequence[str], Verdict, tuple[str, str, str]]] = {}
         for t in (self.default, *self.named.values()):
             SHADOW.set(1.0 if t.shadow else 0.0, t.name)
             ROLLOUT.set(t.rollout_percent, t.name)
@@ -146,6 +150,13 @@ class Policy:
         ``source`` lets the decider mark cached decisions (``Source.CACHE``).
         """
         t = self.thresholds(request.policy)
+        memo = source is Source.CACHE and (t.shadow or t.rollout_percent >= 100.0 or t.rollout_percent <= 0.0)
+        if memo:
+            key = (id(probabilities), id(request), id(explanation))
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] is probabilities and hit[1] is request and hit[2] is explanation:
+                DECISIONS.inc(*hit[4])
+                return hit[3]
         cls: Mapping[str, float] = probabilities.get("class", {})
         attack = float(cls.get("attack", 0.0))
         risk = float(cls.get("bad_bot", 0.0)) + attack
@@ -168,7 +179,15 @@ class Policy:
             reason = f"P(bad_bot)+P(attack)={risk:.2f} < {t.challenge_risk:g}"
         verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
                           rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name)
-        return self._enforce(features, verdict, t)
+        if not memo:
+            return self._enforce(features, verdict, t)
+        mode = self._mode(features, action, t)
+        enforced = self._apply(verdict, t, mode)
+        if len(self._memo) >= 4096:
+            self._memo.clear()
+        self._memo[key] = (probabilities, request, explanation, enforced, (t.name, action.value, mode))
+        DECISIONS.inc(t.name, action.value, mode)
+        return enforced
 
     def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
         """The verdict when the model is unavailable (breaker open, timeout, error).
@@ -192,18 +211,22 @@ class Policy:
         return self._enforce(features, verdict, t)
 
     def _enforce(self, features: Features, verdict: Verdict, t: Thresholds) -> Verdict:
-        action = verdict.action
+        mode = self._mode(features, verdict.action, t)
+        DECISIONS.inc(t.name, verdict.action.value, mode)
+        return self._apply(verdict, t, mode)
+
+    def _mode(self, features: Features, action: Action, t: Thresholds) -> str:
+        """enforce, shadow or rollout (the client is outside the rollout)."""
         if action is Action.FORWARD:
-            DECISIONS.inc(t.name, action.value, "enforce")
-            return verdict
+            return "enforce"
         if t.shadow:
-            mode = "shadow"
-        elif not self.in_rollout(features, t):
-            mode = "rollout"
-        else:
-            DECISIONS.inc(t.name, action.value, "enforce")
+            return "shadow"
+        return "enforce" if self.in_rollout(features, t) else "rollout"
+
+    def _apply(self, verdict: Verdict, t: Thresholds, mode: str) -> Verdict:
+        if mode == "enforce":
             return verdict
-        DECISIONS.inc(t.name, action.value, mode)
+        action = verdict.action
         why = "shadow mode" if mode == "shadow" else f"client outside the {t.rollout_percent:g}% rollout"
         return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
                        probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,

@@ -386,3 +386,32 @@ def test_stage_answers_a_known_request_synchronously(executor) -> None:
     assert again.probabilities == first.probabilities
     # no cache level: nothing to answer synchronously
     assert ModelStage(cache, FakePolicy()).decide_cached(features, ScoreRequest(), None) is None
+
+
+def test_with_decision_is_dataclasses_replace() -> None:
+    import dataclasses
+
+    from gateway.decider.stage import with_decision
+
+    full = Verdict(Action.CHALLENGE, Source.SHADOW, "why", probabilities={"class": {"human": 1.0}}, backend="api", rule="r", status=403,
+                   difficulty=16, explanation=("a", "b"), policy="default", shadow_action=Action.BLOCK, headers=(("X", "1"),),
+                   model="old@1", decision_ms=9.0)
+    item = model_input(make_features())
+    made = with_decision(full, "m@1", 0.25, item)
+    assert made == dataclasses.replace(full, model="m@1", decision_ms=0.25, model_input=item) and made.model_input is item
+    assert full.model == "old@1" and full.decision_ms == 9.0  # the original is untouched
+    assert all(getattr(made, f.name) is getattr(full, f.name) for f in dataclasses.fields(Verdict)
+               if f.name not in ("model", "decision_ms", "model_input"))
+
+
+def test_request_level_is_bounded_oldest_first_and_expires() -> None:
+    now = [0.0]
+    cache = CachedScorer(CountingScorer(), key, ttl_s=10, maxsize=3, timer=lambda: now[0])
+    answer = Scored({"class": {"human": 1.0}}, source=Source.CACHE)
+    for k in (b"a", b"b", b"c"):
+        cache.put_request(k, answer)
+    cache.put_request(b"a", answer)  # refreshed: now the newest
+    cache.put_request(b"d", answer)  # full: the oldest (b) goes
+    assert cache.get_request(b"b") is None and cache.get_request(b"a") is answer and len(cache.requests) == 3
+    now[0] = 10.0
+    assert cache.get_request(b"a") is None and len(cache.requests) == 2  # expired entries are dropped when met

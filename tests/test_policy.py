@@ -140,3 +140,27 @@ def test_cross_field_checks() -> None:
         "policy.routes.x: block_risk (0.5) is below challenge_risk (0.8); nothing would ever be challenged",
     ]
     assert policymod.check(CFG) == []
+
+
+@pytest.mark.parametrize("cfg", [CFG, PolicyConfig(shadow=True), PolicyConfig(rollout_percent=0.0)])
+def test_a_cached_answer_gets_one_verdict_object_and_is_still_counted(cfg: PolicyConfig) -> None:
+    policy = Policy(cfg)
+    p, request, explanation = probs(human=0.2, bad_bot=0.8), ScoreRequest(rule="score-rest"), ("ua=1",)
+    fresh = Policy(cfg).verdict(make_features(), p, request, source=Source.CACHE, explanation=explanation)
+    label = (fresh.policy or "default", (fresh.shadow_action or fresh.action).value,
+             "enforce" if fresh.source is not Source.SHADOW else ("shadow" if cfg.shadow else "rollout"))
+    before = policymod.DECISIONS.get(*label)
+    first = policy.verdict(make_features(client_ip="198.51.100.1"), p, request, source=Source.CACHE, explanation=explanation)
+    again = policy.verdict(make_features(client_ip="198.51.100.2"), p, request, source=Source.CACHE, explanation=explanation)
+    assert again is first and first == fresh
+    assert policymod.DECISIONS.get(*label) == before + 2  # every request is counted, memo or not
+    # a fresh model answer (other probabilities object) is decided anew
+    other = policy.verdict(make_features(), probs(human=0.2, bad_bot=0.8), request, source=Source.CACHE, explanation=explanation)
+    assert other is not first and other == first
+
+
+def test_partial_rollout_verdicts_stay_per_client_for_cached_answers() -> None:
+    policy = Policy(PolicyConfig(rollout_percent=50.0))
+    p, request = probs(bad_bot=0.9), ScoreRequest()
+    outcomes = {policy.verdict(make_features(client_ip=f"198.51.100.{i}"), p, request, source=Source.CACHE).action for i in range(64)}
+    assert outcomes == {Action.CHALLENGE, Action.FORWARD}

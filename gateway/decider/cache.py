@@ -26,6 +26,7 @@ import asyncio
 import dataclasses
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Literal
 
@@ -95,6 +96,41 @@ class _CountingTTLCache(TTLCache):  # type: ignore[type-arg]
         return expired  # type: ignore[no-any-return]
 
 
+class _RequestLevel:
+    """The raw-request level: a bounded mapping with a time-to-live per entry, oldest dropped first.
+
+    A lookup is one C-level dict get and a clock read (cachetools' TTLCache, used for the
+    model-input level, runs several Python-level layers per lookup, and the raw level is
+    asked on every scored request).
+    """
+
+    def __init__(self, maxsize: int, ttl_s: float, timer: Callable[[], float]) -> None:
+        self.maxsize = maxsize
+        self.ttl_s = ttl_s
+        self.timer = timer
+        self._entries: OrderedDict[Hashable, tuple[float, Scored]] = OrderedDict()
+
+    def get(self, key: Hashable) -> Scored | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        if self.timer() >= entry[0]:
+            del self._entries[key]
+            CACHE_EVICTIONS.inc("expired")
+            return None
+        return entry[1]
+
+    def __setitem__(self, key: Hashable, value: Scored) -> None:
+        entries = self._entries
+        if entries.pop(key, None) is None and len(entries) >= self.maxsize:
+            entries.popitem(last=False)
+            CACHE_EVICTIONS.inc("size")
+        entries[key] = (self.timer() + self.ttl_s, value)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
@@ -103,7 +139,7 @@ class CachedScorer:
         self.inner = inner
         self.key_fn = key_fn
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
-        self.requests: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
+        self.requests = _RequestLevel(maxsize, ttl_s, timer)
         self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
 
     def get_request(self, key: bytes) -> Scored | None:
@@ -111,7 +147,7 @@ class CachedScorer:
         hit = self.requests.get(key)
         if hit is not None:
             CACHE_REQUESTS.inc("hit")
-        return hit  # type: ignore[no-any-return]
+        return hit
 
     def annotate(self, item: ModelInput, scored: Scored) -> None:
         """Store ``scored`` (e.g. with its explanation added) as the cached answer for ``item``."""

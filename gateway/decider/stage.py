@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import types
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway import metrics
 from gateway.decider.cache import CachedScorer, request_key
@@ -26,6 +27,33 @@ FALLBACKS = metrics.counter("clefgate_model_fallbacks_total",
                             "Requests decided by the fallback because the model could not answer, by mode and cause.", ("mode", "cause"))
 DECISIONS = metrics.counter("clefgate_model_decisions_total", "Requests decided from model probabilities, by source (model, cache).",
                             ("source",))
+
+
+def _compile_with_decision() -> Callable[[Verdict, str | None, float, ModelInput | None], Verdict]:
+    """``dataclasses.replace(verdict, model=, decision_ms=, model_input=)`` without its per-call field walk.
+
+    ``replace`` inspects the fields and calls the frozen ``__init__`` (every field through
+    ``object.__setattr__``): a few microseconds on every scored request. This copies the
+    slots directly (as ``gateway.proxy.wirefeatures`` builds Features); without slots it
+    is ``replace`` itself. A test checks both give equal verdicts.
+    """
+    names = [f.name for f in dataclasses.fields(Verdict)]
+    if not all(isinstance(Verdict.__dict__.get(n), types.MemberDescriptorType) for n in names):
+        def replaced(v: Verdict, model: str | None, decision_ms: float, model_input: ModelInput | None) -> Verdict:
+            return dataclasses.replace(v, model=model, decision_ms=decision_ms, model_input=model_input)
+        return replaced
+    given = {"model", "decision_ms", "model_input"}
+    env: dict[str, Any] = {"_new": object.__new__, "Verdict": Verdict}
+    body = ["    n = _new(Verdict)"]
+    for name in names:
+        env[f"_set_{name}"] = Verdict.__dict__[name].__set__
+        body.append(f"    _set_{name}(n, {name if name in given else 'v.' + name})")
+    src = "def with_decision(v, model, decision_ms, model_input):\n" + "\n".join(body) + "\n    return n\n"
+    exec(compile(src, "<gateway.decider.stage>", "exec"), env)
+    return env["with_decision"]  # type: ignore[no-any-return]
+
+
+with_decision = _compile_with_decision()
 
 
 class PolicyLike(Protocol):
@@ -66,7 +94,7 @@ class ModelStage:
             return None
         verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
         DECISIONS.inc(scored.source.value)
-        return dataclasses.replace(verdict, model=scored.model or self.model_label, decision_ms=(time.perf_counter() - start) * 1000.0)
+        return with_decision(verdict, scored.model or self.model_label, (time.perf_counter() - start) * 1000.0, None)
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
         start = time.perf_counter()
@@ -98,12 +126,7 @@ class ModelStage:
         if cache is not None and item is not None:
             cache.put_request(raw_key, scored)  # a repeat of this exact request skips serialization too
         DECISIONS.inc(scored.source.value)
-        return dataclasses.replace(
-            verdict,
-            model=scored.model or self.model_label,
-            decision_ms=(time.perf_counter() - start) * 1000.0,
-            model_input=item,
-        )
+        return with_decision(verdict, scored.model or self.model_label, (time.perf_counter() - start) * 1000.0, item)
 
     def _fallback(self, features: Features, request: ScoreRequest, cause: str, detail: str, start: float) -> Verdict:
         FALLBACKS.inc(self.fallback, cause)
