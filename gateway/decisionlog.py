@@ -101,14 +101,15 @@ def _time_text(when: float) -> str:
 class _LineEncoder:
     """``encode_line``: ``_encode(line_of(...))`` without building the dict, and with shared parts encoded once.
 
-    A cached answer hands every request the same probabilities object, so its JSON is
-    kept by identity (the entry holds the object, so its id cannot be reused while
-    kept). Anything of an unexpected type falls back to the generic encoder, so the
+    A cached answer hands every request the same probabilities object (and, through the
+    policy, the same reason and explanation), so their JSON is kept by identity (an entry
+    holds the objects, so their ids cannot be reused while kept). Anything of an unexpected type falls back to the generic encoder, so the
     bytes are always the encoder's.
     """
 
     def __init__(self, memo_size: int = 4096) -> None:
         self._memo: dict[int, tuple[Any, str]] = {}
+        self._verdicts: dict[int, tuple[Any, ...]] = {}
         self._memo_size = memo_size
         self._second = -1
         self._second_text = ""
@@ -122,6 +123,36 @@ class _LineEncoder:
             self._memo.clear()
         self._memo[id(probs)] = (probs, text)
         return text
+
+    def _verdict_parts(self, verdict: Verdict) -> tuple[str, str]:
+        """The JSON of the verdict's fields before ``status`` and from ``shadow_action`` to ``model``.
+
+        Requests answered from one cached answer share its verdict's reason, explanation and
+        probabilities objects (see ``Policy.verdict``), so these parts are kept by identity.
+        """
+        reason, explanation, probs = verdict.reason, verdict.explanation, verdict.probabilities
+        rule, model, shadow = verdict.rule, verdict.model, verdict.shadow_action
+        hit = self._verdicts.get(id(reason))
+        if (hit is not None and hit[0] is reason and hit[1] is explanation and hit[2] is probs and hit[3] is rule and hit[4] is model
+                and hit[5] is verdict.action and hit[6] is verdict.source and hit[7] is shadow):
+            return hit[8], hit[9]
+        s = _str
+        decided = (f'"verdict":{s(verdict.action.value)},"source":{s(verdict.source.value)},"rule":{"null" if rule is None else s(rule)},'
+                   f'"reason":{s(reason)}')
+        described = []
+        if shadow is not None:
+            described.append(f',"shadow_action":{s(shadow.value)}')
+        if probs is not None:
+            described.append(',"probabilities":' + self._probabilities(probs))
+        if explanation:
+            described.append(',"explanation":[' + ",".join([s(e) for e in explanation]) + "]")
+        if model:
+            described.append(',"model":' + s(model))
+        parts = (decided, "".join(described))
+        if len(self._verdicts) >= self._memo_size:
+            self._verdicts.clear()
+        self._verdicts[id(reason)] = (reason, explanation, probs, rule, model, verdict.action, verdict.source, shadow, *parts)
+        return parts
 
     def _time(self, when: float) -> str:
         second = int(when)
@@ -142,22 +173,13 @@ class _LineEncoder:
         client_ip = s(features.client_ip)
         body = features.body_prefix
         headers = ",".join([f"[{s(n)},{s(v)}]" for n, v in features.headers])
-        rule = verdict.rule
+        decided, described = self._verdict_parts(verdict)
         parts = [
             f'{{"request_id":{s(features.request_id)},"time":{s(self._time(when))},"client":{client_ip},'
             f'"record":{{"method":{s(features.method)},"path":{s(features.target)},"http_version":{s(features.http_version)},'
-            f'"headers":[{headers}],"body":{s(body.decode("utf-8", "replace")) if body else "null"},"client_ip":{client_ip}}},'
-            f'"verdict":{s(verdict.action.value)},"source":{s(verdict.source.value)},"rule":{"null" if rule is None else s(rule)},'
-            f'"reason":{s(verdict.reason)},"status":{status}'
+            f'"headers":[{headers}],"body":{s(body.decode("utf-8", "replace")) if body else "null"},"client_ip":{client_ip}}},',
+            decided, f',"status":{status}', described,
         ]
-        if verdict.shadow_action is not None:
-            parts.append(f',"shadow_action":{s(verdict.shadow_action.value)}')
-        if verdict.probabilities is not None:
-            parts.append(',"probabilities":' + self._probabilities(verdict.probabilities))
-        if verdict.explanation:
-            parts.append(',"explanation":[' + ",".join([s(e) for e in verdict.explanation]) + "]")
-        if verdict.model:
-            parts.append(',"model":' + s(verdict.model))
         if verdict.decision_ms is not None:
             ms = round(verdict.decision_ms, 3)
             parts.append(',"latency_ms":' + (float.__repr__(ms) if type(ms) is float and math.isfinite(ms) else _encode(ms)))

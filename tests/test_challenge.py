@@ -425,3 +425,20 @@ def test_unknown_local_paths_are_404(svc: ChallengeService) -> None:
     assert isinstance(out, LocalResponse) and out.status == 404
     out = svc.handle(make_features("GET", "/.clefgate/verify"), b"")  # verify is POST only
     assert isinstance(out, LocalResponse) and out.status == 404
+
+
+@pytest.mark.parametrize("kind,not_before", [(CHALLENGE, None), ("w", 1_800_000_003.5)])
+@pytest.mark.parametrize("issued", [1_800_000_000.123456, 1_800_000_000, 0.1])
+@pytest.mark.parametrize("url", ["/products/42?x=1", "/ü?q=\"a\\\\b\"&<x>", ""])
+def test_challenge_tokens_are_signed_over_the_encoders_payload(kind: str, not_before: float | None, issued: float, url: str) -> None:
+    """sign_challenge writes the payload JSON itself; the token must be sign() of the same payload, byte for byte."""
+    signer = Signer([("k1", KEY)])
+    fields = {"t": kind, "n": "bm9uY2Utbm9uY2U", "d": 14, "i": issued, "e": 1_800_000_301, "b": "YmluZA", "u": url, "p": 1}
+    if not_before is not None:
+        fields["nb"] = not_before
+    made = signer.sign_challenge(kind, nonce="bm9uY2Utbm9uY2U", difficulty=14, issued=issued, expires=1_800_000_301, binding="YmluZA",
+                                 url=url, post_lost=1, not_before=not_before)
+    assert made == signer.sign(fields)
+    # unusual types take the generic path and still sign the same payload
+    assert signer.sign_challenge(kind, nonce="n", difficulty=True, issued=issued, expires=5, binding="b", url=url,  # type: ignore[arg-type]
+                                 post_lost=0) == signer.sign({"t": kind, "n": "n", "d": True, "i": issued, "e": 5, "b": "b", "u": url, "p": 0})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -105,6 +106,12 @@ def _line_cases() -> list[tuple[Features, Verdict, Any]]:
                         decision_ms=800.123456789), 200),
         (plain, Verdict(Action.FORWARD, Source.MODEL, "odd", probabilities={"class": {"human": 1}}, decision_ms=float("nan")), 200),
         (plain, scored, True),  # not an int status: the generic encoder's answer
+        # copies sharing the reason object: the parts kept for it must not leak into other verdicts
+        (plain, dataclasses.replace(scored, decision_ms=1.5), 403),
+        (plain, dataclasses.replace(scored, explanation=("other",)), 403),
+        (plain, dataclasses.replace(scored, probabilities={"class": {"human": 0.5, "attack": 0.5}}), 403),
+        (plain, dataclasses.replace(scored, action=Action.FORWARD, source=Source.SHADOW, shadow_action=Action.CHALLENGE), 200),
+        (plain, dataclasses.replace(scored, rule=None, model=None), 403),
     ]
 
 

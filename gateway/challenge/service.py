@@ -172,12 +172,12 @@ class ChallengeService:
         nonce = new_nonce()
         binding = self._bind(features)
         expires = int(now + cfg.token_ttl_s) + 1
-        token = self.signer.sign({"t": CHALLENGE, "n": nonce, "d": difficulty, "i": now, "e": expires, "b": binding, "u": url,
-                                  "p": int(post_lost)})
+        token = self.signer.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
+                                           url=url, post_lost=int(post_lost))
         nojs_url = None
         if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
-            wait = self.signer.sign({"t": WAIT, "n": nonce, "d": difficulty, "i": now, "nb": now + cfg.nojs_wait_s, "e": expires,
-                                     "b": binding, "u": url, "p": int(post_lost)})
+            wait = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
+                                              url=url, post_lost=int(post_lost), not_before=now + cfg.nojs_wait_s)
             # a token is "<key id>.<base64url>.<base64url>": only a key id with URL-unsafe characters needs quoting
             nojs_url = f"{PREFIX}nojs?token={wait if self.signer.signing_id in self._url_safe_ids else quote(wait)}"
         ISSUED.inc()
