@@ -55,11 +55,14 @@ def _log2(x: float) -> int:
     return int(x).bit_length() if x > 0 else 0
 
 
-def _header_line(name: str, value: str) -> str:
-    # An infrastructure header reaches the model input only through its name and the length
-    # of its value (the header-bytes feature); its line has no ':' so it cannot collide with
-    # another header's "name:value".
-    return f"{name}#{len(value)}" if name.lower() in INFRA_HEADERS else f"{name}:{value}"
+def _client_part(c: ClientStats) -> bytes:
+    return (f"|{_log2(c.requests)} {_log2(c.rate_per_min)} {int(c.error_ratio * 10)} {int(c.path_diversity * 10)} "
+            f"{_log2(c.mean_gap_s * 10)} {min(c.challenges_passed, 5)}").encode()
+
+
+# (window, its key part) of the last key, by identity: every new client of a flood shares one empty window
+# object; one tuple, replaced whole, so concurrent callers can never pair a window with another's part
+_last_client: tuple[Any, bytes] = (None, b"")
 
 
 def request_key(features: Features, client: ClientStats | None | Literal[False] = False) -> bytes:
@@ -69,15 +72,21 @@ def request_key(features: Features, client: ClientStats | None | Literal[False] 
     pipeline reads it just before scoring); by default ``features.client`` is used.
     Values of infrastructure headers are left out (only their lengths reach the model).
     """
-    h = hashlib.blake2b(digest_size=16)
-    head = "\n".join([f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length}",
-                       *[_header_line(n, v) for n, v in features.headers]])
-    h.update(head.encode("utf-8", "surrogateescape"))
-    h.update(features.body_prefix)
+    lines = [f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length}"]
+    for name, value in features.headers:
+        # An infrastructure header reaches the model input only through its name and the length of its
+        # value (the header-bytes feature); its line has no ':' so it cannot collide with a "name:value".
+        lines.append(f"{name}#{len(value)}" if name.lower() in INFRA_HEADERS else f"{name}:{value}")
+    h = hashlib.blake2b("\n".join(lines).encode("utf-8", "surrogateescape"), digest_size=16)
+    if features.body_prefix:
+        h.update(features.body_prefix)
     c = features.client if client is False else client
     if c is not None:
-        h.update(f"|{_log2(c.requests)} {_log2(c.rate_per_min)} {int(c.error_ratio * 10)} {int(c.path_diversity * 10)} "
-                 f"{_log2(c.mean_gap_s * 10)} {min(c.challenges_passed, 5)}".encode())
+        global _last_client
+        last = _last_client
+        if last[0] is not c:
+            last = _last_client = (c, _client_part(c))
+        h.update(last[1])
     return h.digest()
 
 
