@@ -78,6 +78,26 @@ _FORWARD = Action.FORWARD
 # label values of requests the gateway answered without a verdict
 _NO_ACTION = "none"
 _GATEWAY = "gateway"
+# the encoded header lines of the gateway's own responses, by (content type, fields): a challenge
+# page has the same half-dozen fields for every client, and a flood gets one per request
+_LOCAL_HEADERS: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
+
+
+def _local_header_lines(content_type: str, headers: tuple[tuple[str, str], ...], body_len: int) -> list[bytes]:
+    """``content-type``, ``content-length`` and the page's own fields, each line ending in CRLF."""
+    key = (content_type, headers)
+    lines = _LOCAL_HEADERS.get(key)
+    if lines is None:
+        parts: list[bytes] = []
+        for name, value in headers:
+            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                continue  # never let a page's header split the response
+            parts += (name.encode("latin-1"), b": ", value.encode("latin-1"), b"\r\n")
+        lines = b"".join(parts)
+        if len(_LOCAL_HEADERS) >= 512:  # per-client fields (cookies, redirects) must not grow it without bound
+            _LOCAL_HEADERS.clear()
+        _LOCAL_HEADERS[key] = lines
+    return [b"\r\ncontent-type: ", content_type.encode("latin-1"), b"\r\ncontent-length: %d\r\n" % body_len, lines]
 
 
 class Exchange:
@@ -707,13 +727,8 @@ class Exchange:
         st = self.st
         body = response.body
         close = self._close_before_body()
-        parts = [status_line(response.status), b"\r\ncontent-type: ", response.content_type.encode("latin-1"),
-                 b"\r\ncontent-length: %d\r\n" % len(body)]
-        for name, value in response.headers:
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-                continue  # never let a page's header split the response
-            parts += (name.encode("latin-1"), b": ", value.encode("latin-1"), b"\r\n")
-        parts += (st.id_header_out, b": ", self.request_id.encode("latin-1"), b"\r\n")
+        parts = [status_line(response.status), *_local_header_lines(response.content_type, response.headers, len(body)),
+                 st.id_header_out, b": ", self.request_id.encode("latin-1"), b"\r\n"]
         if st.debug_headers and self.verdict is not None:
             parts.append(st.verdict_headers(self.verdict)[1])
         parts.append(b"connection: close\r\n\r\n" if close else b"\r\n")
