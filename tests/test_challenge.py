@@ -442,3 +442,5 @@ def test_challenge_tokens_are_signed_over_the_encoders_payload(kind: str, not_be
     # unusual types take the generic path and still sign the same payload
     assert signer.sign_challenge(kind, nonce="n", difficulty=True, issued=issued, expires=5, binding="b", url=url,  # type: ignore[arg-type]
                                  post_lost=0) == signer.sign({"t": kind, "n": "n", "d": True, "i": issued, "e": 5, "b": "b", "u": url, "p": 0})
+    assert signer.sign_challenge(kind, nonce="n", difficulty=3, issued=float("inf"), expires=5, binding="b", url=url,
+                                 post_lost=0) == signer.sign({"t": kind, "n": "n", "d": 3, "i": float("inf"), "e": 5, "b": "b", "u": url, "p": 0})

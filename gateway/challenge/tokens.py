@@ -76,10 +76,12 @@ class Signer:
         (plus ``"nb": not_before`` when given)), with the payload's JSON written directly: the same bytes as
         the encoder's for these types (a test compares them), without a dict, a key sort and the encoder per page.
         """
-        numbers = (difficulty, expires, post_lost)
-        times = (issued,) if not_before is None else (issued, not_before)
-        if (any(type(v) is not int for v in numbers) or any(type(v) not in (int, float) or not math.isfinite(v) for v in times)
-                or type(kind) is not str or type(nonce) is not str or type(binding) is not str or type(url) is not str):
+        isfinite = math.isfinite
+        plain = (type(difficulty) is int and type(expires) is int and type(post_lost) is int
+                 and (type(issued) is int or (type(issued) is float and isfinite(issued)))
+                 and (not_before is None or type(not_before) is int or (type(not_before) is float and isfinite(not_before)))
+                 and type(kind) is str and type(nonce) is str and type(binding) is str and type(url) is str)
+        if not plain:
             payload: dict[str, Any] = {"t": kind, "n": nonce, "d": difficulty, "i": issued, "e": expires, "b": binding, "u": url,
                                        "p": post_lost}
             if not_before is not None:
