@@ -274,7 +274,7 @@ class DecisionLog:
 
     def _drain(self, lines: deque[bytes]) -> None:
         while lines:
-            batch = []
+            batch: list[bytes] = []
             while lines and len(batch) < 1024:
                 batch.append(lines.popleft())
             self._write(batch)

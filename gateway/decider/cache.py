@@ -65,7 +65,7 @@ def _client_part(c: ClientStats) -> bytes:
 _last_client: tuple[Any, bytes] = (None, b"")
 
 
-def request_key(features: Features, client: ClientStats | None | Literal[False] = False) -> bytes:
+def request_key(features: Features, client: ClientStats | Literal[False] | None = False) -> bytes:
     """The raw-request cache key: everything the model's input is computed from, client statistics bucketed.
 
     ``client`` is the client's window when ``features.client`` is not filled in yet (the
