@@ -122,3 +122,29 @@ def test_combined_access_log_with_label_column(tmp_path: Path) -> None:
 ])
 def test_label_normalisation(raw: object, expected: tuple[str, str | None] | None) -> None:
     assert formats.normalise_label(raw) == expected
+
+
+def test_no_probe_path_is_also_a_page_people_visit() -> None:
+    """A path both a scanner's probe and a page of the generated sites would teach the model to block people."""
+    import random
+
+    probes = {p for _, paths in attacks.PROBE_PATHS for p in paths}
+    rng = random.Random(4)
+    seen: set[str] = set()
+    for split in SPLITS:
+        for t in site.templates(split):
+            for _ in range(40):
+                seen.add(t.make(rng).target.split("?")[0])
+    assert len(seen) > 2000
+    assert not probes & seen, sorted(probes & seen)[:10]
+
+
+def test_every_side_sees_people_fetch_root_level_files() -> None:
+    """Favicons, touch icons, manifests and workers at the root are what browsers fetch, not probes:
+    training and calibration both see some (a model that never saw one blocked people's favicons)."""
+    import random
+
+    rng = random.Random(5)
+    for split in ("train", "calib"):
+        roots = {t.make(rng).target for t in site.templates(split, groups=("asset",)) for _ in range(10)}
+        assert any(p.count("/") == 1 and "." in p for p in roots), split

@@ -97,6 +97,10 @@ COMMENT_MARKDOWN = (
 )
 
 
+LANDING = ("pricing", "about", "about-us", "contact", "careers", "jobs", "features", "team", "press", "help", "faq", "terms", "privacy",
+           "download", "downloads", "partners", "customers", "enterprise", "community", "events", "webinars", "newsletter", "support",
+           "changelog", "roadmap", "security", "legal", "imprint", "impressum", "sustainability", "investors", "solutions", "integrations",
+           "resources", "guides", "tutorials", "showcase", "gallery", "shop", "store", "deals", "gift-cards", "stores", "returns")
 LOCALE_CODES = ("en", "de", "fr", "es", "it", "ja", "zh", "pt-br", "nl", "pl", "ko", "ru", "tr", "sv", "en-us", "en-gb", "fr-ca")
 PARAM_NAMES = ("page", "sort", "ref", "lang", "view", "tab", "filter", "from", "to", "limit", "offset", "format", "color", "size",
                "src", "source", "mode", "type", "category", "tag", "year", "month", "currency", "region", "variant", "session_id")
@@ -366,7 +370,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("docs.anchor", "docs", "page", _page(lambda r: f"/{r.choice(('en', 'de', 'ja'))}/{r.choice(('latest', 'stable'))}/{r.choice(PAGES)}/")),
     Template("docs.index", "docs", "page", _page(lambda r: f"/docs/{r.choice(('latest', 'stable', 'v1.4'))}/{r.choice(('index', 'genindex', 'search'))}.html")),
     Template("docs.search", "docs", "search", _page(lambda r: f"/search.html?q={_q(search_query(r, 0.5), r)}&check_keywords=yes&area=default", "search")),
-    Template("docs.api_ref", "docs", "page", _page(lambda r: f"/api/{r.choice(REPOS)}/{r.choice(PAGES)}#{r.choice(WORDS)}_{r.choice(NOUNS)}")),
+    Template("docs.api_ref", "docs", "page", _page(lambda r: f"/api/{r.choice(REPOS)}/{r.choice(PAGES)}")),  # browsers never send the #fragment
     Template("docs.searchindex", "docs", "xhr", lambda r: Endpoint("GET", f"/docs/{r.choice(('latest', 'stable'))}/searchindex.js", "xhr", "script")),
     # --- API
     Template("api.user", "api", "api", lambda r: Endpoint("GET", f"/v2/users/{r.randint(1, 10**6)}", "api")),
@@ -386,11 +390,20 @@ TEMPLATES: tuple[Template, ...] = (
     Template("asset.thumb", "*", "asset", _asset(lambda r: f"/media/cache/{r.choice((200, 400, 800))}x{r.choice((200, 400, 600))}/{_slug(r)}.jpg", "image")),
     Template("asset.font", "*", "asset", _asset(lambda r: f"/fonts/{r.choice(('inter', 'roboto', 'source-sans'))}-{r.choice(('regular', 'bold', 'italic'))}.woff2", "font")),
     Template("asset.favicon", "*", "asset", _asset(lambda r: r.choice(("/favicon.ico", "/apple-touch-icon.png", "/favicon-32x32.png")), "image")),
+    Template("asset.touch_icon", "*", "asset", _asset(lambda r: r.choice(("/apple-touch-icon-precomposed.png", f"/apple-touch-icon-{r.choice((120, 152, 167, 180))}x{r.choice((120, 152, 167, 180))}.png", "/apple-touch-icon-precomposed-152x152.png")), "image")),
+    Template("asset.root_icons", "*", "asset", _asset(lambda r: r.choice(("/favicon.svg", "/favicon-16x16.png", f"/android-chrome-{r.choice((192, 512))}x{r.choice((192, 512))}.png", "/mstile-150x150.png", "/safari-pinned-tab.svg", "/icon.png", "/logo.svg")), "image")),
+    Template("asset.manifest", "*", "asset", _asset(lambda r: r.choice(("/site.webmanifest", "/manifest.json", "/manifest.webmanifest", "/browserconfig.xml", "/app.webmanifest")), "xhr")),
+    Template("asset.worker", "*", "asset", _asset(lambda r: r.choice(("/sw.js", "/service-worker.js", f"/workbox-{_hex(r, 8)}.js", "/firebase-messaging-sw.js", "/OneSignalSDKWorker.js")), "script")),
     Template("asset.next", "*", "asset", _asset(lambda r: f"/_next/static/chunks/{r.choice(('pages', 'app', 'framework'))}-{_hex(r, 16)}.js", "script")),
     Template("asset.icon", "*", "asset", _asset(lambda r: f"/assets/icons/{r.choice(NOUNS)}.svg?v={r.randint(1, 9)}", "image")),
     # --- generic shapes every kind of client requests (so that a path's *shape* alone
     # never tells a person from a bot or an attack: only its content may)
     Template("generic.locale", "*", "page", _page(lambda r: f"/{r.choice(LOCALE_CODES)}/{r.choice(('latest', 'stable', 'v2', '2024', 'help', 'docs'))}/{r.choice(PAGES + TOPICS)}/")),
+    # short root-level pages people open from links and bookmarks: what an unknown one-word path mostly is
+    Template("generic.landing", "*", "page", _page(lambda r: "/" + r.choice(LANDING) + r.choice(("", "", "/", ".html")))),
+    Template("generic.section", "*", "page", _page(lambda r: f"/{r.choice(CATEGORIES + NOUNS)}{r.choice(('', '/', ''))}")),
+    Template("generic.localized", "*", "page", _page(lambda r: f"/{r.choice(LOCALE_CODES)}/{r.choice(LANDING)}{r.choice(('', '/'))}")),
+    Template("generic.versioned", "*", "page", _page(lambda r: f"/{r.choice(('v1', 'v2', 'v3', '2024', '2025', 'beta', 'next', 'latest'))}{r.choice(('', '/'))}")),
     Template("generic.deep", "*", "page", _page(lambda r: "/" + "/".join(_segment(r) for _ in range(r.randint(1, 5))) + r.choice(("", "/", "", ".html")))),
     Template("generic.dated", "*", "page", _page(lambda r: f"/{r.choice(('news', 'posts', 'articles', 'events', 'press'))}/{r.randint(2012, 2025)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}-{_slug(r)}")),
     Template("generic.ids", "*", "page", _page(lambda r: f"/{r.choice(('item', 'view', 'listing', 'node', 'id', 'ticket', 'member'))}/{r.randint(1, 10**7)}{r.choice(('', '/edit', '/history', '/comments', '/photos'))}")),
