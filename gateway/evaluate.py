@@ -263,6 +263,11 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
              if r.label == 3 and r.attack_kind in _KINDS and "attack_kind" in p]
     kind_acc = (round(sum(1 for k, p in kinds if max(p, key=lambda o: p[o]) == k) / len(kinds), 6) if kinds else None)
     main = systems["rules_model"]
+    # what the gateway knew of the client: a first request (no window, or an empty one) versus one with history
+    history = np.array([bool(r.features.client and r.features.client.requests) for r in rows])
+    contexts = {name: {"n": int(sel.sum()), **{k: v for k, v in system_metrics(actions["rules_model"][sel], labels[sel], verified[sel]).items()
+                                             if k in CONTEXT_KEYS}}
+                for name, sel in (("first_request", ~history), ("with_history", history))}
     out: dict[str, Any] = {
         "n": len(rows),
         **{k: main[k] for k in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed",
@@ -274,6 +279,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
+        "by_client_context": contexts,
     }
     out["targets"] = {k: {"op": op, "target": t, "value": out.get(k) if k != "verified_good_bots_passed" else main[k],
                           "met": _met(out.get(k) if k != "verified_good_bots_passed" else main[k], op, t)}
@@ -303,6 +309,12 @@ def _errors_by_source(rows: Sequence[Row], actions: np.ndarray, top: int = 12) -
 
 
 # ---------------------------------------------------------------------------- report
+
+CONTEXT_ROWS = (("humans blocked", "humans_blocked", None), ("humans challenged", "humans_challenged", None),
+                ("attacks blocked", "attacks_blocked", None), ("bad bots challenged or blocked", "bad_bots_stopped", None))
+CONTEXT_KEYS = frozenset(key for _, key, _ in CONTEXT_ROWS)
+CONTEXT_TITLES = {"first_request": "first request", "with_history": "client with history"}
+
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.2f}%"
@@ -349,6 +361,13 @@ def render(result: Mapping[str, Any], data: str) -> str:
             m = s[x]["matrix"][c]
             lines.append(f"{c:12}" + "".join(f"{m[a.value]:>11}" for a in ACTIONS) + f"{_pct(s[x]['per_class'][c]['right_action']):>10}")
         lines.append(f"{'precision':12}" + "".join(f"{_pct(s[x]['per_action'][a.value]['precision']):>11}" for a in ACTIONS))
+    ctx = result.get("by_client_context")
+    if ctx:
+        lines += ["", f"{SYSTEM_TITLES['rules_model']} by what the gateway knew of the client:",
+                  f"{'':32}" + "".join(f"{CONTEXT_TITLES[k]:>20}" for k in ctx)]
+        lines.append(f"{'requests':32}" + "".join(f"{ctx[k]['n']:>20}" for k in ctx))
+        for title, key, _ in CONTEXT_ROWS:
+            lines.append(f"{title:32}" + "".join(f"{_pct(ctx[k][key]):>20}" for k in ctx))
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
     if result["errors_by_source"]:

@@ -97,3 +97,6 @@ def test_eval_command_on_the_shipped_model(tmp_path: Path, capsys: pytest.Captur
     for key in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed", "accuracy", "ece"):
         assert 0.0 <= out[key] <= 1.0
     assert out["accuracy"] > 0.8
+    ctx = out["by_client_context"]
+    assert ctx["first_request"]["n"] + ctx["with_history"]["n"] == 300 and min(c["n"] for c in ctx.values()) > 30
+    assert 0.0 <= ctx["with_history"]["attacks_blocked"] <= 1.0
