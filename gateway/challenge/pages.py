@@ -92,7 +92,7 @@ class _Template:
 
 
 _CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_url", "request_id")
-_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, bool], _Template] = {}
+_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, bool, str], _Template] = {}
 
 
 def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
@@ -105,7 +105,7 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
     Pages are filled into a template split once per layout (language, options), since a
     flood gets one per request; the bytes are :func:`render_challenge_page`'s.
     """
-    layout = (lang, verify_url, post_lost, nojs_url is not None, nojs_wait_s, bool(request_id))
+    layout = (lang, verify_url, post_lost, nojs_url is not None, nojs_wait_s, bool(request_id), contact)
     template = _CHALLENGE_TEMPLATES.get(layout)
     if template is None:
         if len(_CHALLENGE_TEMPLATES) >= 256:  # layouts are few (languages x options); never grow without bound

@@ -131,7 +131,7 @@ class _RequestLevel:
 
     def __setitem__(self, key: Hashable, value: Scored) -> None:
         entries = self._entries
-        if entries.pop(key, None) is None and len(entries) >= self.maxsize:
+        if entries.pop(key, None) is None and entries and len(entries) >= self.maxsize:
             entries.popitem(last=False)
             CACHE_EVICTIONS.inc("size")
         entries[key] = (self.timer() + self.ttl_s, value)
