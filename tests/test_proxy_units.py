@@ -230,3 +230,45 @@ def test_local_response_header_lines_are_kept_per_field_set() -> None:
     for i in range(600):  # per-client fields (cookies) never grow the kept set without bound
         exchange._local_header_lines("text/plain", (("Set-Cookie", f"p={i}"),), 0)
     assert len(exchange._LOCAL_HEADERS) <= 512
+
+
+def _reference_clean(addr: str) -> str:
+    import ipaddress
+
+    addr = addr.strip().strip('"')
+    if addr.startswith("["):
+        addr = addr[1 : addr.find("]")] if "]" in addr else ""
+    elif addr.count(":") == 1:
+        addr = addr.partition(":")[0]
+    try:
+        return str(ipaddress.ip_address(addr))
+    except ValueError:
+        return ""
+
+
+def test_ipv4_fast_path_agrees_with_ipaddress() -> None:
+    """Dotted quads skip ipaddress; every address must come out (and be trusted) exactly as ipaddress would have it."""
+    import ipaddress
+    import random
+
+    from gateway.proxy.clientaddr import _clean
+
+    rng = random.Random(5)
+    odd = ["1.2.3.4", "0.0.0.0", "255.255.255.255", "01.2.3.4", "1.2.3.04", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ",
+           " 1.2.3.4", "0x1.2.3.4", "1.2.3.-4", "1..3.4", "١.2.3.4", "1.2.3.4\x00", "1.2.3.4:80", "[1.2.3.4]", "::ffff:10.1.2.3",
+           "10.1.2.3%eth0", "2001:db8::1", "", "garbage", "+1.2.3.4", "1.2.3.4/32"]
+    made = [".".join(str(rng.choice([rng.randrange(256), rng.randrange(1000), 0])) for _ in range(rng.choice([3, 4, 4, 5])))
+            for _ in range(3000)]
+    trusted = TrustedProxies(["10.0.0.0/8", "192.168.4.0/22", "198.51.100.7/32", "2001:db8::/32", "::ffff:172.16.0.0/108"])
+    networks = [ipaddress.ip_network(c) for c in ("10.0.0.0/8", "192.168.4.0/22", "198.51.100.7/32", "2001:db8::/32", "::ffff:172.16.0.0/108")]
+    for text in odd + made + [f"10.{a}.{b}.{c}" for a, b, c in ((0, 0, 0), (255, 255, 255), (1, 2, 3))] + ["192.168.7.255", "192.168.8.0"]:
+        assert _clean(text) == _reference_clean(text), text
+        try:
+            addr = ipaddress.ip_address(text)
+        except ValueError:
+            expected = False
+        else:
+            if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+                addr = addr.ipv4_mapped
+            expected = any(addr in net for net in networks)
+        assert (text in trusted) is expected, text
