@@ -103,8 +103,9 @@ class _LineEncoder:
 
     A cached answer hands every request the same probabilities object (and, through the
     policy, the same reason and explanation), so their JSON is kept by identity (an entry
-    holds the objects, so their ids cannot be reused while kept). Anything of an unexpected type falls back to the generic encoder, so the
-    bytes are always the encoder's.
+    holds the objects, so their ids cannot be reused while kept). Anything of an
+    unexpected type falls back to the generic encoder, so the bytes are always the
+    encoder's.
     """
 
     def __init__(self, memo_size: int = 4096) -> None:
