@@ -180,8 +180,8 @@ def human(rng: Draw) -> dict[str, Any]:
     agent = _weighted(rng, browsers_for(rng.split))
     site_name = rng.choice(site.SITES[:5])
     host = site.HOSTS[site_name]
-    group = rng.choices(("page", "asset", "xhr", "xhr_post", "search", "form", "login", "download", "feed"),
-                        weights=(0.36, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
+    group = rng.choices(("page", "home", "asset", "xhr", "xhr_post", "search", "form", "login", "download", "feed"),
+                        weights=(0.32, 0.04, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
     options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
     tpl = rng.choice(options)
     ep = tpl.make(rng)
@@ -256,7 +256,7 @@ def good_bot(rng: Draw) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- bad bots
 
-def _page_endpoint(rng: Draw, groups: tuple[str, ...] = ("page", "search")) -> tuple[Endpoint, str, str]:
+def _page_endpoint(rng: Draw, groups: tuple[str, ...] = ("page", "search", "home")) -> tuple[Endpoint, str, str]:
     site_name = rng.choice(site.SITES[:5])
     tpl = rng.choice(site.templates(rng.split, site_name, groups) or site.templates(rng.split, site_name, ("page",)))
     return tpl.make(rng), site.HOSTS[site_name], tpl.id
@@ -269,7 +269,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
         agent = rng.choice(crawlers_for(rng.split, "bad"))
         # AI and SEO crawlers take every parametrised URL they find (searches, filters, pagination);
         # robots.txt and sitemaps are left out: every client may read those (a rule allows them)
-        ep, host, _ = _page_endpoint(rng, ("page", "search", "search", "page"))
+        ep, host, _ = _page_endpoint(rng, ("page", "search", "home"))
         if any(t in agent.tags for t in ("browser-automation",)) and "Mozilla" in agent.ua and rng.random() < 0.5:
             browser = _weighted(rng, [a for a in browsers_for(rng.split) if a.engine == "chromium"])
             fake = BrowserAgent(agent.ua, "chromium", False, browser.brand, browser.major, "Linux", 1.0)
@@ -287,7 +287,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
         return _record("GET", ep.target, head, None, _ip(rng, _DATACENTERS), "bad_bot", f"bad/scraper/{family}", client=stats)
     if r < 0.86:  # spoofed browser user agents with the head wrong
         agent = _weighted(rng, browsers_for(rng.split))
-        ep, host, _ = _page_endpoint(rng, ("page", "search", "page", "xhr"))
+        ep, host, _ = _page_endpoint(rng, ("page", "search", "home", "xhr"))
         if rng.random() < 0.35:
             family, _ = rng.choice([x for x in automation.library_agents(rng.split) if x[0] in ("requests", "httpx", "go", "aiohttp", "node", "axios", "curl", "java", "okhttp")])
             head = automation.library_head(family, agent.ua, host, rng, accept=rng.choice((None, "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")))

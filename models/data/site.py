@@ -399,6 +399,8 @@ TEMPLATES: tuple[Template, ...] = (
     # --- generic shapes every kind of client requests (so that a path's *shape* alone
     # never tells a person from a bot or an attack: only its content may)
     Template("generic.locale", "*", "page", _page(lambda r: f"/{r.choice(LOCALE_CODES)}/{r.choice(('latest', 'stable', 'v2', '2024', 'help', 'docs'))}/{r.choice(PAGES + TOPICS)}/")),
+    # the home page: the most requested URL of every site, so every side has it (a group of one is shared)
+    Template("generic.home", "*", "home", _page(lambda r: r.choice(("/", "/", "/", "/", "/index.html", "/home", f"/?ref={r.choice(WORDS)}", f"/?lang={r.choice(LOCALE_CODES)}")))),
     # short root-level pages people open from links and bookmarks: what an unknown one-word path mostly is
     Template("generic.landing", "*", "page", _page(lambda r: "/" + r.choice(LANDING) + r.choice(("", "", "/", ".html")))),
     Template("generic.section", "*", "page", _page(lambda r: f"/{r.choice(CATEGORIES + NOUNS)}{r.choice(('', '/', ''))}")),
