@@ -24,7 +24,7 @@ BROWSER = {"User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/
            "Sec-Ch-Ua": '"Chromium";v="126", "Google Chrome";v="126", "Not-A.Brand";v="99"', "Sec-Ch-Ua-Mobile": "?0",
            "Sec-Ch-Ua-Platform": '"Windows"', "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-User": "?1",
            "Sec-Fetch-Dest": "document", "Upgrade-Insecure-Requests": "1"}
-SQLI = "/search?q=1%27%20UNION%20SELECT%20username%2Cpassword%20FROM%20users--"
+SQLI = "/search?q=1%27%20OR%20%271%27%3D%271--"
 
 
 def model_config(upstream: str, tmp: Path, **extra: object) -> dict[str, object]:
