@@ -72,6 +72,11 @@ def body_text(features: Features) -> str:
     return features.body_prefix[:_MAX_BODY].decode("latin-1") if features.body_prefix else ""
 
 
+# header values serialized as they are (truncated), in this order, each on a line of its own
+_PLAIN_LINES = (("user-agent", "u ", _MAX_UA), ("accept", "a ", _MAX_ACCEPT), ("accept-language", "l ", _MAX_SHORT),
+                ("accept-encoding", "e ", _MAX_SHORT))
+
+
 def serialize(features: Features) -> str:
     """The canonical text the model reads: one line per field, fixed order, bounded.
 
@@ -98,18 +103,10 @@ def serialize(features: Features) -> str:
     names = [n.lower() for n, _ in features.headers]
     lines.append(f"h {features.http_version} " + " ".join([n for n in names if n not in INFRA_HEADERS][:_MAX_NAMES]))
     get = hm.get
-    value = get("user-agent")
-    if value is not None:
-        lines.append("u " + value[:_MAX_UA])
-    value = get("accept")
-    if value is not None:
-        lines.append("a " + value[:_MAX_ACCEPT])
-    value = get("accept-language")
-    if value is not None:
-        lines.append("l " + value[:_MAX_SHORT])
-    value = get("accept-encoding")
-    if value is not None:
-        lines.append("e " + value[:_MAX_SHORT])
+    for name, prefix, limit in _PLAIN_LINES:
+        value = get(name)
+        if value is not None:
+            lines.append(prefix + value[:limit])
     value = get("sec-ch-ua")
     if value is not None or "sec-ch-ua-platform" in hm:
         lines.append(f"c {(value or '')[:_MAX_CH_UA]}|{get('sec-ch-ua-mobile', '')[:4]}|{get('sec-ch-ua-platform', '')[:16]}")
