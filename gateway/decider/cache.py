@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import time
 from collections import OrderedDict
@@ -55,14 +56,11 @@ def _log2(x: float) -> int:
     return int(x).bit_length() if x > 0 else 0
 
 
+@functools.lru_cache(maxsize=4096)
 def _client_part(c: ClientStats) -> bytes:
+    """The bucketed client statistics of a key (memoized: a flood's new clients all share one empty window)."""
     return (f"|{_log2(c.requests)} {_log2(c.rate_per_min)} {int(c.error_ratio * 10)} {int(c.path_diversity * 10)} "
             f"{_log2(c.mean_gap_s * 10)} {min(c.challenges_passed, 5)}").encode()
-
-
-# (window, its key part) of the last key, by identity: every new client of a flood shares one empty window
-# object; one tuple, replaced whole, so concurrent callers can never pair a window with another's part
-_last_client: tuple[Any, bytes] = (None, b"")
 
 
 def request_key(features: Features, client: ClientStats | Literal[False] | None = False) -> bytes:
@@ -82,11 +80,7 @@ def request_key(features: Features, client: ClientStats | Literal[False] | None 
         h.update(features.body_prefix)
     c = features.client if client is False else client
     if c is not None:
-        global _last_client
-        last = _last_client
-        if last[0] is not c:
-            last = _last_client = (c, _client_part(c))
-        h.update(last[1])
+        h.update(_client_part(c))
     return h.digest()
 
 
