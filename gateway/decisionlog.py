@@ -94,8 +94,16 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     return out
 
 
+def _seconds_text(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when))
+
+
+def _millis_text(when: float) -> str:
+    return f".{int((when % 1) * 1000):03d}Z"
+
+
 def _time_text(when: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int((when % 1) * 1000):03d}Z"
+    return _seconds_text(when) + _millis_text(when)
 
 
 class _LineEncoder:
@@ -158,8 +166,8 @@ class _LineEncoder:
     def _time(self, when: float) -> str:
         second = int(when)
         if second != self._second or when < 0:
-            self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when))
-        return self._second_text + f".{int((when % 1) * 1000):03d}Z"
+            self._second, self._second_text = second, _seconds_text(when)
+        return self._second_text + _millis_text(when)
 
     def __call__(self, features: Features, verdict: Verdict, status: int, when: float) -> str:
         try:
