@@ -310,9 +310,9 @@ def _errors_by_source(rows: Sequence[Row], actions: np.ndarray, top: int = 12) -
 
 # ---------------------------------------------------------------------------- report
 
-CONTEXT_ROWS = (("humans blocked", "humans_blocked", None), ("humans challenged", "humans_challenged", None),
-                ("attacks blocked", "attacks_blocked", None), ("bad bots challenged or blocked", "bad_bots_stopped", None))
-CONTEXT_KEYS = frozenset(key for _, key, _ in CONTEXT_ROWS)
+CONTEXT_ROWS = (("humans blocked", "humans_blocked"), ("humans challenged", "humans_challenged"),
+                ("attacks blocked", "attacks_blocked"), ("bad bots challenged or blocked", "bad_bots_stopped"))
+CONTEXT_KEYS = frozenset(key for _, key in CONTEXT_ROWS)
 CONTEXT_TITLES = {"first_request": "first request", "with_history": "client with history"}
 
 
@@ -366,7 +366,7 @@ def render(result: Mapping[str, Any], data: str) -> str:
         lines += ["", f"{SYSTEM_TITLES['rules_model']} by what the gateway knew of the client:",
                   f"{'':32}" + "".join(f"{CONTEXT_TITLES[k]:>20}" for k in ctx)]
         lines.append(f"{'requests':32}" + "".join(f"{ctx[k]['n']:>20}" for k in ctx))
-        for title, key, _ in CONTEXT_ROWS:
+        for title, key in CONTEXT_ROWS:
             lines.append(f"{title:32}" + "".join(f"{_pct(ctx[k][key]):>20}" for k in ctx))
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
