@@ -144,3 +144,51 @@ def test_export_cli_reexports_a_checkpoint(tiny: dict[str, Path], tmp_path: Path
     m = mf.load(tmp_path / NAME / "0.0.2", feature_version=feat.FEATURE_VERSION, require=("fp32", "int8", "fp16"))
     assert m.version == "0.0.2" and m.raw["parity"]["int8"]["checked"]
     assert not list(tmp_path.glob(f"{NAME}/.*"))  # the temporary build folder was renamed away
+
+
+def test_training_history_tracks_the_calibration_side(tiny: dict[str, Path]) -> None:
+    """Every epoch reports attacks and humans blocked on unseen sources (what early stopping on in-source rows cannot see)."""
+    history = json.loads((tiny["work"] / "metrics.json").read_text())["training"]["epochs"]
+    assert history
+    for epoch in history:
+        side = epoch["calibration_side"]
+        assert set(side) == {"0.95", "0.9", "0.8"}
+        for attacks, humans in side.values():
+            assert 0.0 <= attacks <= 1.0 and 0.0 <= humans <= 1.0
+        # a lower threshold blocks at least as much
+        assert side["0.8"][0] >= side["0.9"][0] >= side["0.95"][0]
+
+
+def test_client_dropout_hides_only_the_client_window() -> None:
+    import random
+
+    numeric = np.random.default_rng(3).uniform(0.1, 1.0, size=(4000, feat.NUM_FEATURES)).astype(np.float32)
+    out = train._hide_clients(numeric, 0.3, random.Random(1))
+    window = out[:, train._CLIENT]
+    hidden = ~np.isclose(window, numeric[:, train._CLIENT]).all(axis=1)
+    assert 0.25 < hidden.mean() < 0.35
+    # hidden rows look like serving's two cases: no window (all zero) or a first request (present, all counts zero)
+    assert (window[hidden, 1:] == 0).all() and set(np.unique(window[hidden, 0])) == {0.0, 1.0}
+    rest = np.ones(feat.NUM_FEATURES, dtype=bool)
+    rest[train._CLIENT] = False
+    assert np.array_equal(out[:, rest], numeric[:, rest]) and not np.shares_memory(out, numeric)
+    assert np.array_equal(train._hide_clients(numeric, 0.0, random.Random(1)), numeric)
+    assert feat.NUMERIC_NAMES[train._CLIENT][0] == "client_present" and len(feat.NUMERIC_NAMES[train._CLIENT]) == 7
+
+
+def test_ema_follows_the_network_with_warm_up() -> None:
+    torch.manual_seed(0)
+    net = FlashNet(FlashConfig(width=16, layers=1, heads=2, ffn=32, embed=4, head_hidden=16, trigram_buckets=64))
+    ema = train._Ema(net, 0.99)
+    before = [p.detach().clone() for p in ema.net.parameters()]
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(1.0)
+    ema.update(net)  # first step: decay min(0.99, 2/11), so the average moves 9/11 of the way
+    for b, e in zip(before, ema.net.parameters()):
+        assert torch.allclose(e, b + 9 / 11, atol=1e-5)
+    assert not any(p.requires_grad for p in ema.net.parameters())
+    for _ in range(2000):
+        ema.update(net)
+    for p, e in zip(net.parameters(), ema.net.parameters()):
+        assert torch.allclose(e, p, atol=1e-4)
