@@ -90,10 +90,6 @@ class OptimConfig:
     # exponential moving average of the weights (0 = off): validation, calibration and
     # export use the averaged network, which generalises better than the last step's
     ema_decay: float = 0.0
-    # share of training rows whose per-client window is hidden (as absent, or as a first
-    # request): every class, so it teaches reading the request itself, which is all the
-    # gateway has on a client's first request
-    client_dropout: float = 0.0
 
 
 @dataclass
@@ -252,26 +248,8 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     return Splits(enc["train"], enc["val"], cal, ev, info)
 
 
-_CLIENT = slice(feat.NUMERIC_NAMES.index("client_present"), feat.NUMERIC_NAMES.index("client_challenges_passed") + 1)
-
-
-def _hide_clients(numeric: np.ndarray, share: float, rng: random.Random) -> np.ndarray:
-    """A copy of ``numeric`` with the client window of about ``share`` of the rows absent or fresh."""
-    out = numeric.copy()
-    for i in range(len(out)):
-        if rng.random() < share:
-            out[i, _CLIENT] = 0.0
-            if rng.random() < 0.5:  # a first request: the window exists but is empty
-                out[i, _CLIENT.start] = 1.0
-    return out
-
-
-def batches(enc: Encoded, batch_size: int, rng: random.Random | None,
-            client_dropout: float = 0.0) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Length-bucketed batches (similar lengths together, so little padding); shuffled when ``rng``.
-
-    With ``rng`` and ``client_dropout``, that share of rows has its client window hidden.
-    """
+def batches(enc: Encoded, batch_size: int, rng: random.Random | None) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Length-bucketed batches (similar lengths together, so little padding); shuffled when ``rng``."""
     order = list(range(len(enc)))
     if rng is not None:
         rng.shuffle(order)
@@ -284,8 +262,6 @@ def batches(enc: Encoded, batch_size: int, rng: random.Random | None,
         rng.shuffle(groups)
     for idx in groups:
         ids, numeric = feat.pad_batch([enc.inputs[i] for i in idx])
-        if rng is not None and client_dropout > 0:
-            numeric = _hide_clients(numeric, client_dropout, rng)
         yield (torch.from_numpy(ids), torch.from_numpy(numeric), torch.from_numpy(enc.labels[idx]),
                torch.from_numpy(enc.kinds[idx]), torch.from_numpy(enc.weights[idx]), torch.tensor(idx))
 
@@ -349,7 +325,7 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     for epoch in range(opt_cfg.epochs):
         net.train()
         running, seen = 0.0, 0
-        bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng, opt_cfg.client_dropout), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
+        bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
                    unit="batch", file=sys.stderr, leave=False, mininterval=2.0)
         for ids, numeric, y, kind, w, _ in bar:
             loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg)

@@ -159,23 +159,6 @@ def test_training_history_tracks_the_calibration_side(tiny: dict[str, Path]) -> 
         assert side["0.8"][0] >= side["0.9"][0] >= side["0.95"][0]
 
 
-def test_client_dropout_hides_only_the_client_window() -> None:
-    import random
-
-    numeric = np.random.default_rng(3).uniform(0.1, 1.0, size=(4000, feat.NUM_FEATURES)).astype(np.float32)
-    out = train._hide_clients(numeric, 0.3, random.Random(1))
-    window = out[:, train._CLIENT]
-    hidden = ~np.isclose(window, numeric[:, train._CLIENT]).all(axis=1)
-    assert 0.25 < hidden.mean() < 0.35
-    # hidden rows look like serving's two cases: no window (all zero) or a first request (present, all counts zero)
-    assert (window[hidden, 1:] == 0).all() and set(np.unique(window[hidden, 0])) == {0.0, 1.0}
-    rest = np.ones(feat.NUM_FEATURES, dtype=bool)
-    rest[train._CLIENT] = False
-    assert np.array_equal(out[:, rest], numeric[:, rest]) and not np.shares_memory(out, numeric)
-    assert np.array_equal(train._hide_clients(numeric, 0.0, random.Random(1)), numeric)
-    assert feat.NUMERIC_NAMES[train._CLIENT][0] == "client_present" and len(feat.NUMERIC_NAMES[train._CLIENT]) == 7
-
-
 def test_ema_follows_the_network_with_warm_up() -> None:
     torch.manual_seed(0)
     net = FlashNet(FlashConfig(width=16, layers=1, heads=2, ffn=32, embed=4, head_hidden=16, trigram_buckets=64))
@@ -185,10 +168,10 @@ def test_ema_follows_the_network_with_warm_up() -> None:
         for p in net.parameters():
             p.add_(1.0)
     ema.update(net)  # first step: decay min(0.99, 2/11), so the average moves 9/11 of the way
-    for b, e in zip(before, ema.net.parameters()):
+    for b, e in zip(before, ema.net.parameters(), strict=True):
         assert torch.allclose(e, b + 9 / 11, atol=1e-5)
     assert not any(p.requires_grad for p in ema.net.parameters())
     for _ in range(2000):
         ema.update(net)
-    for p, e in zip(net.parameters(), ema.net.parameters()):
+    for p, e in zip(net.parameters(), ema.net.parameters(), strict=True):
         assert torch.allclose(e, p, atol=1e-4)
