@@ -90,6 +90,14 @@ class OptimConfig:
     # exponential moving average of the weights (0 = off): validation, calibration and
     # export use the averaged network, which generalises better than the last step's
     ema_decay: float = 0.0
+    # which epoch's weights to keep: "validation" (lowest validation loss) or
+    # "calibration" (most attacks blocked at select_threshold on the calibration side
+    # while people blocked there stay ≤ select_max_humans_blocked; validation rows share
+    # sources with training, the calibration side does not). Stopping stays on the
+    # validation loss either way.
+    select: str = "validation"
+    select_threshold: float = 0.95
+    select_max_humans_blocked: float = 0.001
 
 
 @dataclass
@@ -139,11 +147,18 @@ def _build(cls: type, raw: Any, where: str, problems: list[str]) -> Any:
     return cls(**kwargs)
 
 
+SELECT = ("validation", "calibration")
+
+
 def load_config(path: Path) -> TrainConfig:
     """Read a training config; every unknown key or wrong type is reported at once."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     problems: list[str] = []
     cfg = _build(TrainConfig, raw, "", problems)
+    if cfg.train.select not in SELECT:
+        problems.append(f"train.select: {cfg.train.select!r} is not one of {', '.join(SELECT)}")
+    if str(cfg.train.select_threshold) not in [str(t) for t in _TRACK]:
+        problems.append(f"train.select_threshold: {cfg.train.select_threshold} is not one of the tracked thresholds {', '.join(map(str, _TRACK))}")
     if problems:
         raise SystemExit(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
     return cfg
@@ -317,7 +332,8 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     ema = _Ema(net, opt_cfg.ema_decay) if opt_cfg.ema_decay > 0 else None
     scored = ema.net if ema is not None else net
     best: tuple[float, dict[str, torch.Tensor]] | None = None
-    history: list[dict[str, float]] = []
+    snapshots: list[dict[str, torch.Tensor]] = []
+    history: list[dict[str, Any]] = []
     bad_epochs = 0
     started = time.time()
     log(f"train: {sum(p.numel() for p in net.parameters()):,} parameters, {steps_per_epoch} steps per epoch, "
@@ -350,8 +366,9 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
         log(f"epoch {epoch + 1}: train loss {running / max(1, seen):.4f}, validation loss {val_loss:.4f}, "
             f"validation accuracy {val_acc:.4f}; calibration side (unseen sources) "
             f"{', '.join(f'@{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}' for t, r in held.items())} ({elapsed:.1f} min)")
+        snapshots.append({k: v.detach().clone() for k, v in scored.state_dict().items()})
         if best is None or val_loss < best[0] - 1e-5:
-            best = (val_loss, {k: v.detach().clone() for k, v in scored.state_dict().items()})
+            best = (val_loss, snapshots[-1])
             bad_epochs = 0
         else:
             bad_epochs += 1
@@ -362,9 +379,33 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
             log(f"time budget: another epoch would pass {opt_cfg.max_minutes} minutes; stopping")
             break
     assert best is not None
-    net.load_state_dict(best[1])
+    chosen = _choose_epoch(history, opt_cfg) if opt_cfg.select == "calibration" else None
+    if chosen is None:
+        chosen = next(i for i, snap in enumerate(snapshots) if snap is best[1])
+    h = history[chosen]
+    log(f"weights of epoch {chosen + 1} (by {opt_cfg.select if opt_cfg.select == 'validation' or h.get('calibration_side') else 'validation'}): "
+        f"validation loss {h['val_loss']:.4f}" + "".join(f", calibration side @{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}"
+                                                          for t, r in h["calibration_side"].items() if t == str(opt_cfg.select_threshold)))
+    net.load_state_dict(snapshots[chosen])
     net.eval()
-    return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best[0], 5)}
+    return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best[0], 5),
+                 "chosen_epoch": chosen + 1, "selected_by": opt_cfg.select}
+
+
+def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | None:
+    """The epoch (index) blocking most attacks on the calibration side among those within the people-blocked bound.
+
+    None of them within the bound: the one blocking fewest people (then most attacks).
+    Ties go to the lower validation loss. None when nothing was measured there.
+    """
+    key = str(opt.select_threshold)
+    rows = [(i, h["calibration_side"][key], h["val_loss"]) for i, h in enumerate(history) if key in h.get("calibration_side", {})]
+    if not rows:
+        return None
+    within = [r for r in rows if r[1][1] <= opt.select_max_humans_blocked]
+    if within:
+        return max(within, key=lambda r: (r[1][0], -r[2]))[0]
+    return min(rows, key=lambda r: (r[1][1], -r[1][0], r[2]))[0]
 
 
 class _Ema:

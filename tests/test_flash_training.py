@@ -175,3 +175,35 @@ def test_ema_follows_the_network_with_warm_up() -> None:
         ema.update(net)
     for p, e in zip(net.parameters(), ema.net.parameters(), strict=True):
         assert torch.allclose(e, p, atol=1e-4)
+
+
+def _epoch(val_loss: float, at95: tuple[float, float]) -> dict[str, object]:
+    return {"val_loss": val_loss, "calibration_side": {"0.95": at95, "0.9": (at95[0], at95[1]), "0.8": (at95[0], at95[1])}}
+
+
+def test_calibration_selection_keeps_people_within_the_bound() -> None:
+    opt = train.OptimConfig(select="calibration", select_max_humans_blocked=0.001)
+    history = [_epoch(0.09, (0.950, 0.0000)), _epoch(0.05, (0.973, 0.0009)), _epoch(0.04, (0.975, 0.0047)), _epoch(0.045, (0.970, 0.0012))]
+    # epoch 3 blocks most attacks and has the lowest validation loss, but blocks too many people
+    assert train._choose_epoch(history, opt) == 1
+    # equal attacks within the bound: the lower validation loss wins
+    assert train._choose_epoch([_epoch(0.05, (0.97, 0.0)), _epoch(0.04, (0.97, 0.001))], opt) == 1
+    # nobody within the bound: fewest people blocked
+    assert train._choose_epoch([_epoch(0.05, (0.99, 0.004)), _epoch(0.06, (0.96, 0.002))], opt) == 1
+    assert train._choose_epoch([{"val_loss": 0.1, "calibration_side": {}}], opt) is None
+
+
+def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  select: eval\n  select_threshold: 0.7\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as err:
+        train.load_config(bad)
+    message = str(err.value)
+    assert "train.select: 'eval' is not one of validation, calibration" in message
+    assert "train.select_threshold: 0.7" in message and "2 problem(s)" in message
+
+
+def test_the_chosen_epoch_is_recorded(tiny: dict[str, Path]) -> None:
+    training = json.loads((tiny["work"] / "metrics.json").read_text())["training"]
+    assert training["selected_by"] == "calibration"
+    assert 1 <= training["chosen_epoch"] <= len(training["epochs"])
