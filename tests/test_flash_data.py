@@ -139,6 +139,15 @@ def test_no_probe_path_is_also_a_page_people_visit() -> None:
     assert not probes & seen, sorted(probes & seen)[:10]
 
 
+def test_no_probe_path_has_the_shape_of_a_static_asset() -> None:
+    """Scripts, styles and images are what browsers fetch on every page: a probe path ending like one taught a
+    run to block people's /static/js/vendor.<hash>.js (dotfiles such as /.env.js are no asset anyone loads)."""
+    assets = (".js", ".css", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".woff", ".woff2", ".webp", ".map")
+    shaped = [p for _, paths in attacks.PROBE_PATHS for p in paths
+              if (last := p.split("?")[0].rstrip("/").rsplit("/", 1)[-1]).lower().endswith(assets) and not last.startswith(".")]
+    assert not shaped, shaped
+
+
 def test_every_side_sees_people_fetch_root_level_files() -> None:
     """Favicons, touch icons, manifests and workers at the root are what browsers fetch, not probes:
     training and calibration both see some (a model that never saw one blocked people's favicons)."""
