@@ -170,7 +170,7 @@ def system_metrics(actions: np.ndarray, labels: np.ndarray, verified: np.ndarray
         "humans_blocked": _rate(blk, is_["human"]), "humans_challenged": _rate(chal, is_["human"]),
         "attacks_blocked": _rate(blk, is_["attack"]), "bad_bots_stopped": _rate(chal | blk, is_["bad_bot"]),
         "good_bots_passed": _rate(fwd, is_["good_bot"]), "verified_good_bots_passed": _rate(fwd, is_["good_bot"] & verified),
-        "accuracy": round(float(right.mean()), 6),
+        "accuracy": round(float(right.mean()), 6) if len(right) else None,
         "per_class": {c: {"right_action": _rate(right, is_[c]), "support": int(is_[c].sum())} for c in CLASSES},
         "per_action": per_action, "matrix": matrix,
     }

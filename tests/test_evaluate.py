@@ -123,13 +123,21 @@ def test_shadow_policies_count_what_would_be_enforced(setup: dict[str, Path]) ->
     assert run(setup)["systems"]["rules_model"]["matrix"]["attack"]["block"] == 2
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an empty group is never averaged (NaN)
 def test_report_and_json_from_the_command_line(setup: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("gateway.decider.onnx.OnnxScorer", lambda options: FakeScorer())
     assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"]), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr().out
+
+    def no_nan(constant: str) -> None:
+        raise AssertionError(f"--json printed {constant}, which is not JSON")
+
+    out = json.loads(printed, parse_constant=no_nan)
     for key in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed", "accuracy", "ece", "n"):
         assert key in out
+    # a client-context group without rows reports no accuracy rather than NaN
+    assert any(group["n"] == 0 and group["attacks_blocked"] is None for group in out["by_client_context"].values())
     assert out["n"] == 18 and out["skipped"] and out["model"] == "fake@1"
     assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"])]) == 0
     table = capsys.readouterr().out
