@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import hashlib
 import json
@@ -157,7 +158,7 @@ def load_config(path: Path) -> TrainConfig:
     cfg = _build(TrainConfig, raw, "", problems)
     if cfg.train.select not in SELECT:
         problems.append(f"train.select: {cfg.train.select!r} is not one of {', '.join(SELECT)}")
-    if str(cfg.train.select_threshold) not in [str(t) for t in _TRACK]:
+    if cfg.train.select_threshold not in _TRACK:
         problems.append(f"train.select_threshold: {cfg.train.select_threshold} is not one of the tracked thresholds {', '.join(map(str, _TRACK))}")
     if problems:
         raise SystemExit(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
@@ -331,7 +332,7 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     ema = _Ema(net, opt_cfg.ema_decay) if opt_cfg.ema_decay > 0 else None
     scored = ema.net if ema is not None else net
-    best: tuple[float, dict[str, torch.Tensor]] | None = None
+    best_loss, best_epoch = math.inf, -1
     snapshots: list[dict[str, torch.Tensor]] = []
     history: list[dict[str, Any]] = []
     bad_epochs = 0
@@ -367,8 +368,8 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
             f"validation accuracy {val_acc:.4f}; calibration side (unseen sources) "
             f"{', '.join(f'@{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}' for t, r in held.items())} ({elapsed:.1f} min)")
         snapshots.append({k: v.detach().clone() for k, v in scored.state_dict().items()})
-        if best is None or val_loss < best[0] - 1e-5:
-            best = (val_loss, snapshots[-1])
+        if val_loss < best_loss - 1e-5:
+            best_loss, best_epoch = val_loss, epoch
             bad_epochs = 0
         else:
             bad_epochs += 1
@@ -378,18 +379,17 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
         if elapsed * (epoch + 2) / (epoch + 1) > opt_cfg.max_minutes:
             log(f"time budget: another epoch would pass {opt_cfg.max_minutes} minutes; stopping")
             break
-    assert best is not None
     chosen = _choose_epoch(history, opt_cfg) if opt_cfg.select == "calibration" else None
-    if chosen is None:
-        chosen = next(i for i, snap in enumerate(snapshots) if snap is best[1])
+    selected_by = "validation" if chosen is None else "calibration"
+    chosen = best_epoch if chosen is None else chosen
     h = history[chosen]
-    log(f"weights of epoch {chosen + 1} (by {opt_cfg.select if opt_cfg.select == 'validation' or h.get('calibration_side') else 'validation'}): "
-        f"validation loss {h['val_loss']:.4f}" + "".join(f", calibration side @{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}"
-                                                          for t, r in h["calibration_side"].items() if t == str(opt_cfg.select_threshold)))
+    at = h["calibration_side"].get(str(opt_cfg.select_threshold))
+    log(f"weights of epoch {chosen + 1} (by {selected_by}): validation loss {h['val_loss']:.4f}"
+        + (f", calibration side @{opt_cfg.select_threshold}: attacks blocked {at[0]:.4f}, humans blocked {at[1]:.4f}" if at else ""))
     net.load_state_dict(snapshots[chosen])
     net.eval()
-    return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best[0], 5),
-                 "chosen_epoch": chosen + 1, "selected_by": opt_cfg.select}
+    return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best_loss, 5),
+                 "chosen_epoch": chosen + 1, "selected_by": selected_by}
 
 
 def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | None:
@@ -412,8 +412,6 @@ class _Ema:
     """An exponential moving average of a network's weights (warm-up: decay grows with the step count)."""
 
     def __init__(self, net: FlashNet, decay: float) -> None:
-        import copy
-
         self.net = copy.deepcopy(net)
         self.net.requires_grad_(False)
         self.decay = decay
@@ -431,19 +429,18 @@ _TRACK = (0.95, 0.9, 0.8)
 
 
 def _calibration_side(net: FlashNet, cal: Encoded) -> dict[str, tuple[float, float]]:
-    """Attacks and humans blocked at a few thresholds on the calibration side, after a temperature fit.
+    """(attacks blocked, humans blocked) at each tracked threshold on the calibration side, after a temperature fit.
 
     Sources there are ones the network never trains on, so this tracks generalisation
-    (the validation rows share sources with training). Reported only: stopping and
-    checkpoint choice stay on the validation loss.
+    (the validation rows share sources with training); ``select: calibration`` keeps
+    the epoch by it. Stopping stays on the validation loss.
     """
     if not len(cal):
         return {}
     logits, _ = predict(net, cal)
-    p = softmax(logits, fit_temperature(logits, cal.labels))[:, CLASSES.index("attack")]
-    att, hum = cal.labels == CLASSES.index("attack"), cal.labels == CLASSES.index("human")
-    return {str(t): (round(float((p[att] >= t).mean()) if att.any() else 0.0, 5),
-                     round(float((p[hum] >= t).mean()) if hum.any() else 0.0, 5)) for t in _TRACK}
+    p = softmax(logits, fit_temperature(logits, cal.labels))
+    rates = {t: policy_rates(p, cal.labels, PolicyConfig(block_attack=t)) for t in _TRACK}
+    return {str(t): (r["attacks_blocked"], r["humans_blocked"]) for t, r in rates.items()}
 
 
 def _val_loss(cls_logits: np.ndarray, kind_logits: np.ndarray, enc: Encoded) -> float:
