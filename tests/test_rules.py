@@ -217,6 +217,12 @@ EVERY_CASES = [
     ("any: first group", req("/legacy/default.asp"), ("either", "block", None)),
     ("any: second group, case-insensitive literal", req("/", ua="Mozilla AncientCrawler/1"), ("either", "block", None)),
     ("any: glob * stays in one segment", req("/legacy/a/b.asp"), (None, "none", None)),
+    ("inputs: form body, decoded", req("/comment", method="POST", body=b"text=%3CScript%3Ealert(1)",
+                                       headers=[("Content-Type", "application/x-www-form-urlencoded")]), ("inputs-signature", "block", None)),
+    ("inputs: json escapes undone", req("/api/x", method="POST", body=b'{"q": "1; DROP\\u0020TABLE users"}',
+                                        headers=[("Content-Type", "application/json")]), ("inputs-signature", "block", None)),
+    ("inputs: header value", req("/api/x", method="POST", headers=[("X-Note", "<script>")]), ("inputs-signature", "block", None)),
+    ("inputs: other method", req("/comment?text=<script>"), (None, "none", None)),
 ]
 
 

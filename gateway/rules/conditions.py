@@ -7,7 +7,8 @@ instead of a chain of Python calls. Expressions only ever name values through
 file cannot inject code. The generated function's locals are:
 
 ``f`` the Features, ``p`` the normalised path, ``h`` the lower-case host without port,
-``ip`` the parsed client address, ``ua`` the lower-case user agent, ``hm`` the header map.
+``ip`` the parsed client address, ``ua`` the lower-case user agent, ``hm`` the header map,
+``inp`` the decoded request inputs (``gateway.rules.inputs``; built on first use, else None).
 
 Every problem is reported as ``key: message`` (the loader prefixes ``file:rule:``), and
 compilation goes on, so a file with five mistakes gets five messages.
@@ -30,7 +31,7 @@ from gateway.rules.patterns import PatternError, classify_path_globs, compile_gl
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
 # (it takes a token, which only a request that met every other condition should spend)
 COSTS = {"method": 0, "body_size": 0, "host": 1, "path": 2, "query": 3, "headers": 3, "path_regex": 4, "user_agent": 4,
-         "ip": 5, "client": 6, "any": 7, "not": 7, "rate": 9}
+         "ip": 5, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
 CONDITION_KEYS = tuple(COSTS)
 STATS = tuple(ClientStats.__slots__)  # requests, rate_per_min, error_ratio, ...
 _LITERAL = re.compile(r"^[A-Za-z0-9 _./;:,=@-]+$")
@@ -216,6 +217,9 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
     if key == "headers":
         return _headers(value, ctx, problems, where)
 
+    if key == "inputs":
+        return _inputs(value, ctx, problems, where)
+
     if key == "ip":
         return _ip(value, ctx, problems, where)
 
@@ -308,6 +312,21 @@ def _headers(value: Any, ctx: Context, problems: list[str], where: str) -> str |
     if len(tests) != len(value):
         return None
     return " and ".join(tests)
+
+
+_ESCAPES_AND_FLAGS = re.compile(r"\\.|\(\?P?[<=!]?|\(\?[a-zA-Z]+[):]")
+
+
+def _inputs(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    """Regex search over the request's decoded, lower-cased inputs, built once per request on first use."""
+    patterns = _strings(value, where, problems)
+    if patterns is None:
+        return None
+    upper = [p for p in patterns if any(c.isupper() for c in _ESCAPES_AND_FLAGS.sub("", p))]
+    if upper:
+        problems.append(f"{where}: {upper[0]!r} has upper-case letters, but inputs are lower-cased before matching; write it in lower case")
+        return None
+    return _regex_expr(patterns, "(inp := _inputs(f) if inp is None else inp)", True, ctx, problems, where)
 
 
 def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:

@@ -30,6 +30,7 @@ from gateway import metrics
 from gateway.clients import parse_ip
 from gateway.features import Features
 from gateway.rules.conditions import Emitter
+from gateway.rules.inputs import inputs_text
 from gateway.rules.patterns import normalize_path
 from gateway.verdict import Action, ScoreRequest, Source, Verdict
 
@@ -86,6 +87,7 @@ def _prologue(uses: set[str]) -> list[str]:
         "    ip = _parse_ip(f.client_ip)" if "ip" in uses else "    ip = None",
         "    ua = f.user_agent.lower()" if "ua" in uses else "    ua = ''",
         "    hm = f.header_map",
+        "    inp = None",
     ]
 
 
@@ -96,7 +98,7 @@ def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitt
         lines.append(f"    if {condition}:")
         lines.extend("        " + s for s in statement.split("\n"))
     lines.append("    " + tail)
-    namespace = {**emit.namespace, "_norm": normalize_path, "_host": _host, "_parse_ip": parse_ip}
+    namespace = {**emit.namespace, "_norm": normalize_path, "_host": _host, "_parse_ip": parse_ip, "_inputs": inputs_text}
     exec(compile("\n".join(lines), "<clefgate rules>", "exec"), namespace)
     fn: Callable[[Features], object] = namespace["evaluate"]
     fn.__doc__ = "\n".join(lines)  # the generated source, for debugging (`print(table.evaluate.__doc__)`)

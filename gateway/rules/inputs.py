@@ -1,0 +1,82 @@
+"""What an ``inputs`` rule condition searches: every value a client controls, decoded once.
+
+Injection signatures must see a payload the way the application behind the gateway
+will: after percent-decoding (twice, since scanners double-encode to slip past one
+decoding), ``+`` as space in queries and form bodies, JSON string escapes undone,
+HTML character references resolved, and empty SQL comments (``/**/``) read as the
+whitespace they stand for. The raw path is used, before dot segments are resolved, so
+``/../../etc/passwd`` is still visible. Everything is lower-cased, so patterns are
+written in lower case and need no ``(?i)`` (an ignore-case regex is several times
+slower in Python's engine).
+
+Header values are included except those whose grammar is fixed and carries no
+application data (``Accept``, fetch metadata, client hints, ``Content-Length`` …):
+``Accept: */*`` would otherwise look like a SQL comment opener. Cookies are included:
+their values reach the application like any parameter.
+
+The text is built at most once per request, and only when a rule with an ``inputs``
+condition is reached.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from urllib.parse import unquote, unquote_plus
+
+from gateway.features import Features
+
+# headers whose values are protocol grammar, not application data
+STRUCTURAL_HEADERS = frozenset({
+    "host", "connection", "keep-alive", "content-length", "transfer-encoding", "te", "upgrade", "accept", "accept-encoding",
+    "accept-charset", "cache-control", "pragma", "if-none-match", "if-match", "if-modified-since", "if-unmodified-since",
+    "if-range", "range", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user", "sec-ch-ua",
+    "sec-ch-ua-mobile", "sec-ch-ua-platform", "sec-ch-ua-platform-version", "sec-ch-ua-full-version-list", "sec-ch-ua-arch",
+    "sec-ch-ua-bitness", "sec-ch-ua-model", "sec-ch-ua-wow64", "sec-gpc", "dnt", "upgrade-insecure-requests", "priority",
+    "content-type", "authorization", "proxy-authorization", "x-request-id", "traceparent", "tracestate",
+})
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
+_JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "/": "/", "\\": "\\"}
+_SEPARATOR = "\n"
+
+
+def _unjson(m: re.Match[str]) -> str:
+    return chr(int(m.group(1), 16)) if m.group(1) else _JSON_SIMPLE[m.group(2)]
+
+
+def _twice(text: str, decode: Callable[[str], str]) -> str:
+    """Percent-decoded twice (the second time only when the first left escapes)."""
+    if "%" not in text and ("+" not in text or decode is unquote):
+        return text
+    once = decode(text)
+    return decode(once) if "%" in once else once
+
+
+def inputs_text(f: Features) -> str:
+    """The lower-cased, decoded text of the path, query, body prefix and data-carrying header values."""
+    parts = [_twice(f.path, unquote)]
+    if f.query:
+        parts.append(_twice(f.query, unquote_plus))
+    if f.body_prefix:
+        body = f.body_prefix.decode("utf-8", "replace")
+        ctype = f.header_map.get("content-type", "")
+        if "json" in ctype:
+            body = _twice(_JSON_ESCAPE.sub(_unjson, body) if "\\" in body else body, unquote)
+        elif "x-www-form-urlencoded" in ctype:
+            body = _twice(body, unquote_plus)
+        else:
+            body = _twice(body, unquote)
+        # line breaks are normal in a body (a person's multi-line post) and an attack in a URL or
+        # a header value (a smuggled %0a / %0d%0a): body line breaks become vertical tabs, which
+        # patterns still read as whitespace (\s) but never as a command separator or CRLF
+        parts.append(body.replace("\r\n", "\v").replace("\n", "\v") if "\n" in body else body)
+    for name, value in f.headers:
+        if name.lower() not in STRUCTURAL_HEADERS:
+            parts.append(_twice(value, unquote))
+    text = _SEPARATOR.join(parts)
+    if "&#" in text or "&lt" in text or "&gt" in text:
+        text = html.unescape(text)
+    if "/**/" in text:
+        text = text.replace("/**/", " ")
+    return text.lower()
