@@ -8,8 +8,8 @@ block (SQL and shell in developer forums, words such as "union select" in a sear
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -19,7 +19,7 @@ from gateway.clients import ClientState
 from gateway.features import Features
 from gateway.rules import RuleOptions, RuleTable, load
 from gateway.rules import table as table_mod
-from gateway.rules.inputs import inputs_text
+from gateway.rules.inputs import compile_inputs, inputs_text
 from gateway.verdict import Verdict
 from tests.conftest import make_features
 
@@ -70,9 +70,9 @@ def injection_rule(table: RuleTable, f: Features) -> str | None:
     return None
 
 
-def _signatures() -> dict[str, re.Pattern[str]]:
+def _signatures() -> dict[str, Any]:
     rules = yaml.safe_load((ROOT / "rules" / "injections.yaml").read_text())["rules"]
-    return {r["name"]: re.compile("|".join(f"(?:{p})" for p in r["inputs"])) for r in rules}
+    return {r["name"]: compile_inputs(r["inputs"]) for r in rules}
 
 
 SIGNATURES = _signatures()
@@ -197,7 +197,7 @@ def test_inputs_text_decodes_once_per_request_and_skips_protocol_headers() -> No
     f = request("/p/a%2520b?q=a+b%2527&x=%3Cb%3E", [("Cookie", "s=%27x"), JSON], b'{"k": "line\\nnext \\u0041"}', "POST")
     text = inputs_text(f)
     assert "/p/a b" in text and "q=a b'" in text and "x=<b>" in text and "s='x" in text
-    assert "line\vnext a" in text  # JSON escapes undone, body line breaks read as plain whitespace, lower-cased
+    assert "line\fnext a" in text  # JSON escapes undone, body line breaks read as plain whitespace, lower-cased
     assert "*/*" not in text and "en-us" in text  # Accept is grammar; Accept-Language is data
     assert "\na=1 union\n" in inputs_text(request("/x?a=1/**/union"))
 

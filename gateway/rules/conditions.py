@@ -25,6 +25,8 @@ from typing import Any
 from gateway.clients import ClientState, RateLimit, network_of, rate_key
 from gateway.config import ClientsConfig
 from gateway.features import ClientStats, Features
+from gateway.rules.inputs import InputsScan, compile_inputs
+from gateway.rules.inputs import PatternError as InputsPatternError
 from gateway.rules.iplist import NamedLists, PrefixSet, parse_network
 from gateway.rules.patterns import PatternError, classify_path_globs, compile_globs, compile_regexes, parse_comparison, parse_rate
 
@@ -46,6 +48,7 @@ class Emitter:
 
     namespace: dict[str, Any] = field(default_factory=dict)
     uses: set[str] = field(default_factory=set)
+    scan: InputsScan | None = None  # every ``inputs`` pattern, tried once before any rule's own
     _n: int = 0
 
     def const(self, value: Any) -> str:
@@ -318,7 +321,7 @@ _ESCAPES_AND_FLAGS = re.compile(r"\\.|\(\?P?[<=!]?|\(\?[a-zA-Z]+[):]")
 
 
 def _inputs(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
-    """Regex search over the request's decoded, lower-cased inputs, built once per request on first use."""
+    """RE2 search over the request's decoded, lower-cased inputs (``gateway.rules.inputs``)."""
     patterns = _strings(value, where, problems)
     if patterns is None:
         return None
@@ -326,7 +329,20 @@ def _inputs(value: Any, ctx: Context, problems: list[str], where: str) -> str | 
     if upper:
         problems.append(f"{where}: {upper[0]!r} has upper-case letters, but inputs are lower-cased before matching; write it in lower case")
         return None
-    return _regex_expr(patterns, "(inp := _inputs(f) if inp is None else inp)", True, ctx, problems, where)
+    try:
+        rx = compile_inputs(patterns)
+    except InputsPatternError as exc:
+        problems.append(f"{where}: {exc}")
+        return None
+    emit = ctx.emit
+    if emit.scan is None:
+        emit.scan = InputsScan()
+    emit.scan.add(patterns)
+    scan = emit.const(emit.scan)
+    # inp: the decoded text, inh: whether any inputs pattern of the table matches it (both per request, on first use)
+    text = "(inp := _inputs(f) if inp is None else inp)"
+    expr = f"(inh if inh is not None else (inh := {scan}.hit({text}))) and {emit.const(rx.search)}(inp) is not None"
+    return expr
 
 
 def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:

@@ -15,7 +15,12 @@ application data (``Accept``, fetch metadata, client hints, ``Content-Length`` â
 their values reach the application like any parameter.
 
 The text is built at most once per request, and only when a rule with an ``inputs``
-condition is reached.
+condition is reached. Patterns are RE2 regexes (google-re2): matching takes time linear
+in the input whatever the pattern, so attacker-chosen text cannot make a signature
+backtrack for seconds (the ReDoS that backtracking WAF engines suffer); RE2 has no
+lookaround or backreferences. Every ``inputs`` pattern of a table is also joined into
+one regex tried first (:class:`InputsScan`): a request that matches none of them
+(nearly all traffic) costs one linear scan, not one per rule.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import html
 import re
 from collections.abc import Callable
 from urllib.parse import unquote, unquote_plus
+
+import re2
 
 from gateway.features import Features
 
@@ -68,9 +75,9 @@ def inputs_text(f: Features) -> str:
         else:
             body = _twice(body, unquote)
         # line breaks are normal in a body (a person's multi-line post) and an attack in a URL or
-        # a header value (a smuggled %0a / %0d%0a): body line breaks become vertical tabs, which
+        # a header value (a smuggled %0a / %0d%0a): body line breaks become form feeds, which
         # patterns still read as whitespace (\s) but never as a command separator or CRLF
-        parts.append(body.replace("\r\n", "\v").replace("\n", "\v") if "\n" in body else body)
+        parts.append(body.replace("\r\n", "\f").replace("\n", "\f") if "\n" in body else body)
     for name, value in f.headers:
         if name.lower() not in STRUCTURAL_HEADERS:
             parts.append(_twice(value, unquote))
@@ -80,3 +87,45 @@ def inputs_text(f: Features) -> str:
     if "/**/" in text:
         text = text.replace("/**/", " ")
     return text.lower()
+
+
+class PatternError(ValueError):
+    """An ``inputs`` pattern RE2 cannot compile (the message says why)."""
+
+
+def _options() -> re2.Options:
+    opts = re2.Options()
+    opts.log_errors = False
+    opts.never_capture = True
+    opts.max_mem = 64 << 20
+    return opts
+
+
+def compile_inputs(patterns: list[str]) -> re2._Regexp:
+    """One RE2 regex searching for any of ``patterns`` (each checked alone first, so errors name it)."""
+    for p in patterns:
+        try:
+            re2.compile(p, _options())
+        except re2.error as exc:
+            msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            raise PatternError(f"bad regex {p!r}: {msg} (inputs patterns are RE2: no lookaround or backreferences)") from None
+    return re2.compile("|".join(f"(?:{p})" for p in patterns), _options())
+
+
+class InputsScan:
+    """Every ``inputs`` pattern of a rule table in one regex, compiled once the table is built."""
+
+    def __init__(self) -> None:
+        self.patterns: list[str] = []
+        self._rx: re2._Regexp | None = None
+
+    def add(self, patterns: list[str]) -> None:
+        self.patterns += patterns
+
+    def compile(self) -> None:
+        self._rx = compile_inputs(self.patterns) if self.patterns else None
+
+    def hit(self, text: str) -> bool:
+        """True when some ``inputs`` pattern matches ``text`` (each rule then checks its own)."""
+        assert self._rx is not None, "InputsScan.compile() was not called"
+        return self._rx.search(text) is not None

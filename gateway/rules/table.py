@@ -87,7 +87,7 @@ def _prologue(uses: set[str]) -> list[str]:
         "    ip = _parse_ip(f.client_ip)" if "ip" in uses else "    ip = None",
         "    ua = f.user_agent.lower()" if "ua" in uses else "    ua = ''",
         "    hm = f.header_map",
-        "    inp = None",
+        "    inp = inh = None",
     ]
 
 
@@ -136,6 +136,8 @@ class RuleTable:
             tail = f"return None if b is None else {emit.const(self._routed_default)}(b)"
         else:
             tail = "return None"
+        if emit.scan is not None:
+            emit.scan.compile()
         self.evaluate: Evaluate = compile_function(branches, tail, emit)  # type: ignore[assignment]
 
     def __len__(self) -> int:
