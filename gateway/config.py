@@ -253,6 +253,7 @@ class RulesConfig:
     """The deterministic rule table (rules/*.yaml)."""
 
     files: list[str] = setting(factory=list, doc="Rule files evaluated in order (first match wins); empty allows everything.")
+    fallback_files: list[str] = setting(factory=list, doc="Rule files consulted only when the model cannot answer (timeout, error, open breaker, no model): a match decides, otherwise decider.fallback does. The shipped config puts the injection signatures (rules/injections.yaml) here.")
     lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules (ip: list:NAME); defaults to lists/ beside each rule file.")
     default: str = setting("score", "What happens when no rule matches: score (ask the model; forwarded when no model is configured), allow, challenge or block.",
                            check=one_of("score", "allow", "challenge", "block"))
@@ -664,6 +665,7 @@ def validate(raw: Any, source: str = "<inline>", extra_checks: list[Callable[[Co
     cfg.source = source
     base = Path(source).parent if source and not source.startswith("<") else Path.cwd()
     cfg.rules.files = [str((base / f).resolve()) if not os.path.isabs(f) else f for f in cfg.rules.files]
+    cfg.rules.fallback_files = [str((base / f).resolve()) if not os.path.isabs(f) else f for f in cfg.rules.fallback_files]
     if cfg.clef.repository and not os.path.isabs(cfg.clef.repository):
         cfg.clef.repository = str((base / cfg.clef.repository).resolve())
     if cfg.model.repository and not os.path.isabs(cfg.model.repository):

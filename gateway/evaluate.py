@@ -11,8 +11,9 @@ with a ``label`` work too) — and decides each one three ways, in one run:
   to the model (a ``score`` rule, or ``rules.default: score``) is scored and turned
   into an action by the configured policy;
 - **model alone**: every request scored and decided by the policy, no rules;
-- **rules only**: the rule table, with what it leaves open forwarded (the
-  ``rules-only`` fallback).
+- **rules only**: the gateway when the model cannot answer: the rule table, then the
+  fallback rules (``rules.fallback_files``, the injection signatures in the shipped
+  config) for what it leaves open, the rest forwarded (the ``rules-only`` fallback).
 
 For shadow-mode or partial-rollout policies the action that *would* be enforced is
 counted, and the model is evaluated even when ``model.enabled`` is false (the report
@@ -224,7 +225,9 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     from gateway.rules import from_config
 
     policy = Policy(cfg.policy)
-    table = from_config(cfg, ClientState(cfg.clients)) if cfg.rules.files else None
+    state = ClientState(cfg.clients)
+    table = from_config(cfg, state) if cfg.rules.files else None
+    fallback = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
     default = _default(cfg)
     inputs = [r.logged_input or feat.model_input(r.features) for r in rows]
     probs_rows: list[Mapping[str, Mapping[str, float]]] = []
@@ -246,7 +249,9 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             actions["rules_only"][i] = actions["rules_model"][i] = _effective(outcome)
             rule_hits[outcome.rule or outcome.source.value] = rule_hits.get(outcome.rule or outcome.source.value, 0) + 1
         else:
-            actions["rules_only"][i] = 0  # the rules-only fallback forwards what rules leave open
+            ruled = fallback.evaluate(f) if fallback is not None else None
+            # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
+            actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
             actions["rules_model"][i] = _effective(policy.verdict(f, probs, outcome))
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule

@@ -67,6 +67,9 @@ class PageRenderer(Protocol):
 ResponseObserver = Callable[[Features, Verdict, int], None]
 
 NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwarded")
+FALLBACK_RULED = metrics.counter("clefgate_fallback_rule_decisions_total",
+                                 "Requests the model could not score that a fallback rule (rules.fallback_files) decided, by rule and action.",
+                                 ("rule", "action"))
 DEFAULTS = metrics.counter("clefgate_rule_defaults_total", "Requests no rule matched, by what the default (rules.default) did.",
                            ("outcome",))
 
@@ -92,6 +95,8 @@ class Pipeline:
     rules: RuleEvaluator | None = None
     scorer: ScoreStage | None = None
     default: Verdict | ScoreRequest = ALLOW_ALL
+    # rules.fallback_files: consulted only for a request the model could not answer (or with no model)
+    fallback_rules: RuleEvaluator | None = None
     pages: PageRenderer | None = None
     local: LocalEndpoints | None = None
     observers: tuple[ResponseObserver, ...] = field(default=())
@@ -124,7 +129,11 @@ class Pipeline:
                 return self.passes.honour(outcome, features)
             return outcome
         if self.scorer is None:
-            return NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
+            forward = NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
+            if self.fallback_rules is None:
+                return forward
+            ruled = self._without_model(features, forward)
+            return self.passes.honour(ruled, features) if ruled.action is Action.CHALLENGE and self.passes is not None else ruled
         request = outcome
         if request.policy is None and self.route_policies:
             policy = self.policy_for(features)
@@ -149,9 +158,22 @@ class Pipeline:
     async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
         assert self.scorer is not None
         verdict = await self.scorer.decide(features, request)
+        if verdict.source is Source.FALLBACK and self.fallback_rules is not None:
+            verdict = self._without_model(features, verdict)
         if verdict.action is Action.CHALLENGE and self.passes is not None:
             return self.passes.honour(verdict, features)
         return verdict
+
+    def _without_model(self, features: Features, fallback: Verdict) -> Verdict:
+        """``fallback`` unless a fallback rule decides the request the model could not score."""
+        assert self.fallback_rules is not None
+        outcome = self.fallback_rules.evaluate(features)
+        if not isinstance(outcome, Verdict) or outcome.action is Action.FORWARD:
+            return fallback
+        FALLBACK_RULED.inc(outcome.rule or "?", outcome.action.value)
+        backend = outcome.backend or fallback.backend
+        return dataclasses.replace(outcome, reason=f"{outcome.reason} (model unavailable: fallback rule)", backend=backend,
+                                   model=fallback.model, decision_ms=fallback.decision_ms)
 
     def policy_for(self, features: Features) -> str | None:
         """The named policy of the route (host + longest path prefix) a request falls under."""
@@ -232,6 +254,7 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         else ClientState(cfg.clients, cfg.redis)
 
     table: RuleTable | None = None
+    fallback_table: RuleTable | None = None
     challengers: list[str] = []
     try:
         table = from_config(cfg, state) if cfg.rules.files else None
@@ -239,6 +262,15 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         rule_problems, source, challengers = exc.problems, exc.source, exc.challengers
     if table is not None:
         challengers = [r.label for r in table.rules if r.action == "challenge"]
+    try:
+        fallback_table = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
+    except RuleFileError as exc:
+        if not rule_problems:
+            source = exc.source
+        rule_problems += exc.problems
+        challengers += exc.challengers
+    if fallback_table is not None:
+        challengers += [r.label for r in fallback_table.rules if r.action == "challenge"]
 
     policy = Policy(cfg.policy)
     problems.extend(check_policy(cfg.policy))
@@ -273,7 +305,8 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
                           key=lambda r: (-len(r.prefix), not r.host)))
     default = _default(cfg)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
+             *([f"{len(fallback_table)} fallback rules"] if fallback_table is not None else []),
              f"default {cfg.rules.default}", "model" if scorer is not None else "no model", policy.describe()]
-    return Pipeline(rules=table, scorer=scorer, default=default, pages=service, local=service, observers=(client_recorder(state),),
+    return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
                     body_prefix_bytes=cfg.limits.body_prefix_bytes if scorer is not None else 0, description="; ".join(parts),
                     passes=service, state=state, policy=policy, route_policies=routes if any(r.policy for r in routes) else ())

@@ -28,9 +28,7 @@ SQLI = "/search?q=1%27%20OR%20%271%27%3D%271--"
 
 
 def model_config(upstream: str, tmp: Path, **extra: object) -> dict[str, object]:
-    # the SQL signature rule is off so that the SQL injection below reaches the model (the other signatures stay on)
-    return config_for(upstream, rules={"files": [str(ROOT / "rules" / "default.yaml")], "disabled": ["block-sql-injection"]},
-                      model={"enabled": True},
+    return config_for(upstream, rules={"files": [str(ROOT / "rules" / "default.yaml")]}, model={"enabled": True},
                       challenge={"dev_generate_secret": True}, logging={"level": "info", "access_log": "-", "debug_headers": True},
                       decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)
 
@@ -66,12 +64,6 @@ def test_an_injection_is_blocked_and_repeats_come_from_the_cache(gateway: Gatewa
     assert 'clefgate_decision_cache_requests_total{result="hit"}' in metrics
     assert "clefgate_model_batch_size_bucket" in metrics
     assert 'clefgate_breaker_state{model="clef-flash@' in metrics
-
-
-def test_a_signature_blocks_before_the_model(gateway: Gateway) -> None:
-    r = get(gateway, "/search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E", ip="198.51.100.78")
-    assert r.status_code == 403
-    assert r.headers["X-Clefgate-Source"] == "rule" and r.headers["X-Clefgate-Rule"] == "block-xss"
 
 
 def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:

@@ -61,7 +61,7 @@ def test_shipped_rules_decide_synchronously() -> None:
     assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
     page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
     assert page.status == 403
-    assert "34 rules from 7 file(s)" in p.description
+    assert "24 rules from 6 file(s)" in p.description
 
 
 async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:
@@ -244,3 +244,51 @@ def test_policy_for_route_matching() -> None:
     assert on("blog.example", "/checkout/pay") == "loose"
     assert on("shop.example", "/checkout/free/x") is None  # the longest prefix wins, even without a policy
     assert on("other.test", "/x") is None
+
+
+class FailingScorer:
+    """A ScoreStage whose model never answers: every request gets the policy's fallback."""
+
+    def __init__(self, policy: Policy, mode: str = "forward") -> None:
+        self.policy, self.mode = policy, mode
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        v = self.policy.fallback_verdict(features, request, self.mode)
+        return Verdict(v.action, Source.FALLBACK, v.reason, backend=v.backend, difficulty=v.difficulty, policy=v.policy)
+
+
+SHIPPED_WITH_FALLBACK = {"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
+SQLI = "/search?q=1%27%20UNION%20SELECT%20username,password%20FROM%20users--"
+
+
+async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    down = build(cfg, FailingScorer(Policy(cfg.policy)))
+    assert "fallback rules" in down.description
+    v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
+    clean = await down.decide(make_features(target="/search?q=walnut+desk"))  # type: ignore[misc]
+    assert clean.action is Action.FORWARD and clean.source is Source.FALLBACK  # decider.fallback as configured
+    up = build(cfg, FakeScorer(Policy(cfg.policy), attack=0.01))
+    v = await up.decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that answers is never overruled by them
+
+
+def test_fallback_rules_apply_without_a_model_and_overrides_reach_both_sets() -> None:
+    cfg = cfg_of(rules={**SHIPPED_WITH_FALLBACK, "disabled": ["block-xss", "block-wordpress-probes"]}, challenge={"keys": [KEY]})
+    p = build(cfg)
+    v = p.decide(make_features(target=SQLI))
+    assert isinstance(v, Verdict) and v.action is Action.BLOCK and v.rule == "block-sql-injection"
+    assert p.decide(make_features(target="/search?q=%3Cscript%3Ealert(1)%3C/script%3E")).action is Action.FORWARD  # type: ignore[union-attr]
+    assert p.decide(make_features(target="/wp-login.php")).action is Action.FORWARD  # type: ignore[union-attr]
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={**SHIPPED_WITH_FALLBACK, "disabled": ["block-sql-injektion"]}, challenge={"keys": [KEY]}))
+    assert any("unknown rule 'block-sql-injektion'" in p for p in err.value.problems)
+
+
+def test_a_bad_fallback_rule_file_is_reported_like_any_rule_file(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: x\n    inputs: ['(?<=a)b']\n    action: block\n")
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [bad]}, challenge={"keys": [KEY]}))
+    assert err.value.problems == ["rules.yaml:x: inputs: bad regex '(?<=a)b': invalid perl operator: (?<= "
+                                  "(inputs patterns are RE2: no lookaround or backreferences)"]

@@ -52,6 +52,7 @@ class RuleOptions:
     difficulty: int = 16
     block_status: int = 403
     clients: ClientsConfig = field(default_factory=ClientsConfig)
+    known_elsewhere: Collection[str] = ()  # rule names of the other rule set (rules.files vs rules.fallback_files)
 
 
 @dataclass
@@ -62,12 +63,27 @@ class _Entry:
     folder: Path  # the folder of the file the rule is in: its lists/ is where list:NAME is looked up
 
 
-def from_config(cfg: Config, state: ClientState) -> RuleTable:
-    """Compile ``cfg.rules`` (raises ConfigError listing every problem)."""
+def from_config(cfg: Config, state: ClientState, *, fallback: bool = False) -> RuleTable:
+    """Compile ``cfg.rules.files`` (or ``rules.fallback_files``); raises ConfigError listing every problem.
+
+    ``rules.disabled`` and ``rules.actions`` may name a rule of either set.
+    """
+    files, other = (cfg.rules.fallback_files, cfg.rules.files) if fallback else (cfg.rules.files, cfg.rules.fallback_files)
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
                        disabled=cfg.rules.disabled, actions=cfg.rules.actions, difficulty=cfg.challenge.difficulty,
-                       block_status=cfg.challenge.block_status, clients=cfg.clients)
-    return load(cfg.rules.files, opts, state)
+                       block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other))
+    return load(files, opts, state)
+
+
+def rule_names(files: Sequence[str]) -> set[str]:
+    """Names of the rules in ``files`` (includes followed; problems are left to ``load``)."""
+    if not files:
+        return set()
+    base = Path(files[0]).resolve().parent
+    entries: list[_Entry] = []
+    for f in files:
+        _read_file(Path(f).resolve(), base, entries, [], [], stack=())
+    return {n for e in entries if isinstance(n := e.raw.get("name"), str)}
 
 
 def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTable:
@@ -102,7 +118,7 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
     for i, where in enumerate(("rules.disabled", "rules.actions")):
         names = list(opts.disabled) if i == 0 else list(opts.actions)
         for n in names:
-            if n not in seen:
+            if n not in seen and n not in opts.known_elsewhere:
                 problems.append(f"{where}: unknown rule {n!r}{did_you_mean(n, list(seen))}")
     for n, action in opts.actions.items():
         if action not in OVERRIDABLE:
