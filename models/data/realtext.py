@@ -1,0 +1,109 @@
+"""People typing real text: searches and forum posts made of the documentation installed packages ship.
+
+    python -m models.data.realtext --rows 20000 --out realtext.jsonl
+    clefgate eval --data realtext.jsonl
+
+Every row is a person (label ``human``) with a current Chrome head: a search (``GET
+/search?q=<one line>``) or a reply (``POST /t/<id>/reply`` with a form body holding a
+paragraph, line breaks as CRLF, the way a browser submits a textarea). The text is the
+prose, tables and code of the READMEs and docs in this environment's site-packages and
+``/usr/share/doc``: the kind of text a developer forum or a docs search receives, and
+text neither the generator nor the rule authors wrote.
+
+This is a measurement of false positives on unfamiliar text, never training data: what
+it reads depends on the packages installed, so it is not reproducible across
+environments (the row count and the files' digest are printed to tell runs apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+import site
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+_HINTS = [["sec-ch-ua", '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'], ["sec-ch-ua-mobile", "?0"],
+          ["sec-ch-ua-platform", '"Windows"']]
+
+
+def documents(roots: Sequence[Path]) -> list[Path]:
+    """Text documents under ``roots``: package metadata (README), .md, .rst and .txt files, in a stable order."""
+    found: set[Path] = set()
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for pattern in ("METADATA", "*.md", "*.rst", "*.txt"):
+            found.update(p for p in root.rglob(pattern) if p.is_file() and p.stat().st_size < 2_000_000)
+    return sorted(found)
+
+
+def snippets(paths: Sequence[Path]) -> Iterator[tuple[str, str]]:
+    """("line", one line of 8-300 characters) and ("post", a multi-line paragraph of 40-1,500)."""
+    for path in paths:
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if path.name == "METADATA":
+            text = text.split("\n\n", 1)[-1]  # the long description, not the header fields
+        for line in text.splitlines():
+            line = line.strip()
+            if 8 <= len(line) <= 300:
+                yield "line", line
+        for para in re.split(r"\n\s*\n", text):
+            para = para.strip()
+            if 40 <= len(para) <= 1500 and "\n" in para:
+                yield "post", para
+
+
+def record(kind: str, text: str, rng: random.Random) -> dict[str, object]:
+    host = "forum.example.org"
+    head = [["Host", host], ["Connection", "keep-alive"], *_HINTS]
+    if kind == "line":
+        target = "/search?q=" + quote(text, safe="")
+        head += [["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
+                 ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"],
+                 ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"], ["Sec-Fetch-Dest", "document"],
+                 ["Referer", f"https://{host}/latest"], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
+        method, body = "GET", None
+    else:
+        topic = rng.randint(1000, 99999)
+        target = f"/t/{topic}/reply"
+        body = "comment=" + quote(text.replace("\r\n", "\n").replace("\n", "\r\n"), safe="")
+        head += [["Content-Length", str(len(body))], ["Cache-Control", "max-age=0"], ["Origin", f"https://{host}"],
+                 ["Content-Type", "application/x-www-form-urlencoded"], ["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
+                 ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"],
+                 ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"], ["Sec-Fetch-Dest", "document"],
+                 ["Referer", f"https://{host}/t/{topic}"], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
+        method = "POST"
+    ip = f"{rng.choice((24, 73, 81, 92, 109, 151, 188))}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+    return {"method": method, "path": target, "http_version": "1.1", "headers": head, "body": body, "client_ip": ip,
+            "label": "human", "source": f"human/realtext/{'search' if kind == 'line' else 'post'}"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m models.data.realtext", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=20000, help="number of requests (a random sample of all snippets)")
+    ap.add_argument("--seed", type=int, default=1, help="sampling seed")
+    ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    args = ap.parse_args(argv)
+    paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if "clefgate" not in str(p)]
+    digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
+    unique = sorted(set(snippets(paths)))
+    rng = random.Random(args.seed)
+    chosen = rng.sample(unique, min(args.rows, len(unique)))
+    with args.out.open("w", encoding="utf-8") as out:
+        for kind, text in chosen:
+            out.write(json.dumps(record(kind, text, rng), separators=(",", ":")) + "\n")
+    print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} documents (files digest {digest})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
