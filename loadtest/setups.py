@@ -59,13 +59,16 @@ SETUPS: dict[str, Setup] = {s.name: s for s in (
     Setup("origin", "origin (direct)", "origin"),
     Setup("nginx", "nginx proxy_pass", "nginx"),
     Setup("rules", "clefgate rules only", "clefgate"),
+    # degraded mode as shipped: no model, the injection signatures as fallback rules
+    Setup("fallback", "clefgate rules + fallback signatures (model down)", "clefgate",
+          overrides={"rules": {"fallback_files": [str(ROOT / "rules" / "injections.yaml")]}}),
     Setup("model", "clefgate rules + model (cache on)", "clefgate", model=True),
     Setup("model-nocache", "clefgate rules + model (cache off)", "clefgate", model=True, cache=False),
     # what the decision log costs (it is on in every other clefgate setup)
     Setup("model-nolog", "clefgate rules + model (cache on, no decision log)", "clefgate", model=True,
           overrides={"decision_log": {"path": ""}}),
 )}
-DEFAULT_SETUPS = ("origin", "nginx", "rules", "model", "model-nocache", "model-nolog")
+DEFAULT_SETUPS = ("origin", "nginx", "rules", "fallback", "model", "model-nocache", "model-nolog")
 
 
 def pinned(cpu: int | None, cmd: list[str]) -> list[str]:
