@@ -157,3 +157,62 @@ def test_every_side_sees_people_fetch_root_level_files() -> None:
     for split in ("train", "calib"):
         roots = {t.make(rng).target for t in site.templates(split, groups=("asset",)) for _ in range(10)}
         assert any(p.count("/") == 1 and "." in p for p in roots), split
+
+
+def _text_values(record: dict) -> list[str]:
+    """The decoded values of a record's query string and form or JSON body (line breaks as LF)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    values = [v for _, v in parse_qsl(urlsplit(record["path"]).query)]
+    body = record["body"]
+    if body and body.startswith("{"):
+        values += [v for v in json.loads(body).values() if isinstance(v, str)]
+    elif body:
+        values += [v for _, v in parse_qsl(body)]
+    return [v.replace("\r\n", "\n") for v in values]
+
+
+def test_real_text_on_the_training_side_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """People's text is sometimes real text (stdtext) in training, never in attack rows, and never on the other sides:
+    calibration and evaluation rows are the same whatever the real-text share (they draw no extra random numbers)."""
+    from models.data import stdtext
+
+    lines, paragraphs = stdtext.snippets()
+    real = set(lines) | set(paragraphs)
+    train = list(generate("train", 2500, seed=4))
+    hits = Counter(r["label"] for r in train if any(v in real for v in _text_values(r)))
+    assert hits["human"] >= 40 and hits["attack"] == 0, hits
+    searches = [r for r in train if r["label"] == "human" and r["source"].endswith("search")]
+    assert any(set(_text_values(r)) & set(lines) for r in searches)
+    for r in train:  # the callers encode: no raw space or line break in a request target
+        assert " " not in r["path"] and "\n" not in r["path"] and "\r" not in r["path"]
+    for split in ("calib", "eval"):
+        rows = list(generate(split, 800, seed=3))
+        assert not any(set(_text_values(r)) & real for r in rows), split
+        monkeypatch.setattr(site, "REAL_TEXT_SHARE", 1.0)
+        assert list(generate(split, 800, seed=3)) == rows, split
+        monkeypatch.undo()
+    monkeypatch.setattr(site, "REAL_TEXT_SHARE", 1.0)
+    for r in generate("train", 1500, seed=6):
+        if r["label"] == "attack":
+            assert not set(_text_values(r)) & real, r["source"]
+
+
+def test_real_text_source_is_deterministic() -> None:
+    """The snippets are the same in every interpreter (sorted names, no set or hash order): same count, same first ones."""
+    import subprocess
+    import sys
+
+    from models.data import stdtext
+
+    code = ("import hashlib, json; from models.data import stdtext; l, p = stdtext.snippets(); "
+            "print(json.dumps([len(l), len(p), l[:20], p[:5], hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
+    root = Path(__file__).resolve().parents[1]
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
+                                      capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]
+    assert runs[0] == runs[1]
+    lines, paragraphs = stdtext.snippets()
+    assert runs[0][:4] == [len(lines), len(paragraphs), list(lines[:20]), list(paragraphs[:5])]
+    assert len(lines) > 5000 and len(paragraphs) > 1000
+    assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
+    assert all(40 <= len(x) <= 1500 and "\n" in x for x in paragraphs)

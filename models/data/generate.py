@@ -443,6 +443,8 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
     for i in range(rows):
         rng = Draw(base + i, split)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
+        if label == "attack":
+            rng.real_text = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
         yield BUILDERS[label](rng)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlencode
 
+from models.data import stdtext
 from models.data.sources import Split, assign
 
 HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
@@ -183,19 +184,38 @@ def _hex(rng: random.Random, n: int) -> str:
     return "".join(rng.choice("0123456789abcdef") for _ in range(n))
 
 
+# Share of people's text drawn on the training side from real text (``stdtext``) instead of the pools.
+REAL_TEXT_SHARE = 0.3
+
+
 class Draw(random.Random):
     """A seeded random source that also knows which side of the hold-out it draws for.
 
     Text pools (queries, reviews, posts) are split like every other source, so the
-    evaluation split's hard negatives are sentences training never saw.
+    evaluation split's hard negatives are sentences training never saw. On the training
+    side, ``real_text`` of the draws are real text instead (``stdtext``: the Python
+    reference and standard-library docstrings), so that text unlike the pools is no
+    evidence of an attack. The other sides draw exactly as without it (no extra random
+    numbers), and ``generate`` sets ``real_text`` to 0 for attack rows.
     """
 
     def __init__(self, seed: int, split: Split) -> None:
         super().__init__(seed)
         self.split = split
+        self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
 
     def text(self, pool: tuple[str, ...]) -> str:
-        """One item of ``pool`` from this draw's side of the split."""
+        """One item of ``pool`` from this draw's side of the split, or on the training side sometimes real text.
+
+        Real text is a line for the search pools and a paragraph (line breaks as LF, or
+        as CRLF the way a browser submits a textarea) for posts, comments and reviews.
+        """
+        if self.real_text and self.random() < self.real_text:
+            lines, paragraphs = stdtext.snippets()
+            if pool is QUERIES or pool is HARD_QUERIES:
+                return self.choice(lines)
+            para = self.choice(paragraphs)
+            return para.replace("\n", "\r\n") if self.random() < 0.5 else para
         return self.choice(_side(pool, self.split))
 
 

@@ -1,0 +1,71 @@
+"""Real text for people's searches and posts, from a source every machine with this Python has: the standard library.
+
+The generator's text pools (``site.QUERIES``, ``site.FORUM_TEXT``, …) are a few dozen
+sentences, so a network trained on them alone learns "text unlike the pools is an
+attack" and blocks people who search for or post text it never saw. This module adds
+the prose and code of the Python language reference (``pydoc_data.topics``) and the
+docstrings of a fixed list of pure-Python standard-library modules, cut into one-line
+snippets (searches) and multi-line paragraphs (posts, comments, reviews).
+
+It is used on the **training side only** (``site.Draw.text``): the calibration and
+evaluation sides keep drawing from the pools, row for row as before. Everything here is
+in a fixed order (sorted names, first occurrence kept), so the same Python gives the
+same snippets on every machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import re
+import warnings
+
+# Sorted; only modules importable without side effects on every platform.
+MODULES = (
+    "argparse", "asyncio", "base64", "calendar", "collections", "concurrent.futures", "configparser", "contextlib", "copy",
+    "csv", "dataclasses", "datetime", "difflib", "email", "email.message", "email.utils", "enum", "fnmatch", "fractions",
+    "ftplib", "functools", "getopt", "gettext", "glob", "gzip", "heapq", "hmac", "html", "html.parser", "http", "http.client",
+    "http.cookiejar", "http.cookies", "http.server", "imaplib", "inspect", "ipaddress", "json", "logging", "logging.handlers",
+    "mailbox", "mimetypes", "netrc", "numbers", "optparse", "os", "pathlib", "pickle", "pkgutil", "plistlib", "poplib",
+    "pprint", "queue", "random", "re", "sched", "secrets", "selectors", "shlex", "shutil", "smtplib", "socket",
+    "socketserver", "sqlite3", "ssl", "statistics", "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading",
+    "timeit", "tomllib", "traceback", "typing", "unittest", "unittest.mock", "urllib.parse", "urllib.request", "uuid",
+    "warnings", "weakref", "wsgiref.handlers", "xml.dom.minidom", "xml.etree.ElementTree", "zipfile", "zoneinfo",
+)
+LINE = (8, 300)        # a search: one line, with at least one space (a phrase, not a token)
+PARAGRAPH = (40, 1500)  # a post: several lines
+
+
+def documents() -> list[str]:
+    """The language reference's topics (sorted by name), then each module's docstring and its public classes' and functions'."""
+    from pydoc_data.topics import topics
+
+    docs = [topics[name] for name in sorted(topics)]
+    with warnings.catch_warnings():  # typing.io and typing.re warn when their docstring is read
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for name in MODULES:
+            module = importlib.import_module(name)
+            docs.append(inspect.getdoc(module) or "")
+            for attr in sorted(n for n in vars(module) if not n.startswith("_")):
+                obj = vars(module)[attr]
+                if (inspect.isclass(obj) or inspect.isfunction(obj)) and getattr(obj, "__module__", None) == name:
+                    docs.append(inspect.getdoc(obj) or "")
+    return docs
+
+
+@functools.cache
+def snippets() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(lines, paragraphs): distinct, in the order ``documents`` gives them."""
+    lines: dict[str, None] = {}
+    paragraphs: dict[str, None] = {}
+    for doc in documents():
+        for line in doc.splitlines():
+            line = line.strip()
+            if LINE[0] <= len(line) <= LINE[1] and " " in line:
+                lines[line] = None
+        for para in re.split(r"\n\s*\n", doc):
+            para = para.strip()
+            if PARAGRAPH[0] <= len(para) <= PARAGRAPH[1] and "\n" in para:
+                paragraphs[para] = None
+    return tuple(lines), tuple(paragraphs)
