@@ -280,7 +280,7 @@ class RoutePolicyConfig:
 class PolicyConfig:
     """How the model's calibrated probabilities become actions: thresholds, shadow mode, rollout."""
 
-    block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.2.0 and 1.1.0: the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
+    block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.3.0, 1.2.0 and 1.1.0: the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
     block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this; null never blocks on combined risk alone.", check=fraction)
     challenge_risk: float = setting(0.6, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded.", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
