@@ -490,8 +490,13 @@ def question_metrics(logits: np.ndarray, labels: np.ndarray, temperature: float,
             "brier_before": round(brier(before, labels), 5), "brier_after": round(brier(after, labels), 5)}
 
 
-def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any) -> tuple[dict[str, float], dict[str, Any], Path]:
-    """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram."""
+def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any,
+                          show_eval: bool = True) -> tuple[dict[str, float], dict[str, Any], Path]:
+    """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram.
+
+    ``show_eval=False`` keeps the held-out figures out of the log (they are still in the metrics): reading
+    an experiment's log is then no look at the exam.
+    """
     cal_cls, cal_kind = predict(net, splits.cal)
     kmask = splits.cal.kinds >= 0
     temps = {"class": fit_temperature(cal_cls, splits.cal.labels),
@@ -516,6 +521,9 @@ def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any) -
     c = metrics["calibration_split"]["class"]
     log(f"calibration: T(class) {temps['class']:.3f}, T(attack_kind) {temps['attack_kind']:.3f}; "
         f"calibration split ECE {c['ece_before']:.4f} -> {c['ece_after']:.4f}, Brier {c['brier_before']:.4f} -> {c['brier_after']:.4f}")
+    if not show_eval:
+        log("held-out eval: measured and written to metrics.json and the manifest, not printed (--hide-eval)")
+        return temps, metrics, png
     log(f"held-out eval: accuracy {e['accuracy']:.4f}, ECE {e['ece_before']:.4f} -> {e['ece_after']:.4f}, "
         f"Brier {e['brier_before']:.4f} -> {e['brier_after']:.4f}; model alone at the default policy: "
         f"{json.dumps(metrics['eval']['policy_model_alone'])}")
@@ -532,6 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repository", type=Path, default=None, help="model repository (default: the config's)")
     ap.add_argument("--work-dir", type=Path, default=None, help="folder for data, checkpoint and reports (default: the config's)")
     ap.add_argument("--no-export", action="store_true", help="train and measure only")
+    ap.add_argument("--hide-eval", action="store_true",
+                    help="do not print the held-out split's figures (still written to metrics.json and the manifest): for "
+                         "experiments compared on the calibration side, so that reading their logs is no look at the exam")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     if args.version:
@@ -552,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(cfg.work_dir)
     splits = prepare(cfg, args.data, log)
     net, history = train_model(cfg, splits, log)
-    temps, metrics, png = calibrate_and_measure(net, splits, work, log)
+    temps, metrics, png = calibrate_and_measure(net, splits, work, log, show_eval=not args.hide_eval)
     metrics["training"] = history
     checkpoint = {"name": cfg.name, "version": cfg.version, "config": cfg.model.to_dict(), "state_dict": net.state_dict(),
                   "temperature": temps, "metrics": metrics, "training_data": splits.data_info}

@@ -207,3 +207,12 @@ def test_the_chosen_epoch_is_recorded(tiny: dict[str, Path]) -> None:
     training = json.loads((tiny["work"] / "metrics.json").read_text())["training"]
     assert training["selected_by"] == "calibration"
     assert 1 <= training["chosen_epoch"] <= len(training["epochs"])
+
+
+def test_hide_eval_keeps_the_held_out_figures_out_of_the_log(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """An experiment trained with --hide-eval logs no held-out figure, yet measures and records them."""
+    assert train.main(["--config", str(TINY), "--work-dir", str(tmp_path), "--no-export", "--hide-eval"]) == 0
+    log = capfd.readouterr().err
+    assert "held-out eval: measured" in log and "held-out eval: accuracy" not in log and "attacks_blocked" not in log
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert 0 <= metrics["eval"]["class"]["accuracy"] <= 1 and "policy_model_alone" in metrics["eval"]
