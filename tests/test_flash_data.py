@@ -208,9 +208,11 @@ def test_real_text_source_is_deterministic() -> None:
     code = ("import hashlib, json; from models.data import stdtext; l, p = stdtext.snippets(); "
             "print(json.dumps([len(l), len(p), l[:20], p[:5], hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
     root = Path(__file__).resolve().parents[1]
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
-                                      capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]
-    assert runs[0] == runs[1]
+    # hash seeds, and what the process imported first (the training run imports torch, which patches inspect.getfile)
+    preludes = [("1", ""), ("2", ""), ("1", "import torch, pytest, onnxruntime, aiohttp, gateway.pipeline; ")]
+    runs = [json.loads(subprocess.run([sys.executable, "-c", prelude + code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
+                                      capture_output=True, text=True, check=True).stdout) for seed, prelude in preludes]
+    assert runs[0] == runs[1] == runs[2]
     lines, paragraphs = stdtext.snippets()
     assert runs[0][:4] == [len(lines), len(paragraphs), list(lines[:20]), list(paragraphs[:5])]
     assert len(lines) > 5000 and len(paragraphs) > 1000

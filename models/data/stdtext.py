@@ -33,6 +33,9 @@ MODULES = (
     "timeit", "tomllib", "traceback", "typing", "unittest", "unittest.mock", "urllib.parse", "urllib.request", "uuid",
     "warnings", "weakref", "wsgiref.handlers", "xml.dom.minidom", "xml.etree.ElementTree", "zipfile", "zoneinfo",
 )
+# Functions other libraries replace on import (``import torch`` swaps in its own ``inspect.getfile``): left out, so the
+# text does not depend on what the process imported before (the training run imports torch, the generator CLI does not).
+PATCHED = frozenset({("inspect", "getfile")})
 LINE = (8, 300)        # a search: one line, with at least one space (a phrase, not a token)
 PARAGRAPH = (40, 1500)  # a post: several lines
 
@@ -47,7 +50,7 @@ def documents() -> list[str]:
         for name in MODULES:
             module = importlib.import_module(name)
             docs.append(inspect.getdoc(module) or "")
-            for attr in sorted(n for n in vars(module) if not n.startswith("_")):
+            for attr in sorted(n for n in vars(module) if not n.startswith("_") and (name, n) not in PATCHED):
                 obj = vars(module)[attr]
                 if (inspect.isclass(obj) or inspect.isfunction(obj)) and getattr(obj, "__module__", None) == name:
                     docs.append(inspect.getdoc(obj) or "")
