@@ -140,6 +140,11 @@ def default_config(upstream: str, listen: str, admin: str) -> dict[str, Any]:
     raw.setdefault("admin", {})["listen"] = admin
     raw["backends"] = {"origin": {"servers": [upstream], "health_check": {"path": "/healthz"}}}
     raw["default_backend"] = "origin"
+    # rule paths in the embedded config are relative to the package folder: make them absolute, every list of them
+    rules = raw.setdefault("rules", {})
+    for key in ("files", "fallback_files"):
+        if key in rules:
+            rules[key] = [str((DEFAULT_CONFIG.parent / f).resolve()) for f in rules[key]]
     return raw
 
 
@@ -166,9 +171,6 @@ def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", orig
             return 1
         cfg_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"clefgate-demo-{os.getpid()}.yaml"
         raw = default_config(upstream, listen, admin)
-        # rule and model paths in the embedded config are relative to the package folder
-        raw["rules"] = {**raw.get("rules", {}), "files": [str((DEFAULT_CONFIG.parent / f).resolve())
-                                                          for f in raw.get("rules", {}).get("files", [])]}
         cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
         print(f"clefgate demo\n  site (through the gateway): http://{listen}/\n  demo origin (direct):       {upstream}/\n"
               f"  metrics:                    http://{admin}/metrics\n  readiness:                  http://{admin}/readyz\n"
