@@ -324,6 +324,7 @@ def test_every_deploy_config_uses_the_baked_model_rules_and_state_folder(path: P
     assert cfg["model"]["enabled"] is True, "model.enabled is off by default; a deployment scores with the shipped model"
     assert cfg["model"]["repository"] == IMAGE_APP + "models/repository"
     assert IMAGE_APP + "rules/default.yaml" in cfg["rules"]["files"]
+    assert cfg["rules"]["fallback_files"] == [IMAGE_APP + "rules/injections.yaml"], "degraded mode keeps the injection signatures"
     assert cfg["rules"]["lists_dir"] == IMAGE_APP + "rules/lists"
     assert cfg["decision_log"]["path"].startswith("/var/lib/clefgate/")
     assert cfg["timeouts"]["drain_s"] > 0
