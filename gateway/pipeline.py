@@ -125,15 +125,10 @@ class Pipeline:
             outcome = self.default
             DEFAULTS.inc(self._default_label)
         if isinstance(outcome, Verdict):
-            if outcome.action is Action.CHALLENGE and self.passes is not None:
-                return self.passes.honour(outcome, features)
-            return outcome
+            return self._honoured(outcome, features)
         if self.scorer is None:
             forward = NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
-            if self.fallback_rules is None:
-                return forward
-            ruled = self._without_model(features, forward)
-            return self.passes.honour(ruled, features) if ruled.action is Action.CHALLENGE and self.passes is not None else ruled
+            return forward if self.fallback_rules is None else self._honoured(self._without_model(features, forward), features)
         request = outcome
         if request.policy is None and self.route_policies:
             policy = self.policy_for(features)
@@ -160,6 +155,10 @@ class Pipeline:
         verdict = await self.scorer.decide(features, request)
         if verdict.source is Source.FALLBACK and self.fallback_rules is not None:
             verdict = self._without_model(features, verdict)
+        return self._honoured(verdict, features)
+
+    def _honoured(self, verdict: Verdict, features: Features) -> Verdict:
+        """A challenge becomes a forward for a client holding a valid pass; other verdicts stand."""
         if verdict.action is Action.CHALLENGE and self.passes is not None:
             return self.passes.honour(verdict, features)
         return verdict
@@ -253,24 +252,20 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
     state = previous.state if previous is not None and previous.state is not None and previous.state.compatible(cfg.clients, cfg.redis) \
         else ClientState(cfg.clients, cfg.redis)
 
-    table: RuleTable | None = None
-    fallback_table: RuleTable | None = None
+    tables: dict[bool, RuleTable | None] = {False: None, True: None}  # rules.files, rules.fallback_files
     challengers: list[str] = []
-    try:
-        table = from_config(cfg, state) if cfg.rules.files else None
-    except RuleFileError as exc:
-        rule_problems, source, challengers = exc.problems, exc.source, exc.challengers
-    if table is not None:
-        challengers = [r.label for r in table.rules if r.action == "challenge"]
-    try:
-        fallback_table = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
-    except RuleFileError as exc:
-        if not rule_problems:
-            source = exc.source
-        rule_problems += exc.problems
-        challengers += exc.challengers
-    if fallback_table is not None:
-        challengers += [r.label for r in fallback_table.rules if r.action == "challenge"]
+    for fallback, files in ((False, cfg.rules.files), (True, cfg.rules.fallback_files)):
+        if not files:
+            continue
+        try:
+            tables[fallback] = compiled = from_config(cfg, state, fallback=fallback)
+        except RuleFileError as exc:
+            source = source if rule_problems else exc.source
+            rule_problems += exc.problems
+            challengers += exc.challengers
+        else:
+            challengers += [r.label for r in compiled.rules if r.action == "challenge"]
+    table, fallback_table = tables[False], tables[True]
 
     policy = Policy(cfg.policy)
     problems.extend(check_policy(cfg.policy))
