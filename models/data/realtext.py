@@ -21,11 +21,12 @@ import argparse
 import hashlib
 import json
 import random
-import re
 import site
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
+
+from models.data.stdtext import pieces
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 _HINTS = [["sec-ch-ua", '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'], ["sec-ch-ua-mobile", "?0"],
@@ -52,14 +53,15 @@ def snippets(paths: Sequence[Path]) -> Iterator[tuple[str, str]]:
             continue
         if path.name == "METADATA":
             text = text.split("\n\n", 1)[-1]  # the long description, not the header fields
-        for line in text.splitlines():
-            line = line.strip()
-            if 8 <= len(line) <= 300:
-                yield "line", line
-        for para in re.split(r"\n\s*\n", text):
-            para = para.strip()
-            if 40 <= len(para) <= 1500 and "\n" in para:
-                yield "post", para
+        yield from pieces(text, phrases_only=False)
+
+
+def _navigation(referer: str) -> list[list[str]]:
+    """The rest of a Chrome same-origin navigation's head, after the request-specific headers."""
+    return [["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
+            ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"],
+            ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"], ["Sec-Fetch-Dest", "document"],
+            ["Referer", referer], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
 
 
 def record(kind: str, text: str, rng: random.Random) -> dict[str, object]:
@@ -67,20 +69,14 @@ def record(kind: str, text: str, rng: random.Random) -> dict[str, object]:
     head = [["Host", host], ["Connection", "keep-alive"], *_HINTS]
     if kind == "line":
         target = "/search?q=" + quote(text, safe="")
-        head += [["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
-                 ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"],
-                 ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"], ["Sec-Fetch-Dest", "document"],
-                 ["Referer", f"https://{host}/latest"], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
+        head += _navigation(f"https://{host}/latest")
         method, body = "GET", None
     else:
         topic = rng.randint(1000, 99999)
         target = f"/t/{topic}/reply"
         body = "comment=" + quote(text.replace("\r\n", "\n").replace("\n", "\r\n"), safe="")
         head += [["Content-Length", str(len(body))], ["Cache-Control", "max-age=0"], ["Origin", f"https://{host}"],
-                 ["Content-Type", "application/x-www-form-urlencoded"], ["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
-                 ["Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"],
-                 ["Sec-Fetch-Site", "same-origin"], ["Sec-Fetch-Mode", "navigate"], ["Sec-Fetch-User", "?1"], ["Sec-Fetch-Dest", "document"],
-                 ["Referer", f"https://{host}/t/{topic}"], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
+                 ["Content-Type", "application/x-www-form-urlencoded"], *_navigation(f"https://{host}/t/{topic}")]
         method = "POST"
     ip = f"{rng.choice((24, 73, 81, 92, 109, 151, 188))}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
     return {"method": method, "path": target, "http_version": "1.1", "headers": head, "body": body, "client_ip": ip,

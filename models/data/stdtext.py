@@ -20,6 +20,7 @@ import importlib
 import inspect
 import re
 import warnings
+from collections.abc import Iterator
 
 # Sorted; only modules importable without side effects on every platform.
 MODULES = (
@@ -57,18 +58,24 @@ def documents() -> list[str]:
     return docs
 
 
+def pieces(text: str, phrases_only: bool = True) -> Iterator[tuple[str, str]]:
+    """("line", a stripped line of LINE length: a search; with a space when ``phrases_only``), then ("post", a
+    multi-line paragraph of PARAGRAPH length)."""
+    for line in text.splitlines():
+        line = line.strip()
+        if LINE[0] <= len(line) <= LINE[1] and (" " in line or not phrases_only):
+            yield "line", line
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if PARAGRAPH[0] <= len(para) <= PARAGRAPH[1] and "\n" in para:
+            yield "post", para
+
+
 @functools.cache
 def snippets() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(lines, paragraphs): distinct, in the order ``documents`` gives them."""
-    lines: dict[str, None] = {}
-    paragraphs: dict[str, None] = {}
+    found: dict[str, dict[str, None]] = {"line": {}, "post": {}}
     for doc in documents():
-        for line in doc.splitlines():
-            line = line.strip()
-            if LINE[0] <= len(line) <= LINE[1] and " " in line:
-                lines[line] = None
-        for para in re.split(r"\n\s*\n", doc):
-            para = para.strip()
-            if PARAGRAPH[0] <= len(para) <= PARAGRAPH[1] and "\n" in para:
-                paragraphs[para] = None
-    return tuple(lines), tuple(paragraphs)
+        for kind, piece in pieces(doc):
+            found[kind][piece] = None
+    return tuple(found["line"]), tuple(found["post"])
