@@ -268,6 +268,7 @@ class RoutePolicyConfig:
 
     block_attack: float | None = setting(None, "Block when P(attack) >= this.", check=fraction)
     block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this.", check=fraction)
+    block_attack_corroborated: float | None = setting(None, "Block when P(attack) >= this and a fallback rule would block the request.", check=fraction)
     challenge_risk: float | None = setting(None, "Challenge when P(bad_bot) + P(attack) >= this.", check=fraction)
     difficulty_min: int | None = setting(None, "Proof-of-work difficulty (bits) at challenge_risk.", check=lambda v: _bits(v))
     difficulty_max: int | None = setting(None, "Proof-of-work difficulty (bits) at risk 1.0.", check=lambda v: _bits(v))
@@ -281,7 +282,12 @@ class PolicyConfig:
     """How the model's calibrated probabilities become actions: thresholds, shadow mode, rollout."""
 
     block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.3.0, 1.2.0 and 1.1.0: the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
-    block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this; null never blocks on combined risk alone.", check=fraction)
+    block_risk: float | None = setting(0.96, "Block when P(bad_bot) + P(attack) >= this: near-certain automation is blocked, not challenged (0.96 for "
+                                       "Clef-flash 1.3.0, chosen on the calibration samples and real text, see models/README.md); null never blocks "
+                                       "on combined risk alone.", check=fraction)
+    block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
+                                                      "signatures in the shipped config) would block the request: two witnesses agreeing. "
+                                                      "The rules are read only for requests in that band; null turns it off.", check=fraction)
     challenge_risk: float = setting(0.6, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded.", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))

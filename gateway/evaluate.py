@@ -9,7 +9,8 @@ with a ``label`` work too) — and decides each one three ways, in one run:
 
 - **rules + model**: the configured pipeline — the rule table first; what it leaves
   to the model (a ``score`` rule, or ``rules.default: score``) is scored and turned
-  into an action by the configured policy;
+  into an action by the configured policy, a fallback rule corroborating a block
+  where ``policy.block_attack_corroborated`` says so;
 - **model alone**: every request scored and decided by the policy, no rules;
 - **rules only**: the gateway when the model cannot answer: the rule table, then the
   fallback rules (``rules.fallback_files``, the injection signatures in the shipped
@@ -252,7 +253,10 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             ruled = fallback.evaluate(f) if fallback is not None else None
             # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
             actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
-            actions["rules_model"][i] = _effective(policy.verdict(f, probs, outcome))
+            verdict = policy.verdict(f, probs, outcome)
+            if fallback is not None and verdict.action is not Action.BLOCK:
+                verdict = policy.corroborate(f, verdict, fallback.evaluate)  # as the pipeline does
+            actions["rules_model"][i] = _effective(verdict)
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])

@@ -95,7 +95,8 @@ class Pipeline:
     rules: RuleEvaluator | None = None
     scorer: ScoreStage | None = None
     default: Verdict | ScoreRequest = ALLOW_ALL
-    # rules.fallback_files: consulted only for a request the model could not answer (or with no model)
+    # rules.fallback_files: decide a request the model could not answer (or with no model), and
+    # corroborate a model verdict whose P(attack) reaches policy.block_attack_corroborated
     fallback_rules: RuleEvaluator | None = None
     pages: PageRenderer | None = None
     local: LocalEndpoints | None = None
@@ -143,9 +144,7 @@ class Pipeline:
             # a repeated request is answered here, without a task (the flood's common case)
             verdict = cached(features, request, client)
             if verdict is not None:
-                if verdict.action is Action.CHALLENGE and self.passes is not None:
-                    return self.passes.honour(verdict, features)
-                return verdict
+                return self._honoured(self._corroborated(verdict, features), features)
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
         return self._score(features, request)
@@ -153,8 +152,11 @@ class Pipeline:
     async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
         assert self.scorer is not None
         verdict = await self.scorer.decide(features, request)
-        if verdict.source is Source.FALLBACK and self.fallback_rules is not None:
-            verdict = self._without_model(features, verdict)
+        if verdict.source is Source.FALLBACK:
+            if self.fallback_rules is not None:
+                verdict = self._without_model(features, verdict)
+        else:
+            verdict = self._corroborated(verdict, features)
         return self._honoured(verdict, features)
 
     def _honoured(self, verdict: Verdict, features: Features) -> Verdict:
@@ -162,6 +164,12 @@ class Pipeline:
         if verdict.action is Action.CHALLENGE and self.passes is not None:
             return self.passes.honour(verdict, features)
         return verdict
+
+    def _corroborated(self, verdict: Verdict, features: Features) -> Verdict:
+        """A model verdict short of a block, blocked when a fallback rule corroborates it (``Policy.corroborate``)."""
+        if self.fallback_rules is None or self.policy is None or verdict.action is Action.BLOCK:
+            return verdict
+        return self.policy.corroborate(features, verdict, self.fallback_rules.evaluate)
 
     def _without_model(self, features: Features, fallback: Verdict) -> Verdict:
         """``fallback`` unless a fallback rule decides the request the model could not score."""

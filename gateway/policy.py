@@ -6,6 +6,9 @@ For a scored request it answers with a ``Verdict``:
 
 * ``block`` when P(attack) >= ``block_attack`` (or, when set, P(bad_bot)+P(attack) >=
   ``block_risk``);
+* ``block`` also when P(attack) >= ``block_attack_corroborated`` and a fallback rule (the
+  injection signatures) would block the request: :meth:`Policy.corroborate`, which the
+  pipeline calls on a model verdict short of a block;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work);
@@ -19,8 +22,9 @@ logged and counted, so the operator sees what enforcing would do.
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway import metrics
@@ -33,6 +37,10 @@ DECISIONS = metrics.counter("clefgate_policy_decisions_total",
                             ("policy", "action", "mode"))
 SHADOW = metrics.gauge("clefgate_policy_shadow", "1 when a policy runs in shadow mode (decides, logs, enforces nothing).", ("policy",),
                        merge="max")
+CORROBORATED = metrics.counter("clefgate_corroborated_blocks_total",
+                               "Model verdicts short of a block turned into a block because P(attack) >= block_attack_corroborated and a "
+                               "fallback rule would block the request, by policy, rule and mode (these are not in clefgate_policy_decisions_total).",
+                               ("policy", "rule", "mode"))
 ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
                         merge="min")
 
@@ -47,6 +55,7 @@ class Thresholds:
     name: str
     block_attack: float
     block_risk: float | None
+    block_attack_corroborated: float | None
     challenge_risk: float
     difficulty_min: int
     difficulty_max: int
@@ -66,6 +75,7 @@ def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) ->
         name=name,
         block_attack=base.block_attack if o.block_attack is None else o.block_attack,
         block_risk=base.block_risk if o.block_risk is None else o.block_risk,
+        block_attack_corroborated=base.block_attack_corroborated if o.block_attack_corroborated is None else o.block_attack_corroborated,
         challenge_risk=base.challenge_risk if o.challenge_risk is None else o.challenge_risk,
         difficulty_min=base.difficulty_min if o.difficulty_min is None else o.difficulty_min,
         difficulty_max=base.difficulty_max if o.difficulty_max is None else o.difficulty_max,
@@ -118,7 +128,9 @@ class Policy:
     def describe(self) -> str:
         t = self.default
         mode = "shadow" if t.shadow else ("enforce" if t.rollout_percent >= 100 else f"rollout {t.rollout_percent:g}%")
-        return (f"policy block P(attack)>={t.block_attack:g}, challenge risk>={t.challenge_risk:g} "
+        also = "".join([*([f" or risk>={t.block_risk:g}"] if t.block_risk is not None else []),
+                        *([f" or P(attack)>={t.block_attack_corroborated:g} with a fallback rule"] if t.block_attack_corroborated is not None else [])])
+        return (f"policy block P(attack)>={t.block_attack:g}{also}, challenge risk>={t.challenge_risk:g} "
                 f"(difficulty {t.difficulty_min}-{t.difficulty_max}), {mode}" + (f", {len(self.named)} named" if self.named else ""))
 
     # -- rollout
@@ -188,6 +200,34 @@ class Policy:
         self._memo[key] = (probabilities, request, explanation, enforced, (t.name, action.value, mode))
         DECISIONS.inc(t.name, action.value, mode)
         return enforced
+
+    def corroborate(self, features: Features, verdict: Verdict, rules: Callable[[Features], Verdict | ScoreRequest | None]) -> Verdict:
+        """``verdict`` (the model's, short of a block), or a block when a fallback rule corroborates it.
+
+        A block needs P(attack) >= the policy's ``block_attack_corroborated`` *and* a
+        fallback rule (``rules``: the compiled ``rules.fallback_files``) that blocks the
+        request. The rules are read only for requests in that band, so a request the
+        model finds harmless costs nothing more. Shadow mode and rollout apply as for any
+        model verdict.
+        """
+        t = self.thresholds(verdict.policy)
+        floor = t.block_attack_corroborated
+        if floor is None or verdict.probabilities is None or (verdict.shadow_action or verdict.action) is Action.BLOCK:
+            return verdict
+        attack = float(verdict.probabilities.get("class", {}).get("attack", 0.0))
+        if attack < floor:
+            return verdict
+        outcome = rules(features)
+        if not isinstance(outcome, Verdict) or outcome.action is not Action.BLOCK:
+            return verdict
+        rule = outcome.rule or "?"
+        reason = f"P(attack)={attack:.2f} >= {floor:g} and fallback rule {rule} matched"
+        block = dataclasses.replace(verdict, action=Action.BLOCK, source=Source.MODEL if verdict.source is Source.SHADOW else verdict.source,
+                                    reason=f"{t.name} policy: {reason}", rule=rule, status=outcome.status, difficulty=None,
+                                    explanation=(reason, *outcome.explanation, *verdict.explanation[1:]), shadow_action=None)
+        mode = self._mode(features, Action.BLOCK, t)
+        CORROBORATED.inc(t.name, rule, mode)
+        return self._apply(block, t, mode)
 
     def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
         """The verdict when the model is unavailable (breaker open, timeout, error).

@@ -123,6 +123,19 @@ def test_shadow_policies_count_what_would_be_enforced(setup: dict[str, Path]) ->
     assert run(setup)["systems"]["rules_model"]["matrix"]["attack"]["block"] == 2
 
 
+@pytest.mark.parametrize("corroborated,blocked", [(0.4, 3), (0.8, 2), (None, 2)])
+def test_a_fallback_rule_corroborates_as_in_the_gateway(setup: dict[str, Path], corroborated: float | None, blocked: int) -> None:
+    signatures = setup["config"].parent / "signatures.yaml"
+    signatures.write_text("rules:\n  - name: weak-signature\n    path: ['/weak/**']\n    action: block\n")
+    text = setup["config"].read_text().replace("policy:\n", f"policy:\n  block_attack_corroborated: {corroborated or 'null'}\n")
+    setup["config"].write_text(text.replace("rules:\n", f"rules:\n  fallback_files: [{signatures}]\n"))
+    s = run(setup)["systems"]
+    # /weak/1 (P(attack) 0.70) is blocked when the floor is at or under 0.70 and the signature matches
+    assert s["rules_model"]["matrix"]["attack"]["block"] == blocked
+    assert s["model"]["matrix"]["attack"]["block"] == 1  # the model alone has no rules to corroborate it
+    assert s["rules_only"]["matrix"]["attack"]["block"] == 2  # the fallback rule decides when the model is down
+
+
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # an empty group is never averaged (NaN)
 def test_report_and_json_from_the_command_line(setup: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:

@@ -271,7 +271,36 @@ async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> No
     assert clean.action is Action.FORWARD and clean.source is Source.FALLBACK  # decider.fallback as configured
     up = build(cfg, FakeScorer(Policy(cfg.policy), attack=0.01))
     v = await up.decide(make_features(target=SQLI))  # type: ignore[misc]
-    assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that answers is never overruled by them
+    assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that finds it harmless is not overruled by them
+
+
+class CachedScorer(FakeScorer):
+    """A ScoreStage that knows every request already (the synchronous cache path)."""
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: object) -> Verdict:
+        probs = {"class": {"human": 1 - self.bad - self.attack, "good_bot": 0.0, "bad_bot": self.bad, "attack": self.attack}}
+        return self.policy.verdict(features, probs, request, source=Source.CACHE)
+
+
+@pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
+async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: type[FakeScorer]) -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    leaning = build(cfg, stage(Policy(cfg.policy), bad=0.2, attack=0.5))
+    assert "P(attack)>=0.4 with a fallback rule" in leaning.description
+
+    async def decided(p: Pipeline, target: str) -> Verdict:
+        out = p.decide(make_features(target=target))
+        return out if isinstance(out, Verdict) else await out
+
+    v = await decided(leaning, SQLI)
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection"
+    assert v.source is (Source.CACHE if stage is CachedScorer else Source.MODEL)
+    assert "P(attack)=0.50 >= 0.4 and fallback rule block-sql-injection matched" in v.reason
+    assert (await decided(leaning, "/search?q=walnut+desk")).action is Action.CHALLENGE  # no signature: the model's verdict
+    unsure = build(cfg, stage(Policy(cfg.policy), bad=0.3, attack=0.35))
+    assert (await decided(unsure, SQLI)).action is Action.CHALLENGE  # below the floor the signature is not consulted
+    off = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy={"block_attack_corroborated": None})
+    assert (await decided(build(off, stage(Policy(off.policy), bad=0.2, attack=0.5)), SQLI)).action is Action.CHALLENGE
 
 
 def test_fallback_rules_apply_without_a_model_and_overrides_reach_both_sets() -> None:

@@ -6,8 +6,9 @@ import pytest
 
 from gateway import policy as policymod
 from gateway.config import PolicyConfig, RoutePolicyConfig
+from gateway.features import Features
 from gateway.policy import Policy
-from gateway.verdict import Action, ScoreRequest, Source
+from gateway.verdict import Action, ScoreRequest, Source, Verdict
 from tests.conftest import make_features
 
 
@@ -19,7 +20,7 @@ def probs(human: float = 0.0, good_bot: float = 0.0, bad_bot: float = 0.0, attac
     return out
 
 
-CFG = PolicyConfig(block_attack=0.95, challenge_risk=0.6, difficulty_min=14, difficulty_max=20,
+CFG = PolicyConfig(block_attack=0.95, block_risk=None, block_attack_corroborated=0.4, challenge_risk=0.6, difficulty_min=14, difficulty_max=20,
                    routes={"checkout": RoutePolicyConfig(challenge_risk=0.3, block_risk=0.9),
                            "quiet": RoutePolicyConfig(shadow=True)})
 
@@ -99,7 +100,7 @@ def test_rollout_is_stable_per_client_and_roughly_proportional() -> None:
 
 def test_rollout_by_header() -> None:
     pol = Policy(PolicyConfig(rollout_percent=50.0, rollout_key="header:X-Tenant"))
-    outcomes = {pol.verdict(make_features(headers=[("Host", "h"), ("X-Tenant", f"t{i}")], client_ip="1.1.1.1"), probs(bad_bot=1.0),
+    outcomes = {pol.verdict(make_features(headers=[("Host", "h"), ("X-Tenant", f"t{i}")], client_ip="1.1.1.1"), probs(bad_bot=0.9),
                             ScoreRequest()).action for i in range(40)}
     assert outcomes == {Action.CHALLENGE, Action.FORWARD}  # same address, decided by the header
     assert Policy(PolicyConfig(rollout_percent=0.0)).verdict(make_features(), probs(bad_bot=1.0), ScoreRequest()).action is Action.FORWARD
@@ -164,3 +165,64 @@ def test_partial_rollout_verdicts_stay_per_client_for_cached_answers() -> None:
     p, request = probs(bad_bot=0.9), ScoreRequest()
     outcomes = {policy.verdict(make_features(client_ip=f"198.51.100.{i}"), p, request, source=Source.CACHE).action for i in range(64)}
     assert outcomes == {Action.CHALLENGE, Action.FORWARD}
+
+
+def test_shipped_defaults_block_near_certain_automation_and_challenge_the_rest() -> None:
+    pol = Policy(PolicyConfig())
+    assert pol.verdict(make_features(), probs(bad_bot=0.97, attack=0.0), ScoreRequest()).action is Action.BLOCK
+    assert pol.verdict(make_features(), probs(human=0.05, bad_bot=0.95), ScoreRequest()).action is Action.CHALLENGE
+    assert "or risk>=0.96 or P(attack)>=0.4 with a fallback rule" in pol.describe()
+
+
+class Signatures:
+    """A fallback rule table stand-in: blocks what contains ``needle``; records what it read."""
+
+    def __init__(self, needle: str = "union select", action: Action = Action.BLOCK) -> None:
+        self.needle, self.action, self.read = needle, action, 0
+
+    def __call__(self, features: Features) -> Verdict | None:
+        self.read += 1
+        if self.needle not in f"{features.path}?{features.query}":
+            return None
+        return Verdict(self.action, Source.RULE, "sig", rule="block-sql-injection", explanation=("SQL injection signature",))
+
+
+SQLI = "/search?q=1' union select 1"
+
+
+@pytest.mark.parametrize("attack,bad,target,expected", [
+    (0.5, 0.3, SQLI, Action.BLOCK),                     # in the band, the signature matches: blocked
+    (0.4, 0.0, SQLI, Action.BLOCK),                     # at the threshold
+    (0.39, 0.5, SQLI, Action.CHALLENGE),                # below it the model's own verdict stands
+    (0.5, 0.3, "/search?q=walnut+desk", Action.CHALLENGE),  # in the band, no signature: the model's verdict
+])
+def test_a_fallback_rule_corroborates_a_block(attack: float, bad: float, target: str, expected: Action) -> None:
+    pol, sigs = Policy(CFG), Signatures()
+    request = ScoreRequest(rule="score-rest", backend="app")
+    v = pol.verdict(make_features(target=target), probs(human=1 - attack - bad, bad_bot=bad, attack=attack), request)
+    before = policymod.CORROBORATED.get("default", "block-sql-injection", "enforce")
+    out = pol.corroborate(make_features(target=target), v, sigs)
+    assert out.action is expected and sigs.read == (1 if attack >= 0.4 else 0)  # the rules are read only in the band
+    if expected is Action.BLOCK:
+        assert out.source is Source.MODEL and out.rule == "block-sql-injection" and out.backend == "app"
+        assert out.reason == f"default policy: P(attack)={attack:.2f} >= 0.4 and fallback rule block-sql-injection matched"
+        assert out.explanation[:2] == (out.reason.removeprefix("default policy: "), "SQL injection signature")
+        assert out.probabilities is v.probabilities and out.difficulty is None
+        assert policymod.CORROBORATED.get("default", "block-sql-injection", "enforce") == before + 1
+    else:
+        assert out is v
+
+
+def test_corroboration_needs_a_blocking_rule_can_be_turned_off_and_respects_shadow() -> None:
+    features, p = make_features(target=SQLI), probs(human=0.3, bad_bot=0.2, attack=0.5)
+    pol = Policy(CFG)
+    v = pol.verdict(features, p, ScoreRequest())
+    assert pol.corroborate(features, v, Signatures(action=Action.CHALLENGE)) is v
+    off = Policy(PolicyConfig(block_attack_corroborated=None, routes={"strict": RoutePolicyConfig(block_attack_corroborated=0.2)}))
+    assert off.corroborate(features, off.verdict(features, p, ScoreRequest()), Signatures()).action is Action.CHALLENGE
+    # a named policy sets its own floor
+    assert off.corroborate(features, off.verdict(features, p, ScoreRequest(policy="strict")), Signatures()).action is Action.BLOCK
+    shadow = Policy(PolicyConfig(shadow=True))
+    quiet = shadow.corroborate(features, shadow.verdict(features, p, ScoreRequest()), Signatures())
+    assert quiet.action is Action.FORWARD and quiet.source is Source.SHADOW and quiet.shadow_action is Action.BLOCK
+    assert quiet.reason.startswith("shadow mode; would block: default policy: P(attack)=0.50 >= 0.4 and fallback rule")
