@@ -439,8 +439,19 @@ def _calibration_side(net: FlashNet, cal: Encoded) -> dict[str, tuple[float, flo
         return {}
     logits, _ = predict(net, cal)
     p = softmax(logits, fit_temperature(logits, cal.labels))
-    rates = {t: policy_rates(p, cal.labels, PolicyConfig(block_attack=t)) for t in _TRACK}
+    rates = {t: policy_rates(p, cal.labels, _threshold_only(t)) for t in _TRACK}
     return {str(t): (r["attacks_blocked"], r["humans_blocked"]) for t, r in rates.items()}
+
+
+def _threshold_only(block_attack: float) -> PolicyConfig:
+    """The policy at one P(attack) threshold, without the later-chosen blocks on combined risk or a corroborating rule.
+
+    Epoch choice and the recorded model-alone rates read the model's own threshold, as
+    they did when 1.3.0 was trained, so ``make model`` keeps rebuilding the same files;
+    ``policy.block_risk`` and ``policy.block_attack_corroborated`` are chosen afterwards
+    on the calibration samples and real text (models/README.md).
+    """
+    return PolicyConfig(block_attack=block_attack, block_risk=None, block_attack_corroborated=None)
 
 
 def _val_loss(cls_logits: np.ndarray, kind_logits: np.ndarray, enc: Encoded) -> float:
@@ -509,7 +520,7 @@ def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any,
         "eval": {"class": question_metrics(ev_cls, splits.eval.labels, temps["class"], CLASSES),
                  "attack_kind": question_metrics(ev_kind[ekmask], splits.eval.kinds[ekmask], temps["attack_kind"], KINDS)},
     }
-    policy = PolicyConfig()
+    policy = _threshold_only(PolicyConfig().block_attack)
     metrics["eval"]["policy_model_alone"] = {
         "thresholds": {"block_attack": policy.block_attack, "block_risk": policy.block_risk, "challenge_risk": policy.challenge_risk},
         **policy_rates(softmax(ev_cls, temps["class"]), splits.eval.labels, policy)}
