@@ -172,8 +172,10 @@ def build() -> dict[str, Any]:
                      unit="reqps"))
     L.add(timeseries("Refused before deciding", "Requests the gateway refused as malformed, too large or too slow (400/408/413/431), by reason.",
                      targets((rate_by("clefgate_client_errors_total", "reason"), "{{reason}}")), unit="reqps"))
-    L.add(timeseries("Policy decisions", "Model and fallback decisions by action and whether they were enforced, shadowed or outside the rollout.",
-                     targets((rate_by("clefgate_policy_decisions_total", "action, mode"), "{{action}} ({{mode}})")), unit="reqps"))
+    L.add(timeseries("Policy decisions", "Model and fallback decisions by action and whether they were enforced, shadowed or outside the rollout; "
+                     "corroborated: model verdicts short of a block that a fallback rule turned into one (policy.block_attack_corroborated).",
+                     targets((rate_by("clefgate_policy_decisions_total", "action, mode"), "{{action}} ({{mode}})"),
+                             (rate_by("clefgate_corroborated_blocks_total", "rule, mode"), "corroborated by {{rule}} ({{mode}})")), unit="reqps"))
 
     # ------------------------------------------------------------------ latency
     L.row("Latency")
