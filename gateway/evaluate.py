@@ -240,6 +240,9 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     actions = {s: np.zeros(len(rows), dtype=np.int64) for s in SYSTEMS}
     decided_by_rule = np.zeros(len(rows), dtype=bool)
     rule_hits: dict[str, int] = {}
+    # which of the policy's blocks stopped what the model scored (rules + model)
+    policy_blocks = {"p_attack": 0, "combined_risk": 0, "corroborated": 0}
+    corroborating: dict[str, int] = {}
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
         f = row.features
         outcome = _rules_outcome(table, default, f)
@@ -253,10 +256,18 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             ruled = fallback.evaluate(f) if fallback is not None else None
             # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
             actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
-            verdict = policy.verdict(f, probs, outcome)
-            if fallback is not None and verdict.action is not Action.BLOCK:
-                verdict = policy.corroborate(f, verdict, fallback.evaluate)  # as the pipeline does
+            scored = policy.verdict(f, probs, outcome)
+            verdict = scored
+            if fallback is not None and scored.action is not Action.BLOCK:
+                verdict = policy.corroborate(f, scored, fallback.evaluate)  # as the pipeline does
             actions["rules_model"][i] = _effective(verdict)
+            if ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
+                if verdict is not scored:
+                    key = "corroborated"
+                    corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
+                else:
+                    key = "p_attack" if probs["class"]["attack"] >= policy.thresholds(scored.policy).block_attack else "combined_risk"
+                policy_blocks[key] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])
@@ -287,6 +298,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "policy": policy.describe(), "rules": list(cfg.rules.files), "model_enabled": cfg.model.enabled, "systems": systems,
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
+        "policy_blocks": {**policy_blocks, "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
         "by_client_context": contexts,
     }
@@ -377,6 +389,12 @@ def render(result: Mapping[str, Any], data: str) -> str:
         lines.append(f"{'requests':32}" + "".join(f"{ctx[k]['n']:>20}" for k in ctx))
         for title, key in CONTEXT_ROWS:
             lines.append(f"{title:32}" + "".join(f"{_pct(ctx[k][key]):>20}" for k in ctx))
+    pb = result.get("policy_blocks")
+    if pb and any(pb[k] for k in ("p_attack", "combined_risk", "corroborated")):
+        by_rule = ", ".join(f"{k} {v}" for k, v in list(pb["corroborating_rules"].items())[:5])
+        lines += ["", f"{SYSTEM_TITLES['rules_model']}: what the model scored was blocked at P(attack) {pb['p_attack']}, "
+                  f"at combined risk {pb['combined_risk']}, corroborated by a fallback rule {pb['corroborated']}"
+                  + (f" ({by_rule})" if by_rule else "")]
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
     if result["errors_by_source"]:

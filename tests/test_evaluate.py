@@ -129,9 +129,13 @@ def test_a_fallback_rule_corroborates_as_in_the_gateway(setup: dict[str, Path], 
     signatures.write_text("rules:\n  - name: weak-signature\n    path: ['/weak/**']\n    action: block\n")
     text = setup["config"].read_text().replace("policy:\n", f"policy:\n  block_attack_corroborated: {corroborated or 'null'}\n")
     setup["config"].write_text(text.replace("rules:\n", f"rules:\n  fallback_files: [{signatures}]\n"))
-    s = run(setup)["systems"]
+    result = run(setup)
+    s = result["systems"]
     # /weak/1 (P(attack) 0.70) is blocked when the floor is at or under 0.70 and the signature matches
     assert s["rules_model"]["matrix"]["attack"]["block"] == blocked
+    assert result["policy_blocks"] == {"p_attack": 1, "combined_risk": 0, "corroborated": blocked - 2,
+                                       "corroborating_rules": {"weak-signature": 1} if blocked == 3 else {}}
+    assert ("corroborated by a fallback rule 1 (weak-signature 1)" in ev.render(result, "d")) is (blocked == 3)
     assert s["model"]["matrix"]["attack"]["block"] == 1  # the model alone has no rules to corroborate it
     assert s["rules_only"]["matrix"]["attack"]["block"] == 2  # the fallback rule decides when the model is down
 
