@@ -256,17 +256,17 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             ruled = fallback.evaluate(f) if fallback is not None else None
             # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
             actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
-            scored = policy.verdict(f, probs, outcome)
-            verdict = scored
-            if fallback is not None and scored.action is not Action.BLOCK:
-                verdict = policy.corroborate(f, scored, fallback.evaluate)  # as the pipeline does
+            said = policy.verdict(f, probs, outcome)
+            verdict = said
+            if fallback is not None and said.action is not Action.BLOCK:
+                verdict = policy.corroborate(f, said, fallback.evaluate)  # as the pipeline does
             actions["rules_model"][i] = _effective(verdict)
             if ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
-                if verdict is not scored:
+                if verdict is not said:
                     key = "corroborated"
                     corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
                 else:
-                    key = "p_attack" if probs["class"]["attack"] >= policy.thresholds(scored.policy).block_attack else "combined_risk"
+                    key = "p_attack" if probs["class"]["attack"] >= policy.thresholds(said.policy).block_attack else "combined_risk"
                 policy_blocks[key] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
