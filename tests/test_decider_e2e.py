@@ -27,8 +27,11 @@ BROWSER = {"User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/
 SQLI = "/search?q=1%27%20OR%20%271%27%3D%271--"
 
 
-def model_config(upstream: str, tmp: Path, **extra: object) -> dict[str, object]:
-    return config_for(upstream, rules={"files": [str(ROOT / "rules" / "default.yaml")]}, model={"enabled": True},
+SHIPPED_RULES = {"files": [str(ROOT / "rules" / "default.yaml")]}
+
+
+def model_config(upstream: str, tmp: Path, rules: dict[str, object] = SHIPPED_RULES, **extra: object) -> dict[str, object]:
+    return config_for(upstream, rules=rules, model={"enabled": True},
                       challenge={"dev_generate_secret": True}, logging={"level": "info", "access_log": "-", "debug_headers": True},
                       decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)
 
@@ -102,6 +105,29 @@ def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_ori
         assert r.headers["X-Clefgate-Source"] == "shadow"
         path = tmp_path / "decisions.jsonl"
         wait_until(lambda: path.exists() and '"shadow_action":"block"' in path.read_text(), 10, what="a shadow line")
+    finally:
+        gw.stop()
+
+
+def test_a_signature_corroborates_what_the_model_leans_to_block(demo_origin, tmp_path: Path) -> None:
+    """The shipped model gives this quoted comparison in a path from a browser P(attack) about 0.5: under the
+    0.95 bar and the challenge line, so without the fallback rules it would be forwarded."""
+    rules = {**SHIPPED_RULES, "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
+    gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, rules=rules), ready_timeout=120)
+    target = "/portal/red/x%27%20OR%20%27c%27%3D%27b"
+    try:
+        first = get(gw, target, ip="203.0.113.90")
+        assert first.status_code == 403 and first.headers["X-Clefgate-Source"] == "model", first.headers
+        attack = float(first.headers["X-Clefgate-Reason"].split("P(attack)=")[1].split(" ")[0])
+        assert 0.4 <= attack < 0.95  # the premise: the model alone would not block it
+        assert first.headers["X-Clefgate-Reason"].endswith("and fallback rule block-sql-injection matched")
+        again = get(gw, target, ip="203.0.113.91")
+        assert again.status_code == 403 and again.headers["X-Clefgate-Source"] == "cache"  # a cached answer is corroborated too
+        assert get(gw, "/shop", ip="203.0.113.92").status_code == 200
+        metrics = gw.metrics()
+        assert 'clefgate_corroborated_blocks_total{mode="enforce",policy="default",rule="block-sql-injection"} 2' in metrics
+        path = tmp_path / "decisions.jsonl"
+        wait_until(lambda: path.exists() and path.read_text().count('"rule":"block-sql-injection"') >= 2, 10, what="two decision lines")
     finally:
         gw.stop()
 
