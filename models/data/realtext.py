@@ -1,6 +1,7 @@
 """People typing real text: searches and forum posts made of the documentation installed packages ship.
 
     python -m models.data.realtext --rows 20000 --out realtext.jsonl
+    python -m models.data.realtext --source locales --rows 20000 --out locales.jsonl
     clefgate eval --data realtext.jsonl
 
 Every row is a person (label ``human``) with a current Chrome head: a search (``GET
@@ -10,6 +11,12 @@ prose, tables and code of the READMEs and docs in this environment's site-packag
 ``/usr/share/doc``: the kind of text a developer forum or a docs search receives, and
 text neither the generator nor the rule authors wrote.
 
+``--source locales`` makes the same requests out of other languages: the translated
+messages of the system's message catalogs (``/usr/share/locale/*/LC_MESSAGES/*.mo``,
+every language but English), with an ``Accept-Language`` of that language. Messages with
+format placeholders or markup are left out, keyboard-accelerator marks removed; a post is
+three consecutive messages of one catalog.
+
 This is a measurement of false positives on unfamiliar text, never training data: what
 it reads depends on the packages installed, so it is not reproducible across
 environments (the row count and the files' digest are printed to tell runs apart).
@@ -18,6 +25,7 @@ environments (the row count and the files' digest are printed to tell runs apart
 from __future__ import annotations
 
 import argparse
+import gettext
 import hashlib
 import json
 import random
@@ -56,6 +64,47 @@ def snippets(paths: Sequence[Path]) -> Iterator[tuple[str, str]]:
         yield from pieces(text, phrases_only=False)
 
 
+_PLACEHOLDER = ("%", "{", "}", "<", ">", "\\", "$")
+
+
+def catalogs(root: Path = Path("/usr/share/locale")) -> list[Path]:
+    """Compiled message catalogs of every language but English under ``root``, in a stable order."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob("*/LC_MESSAGES/*.mo") if not p.parts[-3].lower().startswith(("en", "c.", "c@")) and p.parts[-3] != "C")
+
+
+def translations(paths: Sequence[Path]) -> Iterator[tuple[str, str, str]]:
+    """(language, "line" or "post", text): translated messages a person could type, and posts of three."""
+    for path in paths:
+        lang = path.parts[-3]
+        try:
+            with path.open("rb") as fh:
+                catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError):  # a catalog Python cannot read is skipped
+            continue
+        texts = []
+        for key in sorted(catalog, key=str):
+            text = catalog[key]
+            if not key or not isinstance(text, str) or any(c in text for c in _PLACEHOLDER):
+                continue
+            text = " ".join(text.replace("_", "").replace("&", "").split())
+            if 8 <= len(text) <= 300 and " " in text:
+                texts.append(text)
+        for text in texts:
+            yield lang, "line", text
+        for i in range(0, len(texts) - 2, 3):
+            post = "\n".join(texts[i:i + 3])
+            if 40 <= len(post) <= 1500:
+                yield lang, "post", post
+
+
+def _accept_language(lang: str) -> str:
+    """An Accept-Language for a catalog's language (``pt_BR`` -> ``pt-BR,pt;q=0.9,en;q=0.8``)."""
+    base, _, region = lang.partition("@")[0].partition("_")
+    return f"{base}-{region},{base};q=0.9,en;q=0.8" if region else f"{base},en;q=0.8"
+
+
 def _navigation(referer: str) -> list[list[str]]:
     """The rest of a Chrome same-origin navigation's head, after the request-specific headers."""
     return [["Upgrade-Insecure-Requests", "1"], ["User-Agent", CHROME],
@@ -64,7 +113,7 @@ def _navigation(referer: str) -> list[list[str]]:
             ["Referer", referer], ["Accept-Encoding", "gzip, deflate, br, zstd"], ["Accept-Language", "en-US,en;q=0.9"]]
 
 
-def record(kind: str, text: str, rng: random.Random) -> dict[str, object]:
+def record(kind: str, text: str, rng: random.Random, lang: str | None = None) -> dict[str, object]:
     host = "forum.example.org"
     head = [["Host", host], ["Connection", "keep-alive"], *_HINTS]
     if kind == "line":
@@ -78,9 +127,12 @@ def record(kind: str, text: str, rng: random.Random) -> dict[str, object]:
         head += [["Content-Length", str(len(body))], ["Cache-Control", "max-age=0"], ["Origin", f"https://{host}"],
                  ["Content-Type", "application/x-www-form-urlencoded"], *_navigation(f"https://{host}/t/{topic}")]
         method = "POST"
+    if lang is not None:
+        head = [[k, _accept_language(lang) if k == "Accept-Language" else v] for k, v in head]
     ip = f"{rng.choice((24, 73, 81, 92, 109, 151, 188))}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
     return {"method": method, "path": target, "http_version": "1.1", "headers": head, "body": body, "client_ip": ip,
-            "label": "human", "source": f"human/realtext/{'search' if kind == 'line' else 'post'}"}
+            "label": "human", "source": f"human/{'realtext' if lang is None else 'locale'}/{'search' if kind == 'line' else 'post'}",
+            **({"lang": lang} if lang is not None else {})}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -88,16 +140,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=20000, help="number of requests (a random sample of all snippets)")
     ap.add_argument("--seed", type=int, default=1, help="sampling seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    ap.add_argument("--source", choices=("docs", "locales"), default="docs",
+                    help="docs: package documentation (English, developer text); locales: the system's translated messages")
     args = ap.parse_args(argv)
-    paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if "clefgate" not in str(p)]
+    if args.source == "docs":
+        paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if "clefgate" not in str(p)]
+        unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
+    else:
+        paths = catalogs()
+        unique = sorted(set(translations(paths)), key=lambda x: (x[0] or "", x[1], x[2]))
     digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
-    unique = sorted(set(snippets(paths)))
     rng = random.Random(args.seed)
     chosen = rng.sample(unique, min(args.rows, len(unique)))
     with args.out.open("w", encoding="utf-8") as out:
-        for kind, text in chosen:
-            out.write(json.dumps(record(kind, text, rng), separators=(",", ":")) + "\n")
-    print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} documents (files digest {digest})")
+        for lang, kind, text in chosen:
+            out.write(json.dumps(record(kind, text, rng, lang), separators=(",", ":")) + "\n")
+    what = "documents" if args.source == "docs" else "catalogs"
+    print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} {what} (files digest {digest})")
     return 0
 
 
