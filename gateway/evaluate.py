@@ -241,8 +241,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     decided_by_rule = np.zeros(len(rows), dtype=bool)
     rule_hits: dict[str, int] = {}
     # which of the policy's blocks stopped what the model scored (rules + model)
-    policy_blocks = {"p_attack": 0, "combined_risk": 0, "corroborated": 0}
-    corroborating: dict[str, int] = {}
+    policy_blocks = {"p_attack": 0, "combined_risk": 0}
+    corroborating: dict[str, int] = {}  # by rule
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
         f = row.features
         outcome = _rules_outcome(table, default, f)
@@ -257,17 +257,12 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
             actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
             said = policy.verdict(f, probs, outcome)
-            verdict = said
-            if fallback is not None and said.action is not Action.BLOCK:
-                verdict = policy.corroborate(f, said, fallback.evaluate)  # as the pipeline does
+            verdict = policy.corroborate(f, said, fallback.evaluate) if fallback is not None else said  # as the pipeline does
             actions["rules_model"][i] = _effective(verdict)
-            if ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
-                if verdict is not said:
-                    key = "corroborated"
-                    corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
-                else:
-                    key = "p_attack" if probs["class"]["attack"] >= policy.thresholds(said.policy).block_attack else "combined_risk"
-                policy_blocks[key] += 1
+            if verdict is not said:
+                corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
+            elif ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
+                policy_blocks["p_attack" if probs["class"]["attack"] >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])
@@ -298,7 +293,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "policy": policy.describe(), "rules": list(cfg.rules.files), "model_enabled": cfg.model.enabled, "systems": systems,
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
-        "policy_blocks": {**policy_blocks, "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
+        "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()),
+                          "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
         "by_client_context": contexts,
     }

@@ -167,7 +167,7 @@ class Pipeline:
 
     def _corroborated(self, verdict: Verdict, features: Features) -> Verdict:
         """A model verdict short of a block, blocked when a fallback rule corroborates it (``Policy.corroborate``)."""
-        if self.fallback_rules is None or self.policy is None or verdict.action is Action.BLOCK:
+        if self.fallback_rules is None or self.policy is None:
             return verdict
         return self.policy.corroborate(features, verdict, self.fallback_rules.evaluate)
 
