@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from models.data.stdtext import pieces
+from models.data.stdtext import LINE, PARAGRAPH, pieces
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 _HINTS = [["sec-ch-ua", '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'], ["sec-ch-ua-mobile", "?0"],
@@ -89,13 +89,13 @@ def translations(paths: Sequence[Path]) -> Iterator[tuple[str, str, str]]:
             if not key or not isinstance(text, str) or any(c in text for c in _PLACEHOLDER):
                 continue
             text = " ".join(text.replace("_", "").replace("&", "").split())
-            if 8 <= len(text) <= 300 and " " in text:
+            if LINE[0] <= len(text) <= LINE[1] and " " in text:
                 texts.append(text)
         for text in texts:
             yield lang, "line", text
         for i in range(0, len(texts) - 2, 3):
             post = "\n".join(texts[i:i + 3])
-            if 40 <= len(post) <= 1500:
+            if PARAGRAPH[0] <= len(post) <= PARAGRAPH[1]:
                 yield lang, "post", post
 
 
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
     else:
         paths = catalogs()
-        unique = sorted(set(translations(paths)), key=lambda x: (x[0] or "", x[1], x[2]))
+        unique = sorted(set(translations(paths)))
     digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
     rng = random.Random(args.seed)
     chosen = rng.sample(unique, min(args.rows, len(unique)))
