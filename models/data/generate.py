@@ -444,7 +444,7 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
         rng = Draw(base + i, split)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
         if label == "attack":
-            rng.real_text = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
+            rng.real_text = rng.lang_text = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
         yield BUILDERS[label](rng)
 
 

@@ -15,7 +15,9 @@ text neither the generator nor the rule authors wrote.
 messages of the system's message catalogs (``/usr/share/locale/*/LC_MESSAGES/*.mo``,
 every language but English), with an ``Accept-Language`` of that language. Messages with
 format placeholders or markup are left out, keyboard-accelerator marks removed; a post is
-three consecutive messages of one catalog.
+three consecutive messages of one catalog. Text the training side reads is left out:
+Django's translations (``langtext``) from the locales, Django's own documents from the
+docs.
 
 This is a measurement of false positives on unfamiliar text, never training data: what
 it reads depends on the packages installed, so it is not reproducible across
@@ -25,7 +27,6 @@ environments (the row count and the files' digest are printed to tell runs apart
 from __future__ import annotations
 
 import argparse
-import gettext
 import hashlib
 import json
 import random
@@ -34,7 +35,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from models.data.stdtext import LINE, PARAGRAPH, pieces
+from models.data import langtext
+from models.data.langtext import is_english, translations
+from models.data.stdtext import pieces
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 _HINTS = [["sec-ch-ua", '"Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24"'], ["sec-ch-ua-mobile", "?0"],
@@ -64,39 +67,11 @@ def snippets(paths: Sequence[Path]) -> Iterator[tuple[str, str]]:
         yield from pieces(text, phrases_only=False)
 
 
-_PLACEHOLDER = ("%", "{", "}", "<", ">", "\\", "$")
-
-
 def catalogs(root: Path = Path("/usr/share/locale")) -> list[Path]:
     """Compiled message catalogs of every language but English under ``root``, in a stable order."""
     if not root.is_dir():
         return []
-    return sorted(p for p in root.glob("*/LC_MESSAGES/*.mo") if not p.parts[-3].lower().startswith(("en", "c.", "c@")) and p.parts[-3] != "C")
-
-
-def translations(paths: Sequence[Path]) -> Iterator[tuple[str, str, str]]:
-    """(language, "line" or "post", text): translated messages a person could type, and posts of three."""
-    for path in paths:
-        lang = path.parts[-3]
-        try:
-            with path.open("rb") as fh:
-                catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, IndexError):  # a catalog Python cannot read is skipped
-            continue
-        texts = []
-        for key in sorted(catalog, key=str):
-            text = catalog[key]
-            if not key or not isinstance(text, str) or any(c in text for c in _PLACEHOLDER):
-                continue
-            text = " ".join(text.replace("_", "").replace("&", "").split())
-            if LINE[0] <= len(text) <= LINE[1] and " " in text:
-                texts.append(text)
-        for text in texts:
-            yield lang, "line", text
-        for i in range(0, len(texts) - 2, 3):
-            post = "\n".join(texts[i:i + 3])
-            if PARAGRAPH[0] <= len(post) <= PARAGRAPH[1]:
-                yield lang, "post", post
+    return sorted(p for p in root.glob("*/LC_MESSAGES/*.mo") if not is_english(p.parts[-3]))
 
 
 def _accept_language(lang: str) -> str:
@@ -135,6 +110,21 @@ def record(kind: str, text: str, rng: random.Random, lang: str | None = None) ->
             **({"lang": lang} if lang is not None else {})}
 
 
+def _ours(path: Path) -> bool:
+    """Documents of this project, or of a package whose text the training side reads (Django's translations): the
+    measurement leaves them out, so it measures the same text with or without the ``[train]`` extra installed."""
+    parts = {part.lower() for part in path.parts}
+    return "clefgate" in str(path) or "django" in parts or any(part.startswith("django-") and part.endswith(".dist-info") for part in parts)
+
+
+def _trained_translations() -> frozenset[str]:
+    """The other-language text the training side reads (``langtext``), empty when Django is not installed."""
+    if not langtext.catalogs():
+        return frozenset()
+    lines, posts = langtext.snippets()
+    return frozenset(lines) | frozenset(posts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m models.data.realtext", description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=20000, help="number of requests (a random sample of all snippets)")
@@ -144,11 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="docs: package documentation (English, developer text); locales: the system's translated messages")
     args = ap.parse_args(argv)
     if args.source == "docs":
-        paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if "clefgate" not in str(p)]
+        paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if not _ours(p)]
         unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
     else:
         paths = catalogs()
-        unique = sorted(set(translations(paths)))
+        trained = _trained_translations()
+        unique = sorted(row for row in set(translations(paths)) if row[2] not in trained)
     digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
     rng = random.Random(args.seed)
     chosen = rng.sample(unique, min(args.rows, len(unique)))

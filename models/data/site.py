@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlencode
 
-from models.data import stdtext
+from models.data import langtext, stdtext
 from models.data.sources import Split, assign
 
 HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
@@ -184,8 +184,10 @@ def _hex(rng: random.Random, n: int) -> str:
     return "".join(rng.choice("0123456789abcdef") for _ in range(n))
 
 
-# Share of people's text drawn on the training side from real text (``stdtext``) instead of the pools.
+# Shares of people's text drawn on the training side from real text instead of the pools: English (``stdtext``), and on
+# top of it other languages (``langtext``).
 REAL_TEXT_SHARE = 0.3
+LANG_TEXT_SHARE = 0.05
 
 
 class Draw(random.Random):
@@ -193,16 +195,19 @@ class Draw(random.Random):
 
     Text pools (queries, reviews, posts) are split like every other source, so the
     evaluation split's hard negatives are sentences training never saw. On the training
-    side, ``real_text`` of the draws are real text instead (``stdtext``: the Python
-    reference and standard-library docstrings), so that text unlike the pools is no
-    evidence of an attack. The other sides draw exactly as without it (no extra random
-    numbers), and ``generate`` sets ``real_text`` to 0 for attack rows.
+    side, ``real_text`` of the draws are real English text instead (``stdtext``: the Python
+    reference and standard-library docstrings) and the next ``lang_text`` other languages
+    (``langtext``: Django's translations), so that text unlike the pools, in any script,
+    is no evidence of an attack. One random number decides, so the English draws are the
+    same whatever ``lang_text`` is. The other sides draw exactly as without them (no extra
+    random numbers), and ``generate`` sets both to 0 for attack rows.
     """
 
     def __init__(self, seed: int, split: Split) -> None:
         super().__init__(seed)
         self.split = split
         self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
+        self.lang_text = LANG_TEXT_SHARE if split == "train" else 0.0
 
     def text(self, pool: tuple[str, ...]) -> str:
         """One item of ``pool`` from this draw's side of the split, or on the training side sometimes real text.
@@ -210,8 +215,9 @@ class Draw(random.Random):
         Real text is a line for the search pools and a paragraph (line breaks as LF, or
         as CRLF the way a browser submits a textarea) for posts, comments and reviews.
         """
-        if self.real_text and self.random() < self.real_text:
-            lines, paragraphs = stdtext.snippets()
+        draw = self.random() if self.real_text or self.lang_text else 1.0
+        if draw < self.real_text + self.lang_text:
+            lines, paragraphs = stdtext.snippets() if draw < self.real_text else langtext.snippets()
             if pool is QUERIES or pool is HARD_QUERIES:
                 return self.choice(lines)
             para = self.choice(paragraphs)
