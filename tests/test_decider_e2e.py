@@ -18,12 +18,14 @@ from tests.harness import ROOT, Gateway, config_for, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
-BROWSER = {"User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
-           "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8",
-           "Accept-Language": "en-US,en;q=0.9", "Accept-Encoding": "gzip, deflate, br",
-           "Sec-Ch-Ua": '"Chromium";v="126", "Google Chrome";v="126", "Not-A.Brand";v="99"', "Sec-Ch-Ua-Mobile": "?0",
-           "Sec-Ch-Ua-Platform": '"Windows"', "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-User": "?1",
-           "Sec-Fetch-Dest": "document", "Upgrade-Insecure-Requests": "1"}
+# Chrome's own order for a navigation (httpx sends Host and Connection first, then these as given): the model knows
+# a browser by its head, and a browser user agent over another client's order is how spoofing scrapers look.
+BROWSER = {"Sec-Ch-Ua": '"Chromium";v="126", "Google Chrome";v="126", "Not-A.Brand";v="99"', "Sec-Ch-Ua-Mobile": "?0",
+           "Sec-Ch-Ua-Platform": '"Windows"', "Upgrade-Insecure-Requests": "1",
+           "User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36",
+           "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8",
+           "Sec-Fetch-Site": "none", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-User": "?1", "Sec-Fetch-Dest": "document",
+           "Accept-Encoding": "gzip, deflate, br, zstd", "Accept-Language": "en-US,en;q=0.9"}
 SQLI = "/search?q=1%27%20OR%20%271%27%3D%271--"
 
 
@@ -110,11 +112,11 @@ def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_ori
 
 
 def test_a_signature_corroborates_what_the_model_leans_to_block(demo_origin, tmp_path: Path) -> None:
-    """The shipped model gives this quoted comparison in a path from a browser P(attack) about 0.5: under the
-    0.95 bar and the challenge line, so without the fallback rules it would be forwarded."""
+    """The shipped model gives this time-based SQL payload in a query from a browser P(attack) about 0.7: under the
+    0.95 bar, so without the fallback rules it would only be challenged."""
     rules = {**SHIPPED_RULES, "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
     gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, rules=rules), ready_timeout=120)
-    target = "/portal/red/x%27%20OR%20%27c%27%3D%27b"
+    target = "/docs?page=1%20AND%20SLEEP(5)"
     try:
         first = get(gw, target, ip="203.0.113.90")
         assert first.status_code == 403 and first.headers["X-Clefgate-Source"] == "model", first.headers
