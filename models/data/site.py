@@ -480,6 +480,33 @@ TEMPLATES: tuple[Template, ...] = (
 
 SITES = tuple(HOSTS)
 
+# People's one-click actions (follow, star, react, save for later, apply a coupon): short form posts whose fields
+# are an id, a token or a word, to paths of their own. On the training side only (``_assign``), so the calibration and
+# evaluation files stay as they were; the paths share no word but "add" with the one-click measurement
+# (``models.data.oneclick``: cart, like, vote, wishlist, checkout, settings, delete), which measures whether it generalises.
+ACTIONS: tuple[Template, ...] = (
+    Template("shop.basket_add", "shop", "form", _form(lambda r: "/basket/add", lambda r: {"item": str(r.randint(1, 99999))} if r.random() < 0.5 else {"product": str(r.randint(100, 99999)), "qty": str(r.randint(1, 4))})),
+    Template("shop.favorite", "shop", "form", _form(lambda r: "/account/favorites", lambda r: {"product_id": str(r.randint(100, 999999))})),
+    Template("shop.compare_add", "shop", "form", _form(lambda r: "/compare/add", lambda r: {"sku": f"{r.choice('ABCDEFGHKMNPRSTX')}{r.choice('ABCDEFGHKMNPRSTX')}-{r.randint(100, 99999)}"})),
+    Template("shop.coupon", "shop", "form", _form(lambda r: "/coupon/apply", lambda r: {"code": f"{r.choice(WORDS).upper()}{r.choice((5, 10, 15, 20, 25))}"})),
+    Template("shop.currency", "shop", "form", _form(lambda r: "/currency", lambda r: {"code": r.choice(("EUR", "USD", "GBP", "JPY", "CHF"))})),
+    Template("forum.bookmark", "forum", "form", _form(lambda r: f"/t/{r.randint(1, 99999)}/bookmark", lambda r: {"post_number": str(r.randint(1, 200))})),
+    Template("forum.react", "forum", "form", _form(lambda r: f"/p/{r.randint(1, 999999)}/react", lambda r: {"emoji": r.choice(("heart", "+1", "laughing", "tada", "eyes"))})),
+    Template("forum.follow", "forum", "form", _form(lambda r: f"/u/{r.choice(USERS)}/follow", lambda r: {"follow": "1", "_csrf": _hex(r, 32)})),
+    Template("forum.poll_answer", "forum", "form", _form(lambda r: f"/polls/{r.randint(1, 9999)}/answer", lambda r: {"option": str(r.randint(1, 6))})),
+    Template("forum.mark_read", "forum", "form", _form(lambda r: "/notifications/read", lambda r: {"all": "1"} if r.random() < 0.5 else {"id": str(r.randint(1, 10**7))})),
+    Template("blog.applause", "blog", "form", _form(lambda r: f"/posts/{r.randint(1, 900)}/applause", lambda r: {"count": str(r.randint(1, 50))})),
+    Template("blog.rating", "blog", "form", _form(lambda r: f"/articles/{r.randint(1, 900)}/rating", lambda r: {"stars": str(r.randint(1, 5))})),
+    Template("forge.star", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/star", lambda r: {"authenticity_token": _hex(r, 40)})),
+    Template("forge.watch", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/subscription", lambda r: {"state": r.choice(("watching", "ignoring", "releases"))})),
+    Template("forge.labels", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues/{r.randint(1, 3000)}/labels", lambda r: {"label": r.choice(("bug", "docs", "enhancement", "question"))})),
+    Template("docs.feedback", "docs", "form", _form(lambda r: "/feedback", lambda r: {"page": f"/guide/{r.choice(WORDS)}", "helpful": r.choice(("yes", "no"))})),
+    Template("docs.version", "docs", "form", _form(lambda r: "/select-version", lambda r: {"v": _version(r)})),
+    Template("any.consent", "*", "form", _form(lambda r: "/privacy/consent", lambda r: {"accept": r.choice(("all", "necessary"))})),
+    Template("any.setlang", "*", "form", _form(lambda r: "/i18n/setlang", lambda r: {"language": r.choice(("de", "fr", "es", "ja", "pt-br")), "next": "/"})),
+    Template("any.signout", "*", "form", _form(lambda r: "/session/end", lambda r: {"_token": _hex(r, 40)})),
+)
+
 
 def _assign() -> dict[str, tuple[Template, ...]]:
     """Templates per side; each (site, group) keeps members on every side (``sources.assign``)."""
@@ -490,6 +517,7 @@ def _assign() -> dict[str, tuple[Template, ...]]:
     for members in groups.values():
         for side, chosen in assign(members, "path-template", lambda t: t.id).items():
             sides[side] += chosen
+    sides["train"] += ACTIONS
     return {k: tuple(v) for k, v in sides.items()}
 
 
