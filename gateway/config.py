@@ -281,9 +281,9 @@ class RoutePolicyConfig:
 class PolicyConfig:
     """How the model's calibrated probabilities become actions: thresholds, shadow mode, rollout."""
 
-    block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.4.0, 1.3.0, 1.2.0 and 1.1.0: the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
+    block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.5.0 down to 1.1.0: the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
     block_risk: float | None = setting(0.96, "Block when P(bad_bot) + P(attack) >= this: near-certain automation is blocked, not challenged (0.96 for "
-                                       "Clef-flash 1.4.0 and 1.3.0, chosen on the calibration samples and real text, see models/README.md); null never blocks "
+                                       "Clef-flash 1.5.0, 1.4.0 and 1.3.0, chosen on the calibration samples and real text, see models/README.md); null never blocks "
                                        "on combined risk alone.", check=fraction)
     block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
                                                       "signatures in the shipped config) would block the request: two witnesses agreeing. "
