@@ -800,6 +800,6 @@ def reference_markdown() -> str:
     """The config reference as a Markdown table (embedded in the README)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for path, tp, default, doc in reference():
-        d = default.replace("|", "\\|")
-        lines.append(f"| `{path}` | {tp} | {f'`{d}`' if d else ''} | {doc.replace('|', '/')} |")
+        d, t = default.replace("|", "\\|"), tp.replace("|", "\\|")  # a bare | would end the cell
+        lines.append(f"| `{path}` | {t} | {f'`{d}`' if d else ''} | {doc.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
