@@ -184,12 +184,15 @@ def human(rng: Draw) -> dict[str, Any]:
                         weights=(0.32, 0.04, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
     options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
     tpl = rng.choice(options)
-    ep = tpl.make(rng)
+    return person(rng, agent, tpl.make(rng), host, f"human/{agent.engine}/{tpl.id}")
+
+
+def person(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str, source: str) -> dict[str, Any]:
+    """A person's record for ``ep``: the browser's head for it, a residential address and a person's client window."""
     head, version = _browser_request(rng, agent, ep, host)
     _fix_length(head, ep.body)
     stats = _client(rng, "human")
-    return _record(ep.method, ep.target, head, ep.body, _ip(rng, _RESIDENTIAL), "human",
-                   f"human/{agent.engine}/{tpl.id}", version=version, client=stats)
+    return _record(ep.method, ep.target, head, ep.body, _ip(rng, _RESIDENTIAL), "human", source, version=version, client=stats)
 
 
 # ---------------------------------------------------------------------------- good bots

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from models.data import site
-from models.data.generate import _RESIDENTIAL, _browser_request, _client, _fix_length, _ip, _record, _weighted
-from models.data.site import Draw, Endpoint, _form, _hex
+from models.data.generate import _weighted, person, write_jsonl
+from models.data.site import Draw, _form, _hex
 from models.data.sources import browsers_for
 
 # (name, site, path, fields): what the button posts.
@@ -46,20 +46,15 @@ FORMS: tuple[tuple[str, str, Callable[[Draw], str], Callable[[Draw], dict[str, s
 )
 
 
-def rows(n: int, seed: int) -> list[dict[str, object]]:
+def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
     """``n`` people's one-click posts; row ``i`` depends only on (seed, i)."""
     agents = browsers_for("eval")
     base = int.from_bytes(hashlib.sha256(f"oneclick/{seed}".encode()).digest()[:6], "big")
-    out = []
     for i in range(n):
         rng = Draw(base + i, "eval")
         name, site_name, target, fields = FORMS[i % len(FORMS)]
-        ep: Endpoint = _form(target, fields)(rng)
-        head, version = _browser_request(rng, _weighted(rng, agents), ep, site.HOSTS[site_name])
-        _fix_length(head, ep.body)
-        out.append(_record(ep.method, ep.target, head, ep.body, _ip(rng, _RESIDENTIAL), "human", f"human/oneclick/{name}",
-                           version=version, client=_client(rng, "human")))
-    return out
+        ep = _form(target, fields)(rng)
+        yield person(rng, _weighted(rng, agents), ep, site.HOSTS[site_name], f"human/oneclick/{name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,11 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     args = ap.parse_args(argv)
-    made = rows(args.rows, args.seed)
-    with args.out.open("w", encoding="utf-8") as fh:
-        for rec in made:
-            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
-    print(f"wrote {len(made)} rows of {len(FORMS)} one-click forms to {args.out}")
+    n, digest = write_jsonl(rows(args.rows, args.seed), args.out)
+    print(f"wrote {n} rows of {len(FORMS)} one-click forms to {args.out} (sha256 {digest[:16]})")
     return 0
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import random
 import site
 from collections.abc import Iterator, Sequence
@@ -36,6 +35,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from models.data import langtext
+from models.data.generate import write_jsonl
 from models.data.langtext import is_english, translations
 from models.data.stdtext import pieces
 
@@ -119,9 +119,10 @@ def _ours(path: Path) -> bool:
 
 def _trained_translations() -> frozenset[str]:
     """The other-language text the training side reads (``langtext``), empty when Django is not installed."""
-    if not langtext.catalogs():
+    try:
+        lines, posts = langtext.snippets()
+    except RuntimeError:  # no Django: nothing of it to leave out
         return frozenset()
-    lines, posts = langtext.snippets()
     return frozenset(lines) | frozenset(posts)
 
 
@@ -143,9 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
     rng = random.Random(args.seed)
     chosen = rng.sample(unique, min(args.rows, len(unique)))
-    with args.out.open("w", encoding="utf-8") as out:
-        for lang, kind, text in chosen:
-            out.write(json.dumps(record(kind, text, rng, lang), separators=(",", ":")) + "\n")
+    write_jsonl((record(kind, text, rng, lang) for lang, kind, text in chosen), args.out)
     what = "documents" if args.source == "docs" else "catalogs"
     print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} {what} (files digest {digest})")
     return 0
