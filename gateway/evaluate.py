@@ -1,6 +1,12 @@
 """``clefgate eval``: how rules, the model and the policy treat labelled requests.
 
     clefgate eval --data requests.jsonl [--json] [--config clefgate.yaml]
+    clefgate eval --data a.jsonl --data b.jsonl --config x.yaml --config y.yaml --model-version 1.4.0 --model-version 1.5.0
+
+With several ``--data``, ``--config`` or ``--model-version`` it compares: every setup
+(each config, with each model version in it) on every file, in one run, side by side,
+each figure with its difference from the first setup in points, and the sources of the
+people each setup blocks (``render_comparison``).
 
 Reads one request per line — ``{"method", "path" (with query), "http_version",
 "headers": [[name, value], …], "body", "client_ip", "label"}`` (``attack_kind``,
@@ -296,6 +302,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()),
                           "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
+        "humans_blocked_by_source": _blocked_people(rows, actions["rules_model"]),
         "by_client_context": contexts,
     }
     out["targets"] = {k: {"op": op, "target": t, "value": out.get(k) if k != "verified_good_bots_passed" else main[k],
@@ -331,6 +338,16 @@ CONTEXT_ROWS = (("humans blocked", "humans_blocked"), ("humans challenged", "hum
                 ("attacks blocked", "attacks_blocked"), ("bad bots challenged or blocked", "bad_bots_stopped"))
 CONTEXT_KEYS = frozenset(key for _, key in CONTEXT_ROWS)
 CONTEXT_TITLES = {"first_request": "first request", "with_history": "client with history"}
+
+
+def _blocked_people(rows: Sequence[Row], actions: np.ndarray, top: int = 8) -> dict[str, int]:
+    """The sources of the people (label human) rules + model blocked, most first: what a people-blocked figure is made of."""
+    counts: dict[str, int] = {}
+    block = ACTIONS.index(Action.BLOCK)
+    for row, action in zip(rows, actions, strict=True):
+        if row.label == 0 and action == block:
+            counts[row.source or "?"] = counts.get(row.source or "?", 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top])
 
 
 def _pct(v: float | None) -> str:
@@ -400,38 +417,101 @@ def render(result: Mapping[str, Any], data: str) -> str:
     return "\n".join(lines)
 
 
+COMPARED = (("humans blocked", "humans_blocked"), ("humans challenged", "humans_challenged"), ("attacks blocked", "attacks_blocked"),
+            ("bad bots challenged or blocked", "bad_bots_stopped"), ("good bots passed", "good_bots_passed"),
+            ("verified good bots passed", "verified_good_bots_passed"), ("right action (accuracy)", "accuracy"))
+
+
+def render_comparison(results: Sequence[Mapping[str, Any]]) -> str:
+    """Setups side by side per data file (rules + model at each setup's policy); differences are from the first setup."""
+    setups = list(dict.fromkeys(r["setup"] for r in results))
+    width = 20
+    lines = [f"clefgate eval: {len(setups)} setups on {len(dict.fromkeys(r['data'] for r in results))} files, rules + model at each "
+             "setup's policy; (+/-) is the difference from the first setup in points"]
+    for i, name in enumerate(setups):
+        first = next(r for r in results if r["setup"] == name)
+        lines.append(f"  [{i + 1}] {name}: {first['model']} ({first['precision']}); {first['policy']}")
+    for data in dict.fromkeys(r["data"] for r in results):
+        row = {r["setup"]: r for r in results if r["data"] == data}
+        base = row[setups[0]]
+        lines += ["", f"{data}: {base['n']} labelled requests ({', '.join(f'{k} {v}' for k, v in base['labels'].items())})",
+                  f"{'':32}" + "".join(f"{f'[{i + 1}]':>{width}}" for i in range(len(setups))) + f"{'target':>12}"]
+        for title, key in COMPARED:
+            cells = []
+            for j, name in enumerate(setups):
+                v, b = row[name].get(key), base.get(key)
+                diff = f" ({100 * (v - b):+.2f})" if j and v is not None and b is not None else ""
+                cells.append(f"{_pct(v) + diff:>{width}}")
+            target = TARGETS.get(key)
+            lines.append(f"{title:32}" + "".join(cells) + f"{f'{target[0]} {_pct(target[1])}' if target else '':>12}")
+        for i, name in enumerate(setups):
+            blocked = row[name].get("humans_blocked_by_source") or {}
+            if blocked:
+                lines.append(f"  [{i + 1}] people blocked, by source: " + ", ".join(f"{k} {v}" for k, v in blocked.items()))
+    return "\n".join(lines)
+
+
+def _setups(configs: Sequence[Path | None], versions: Sequence[str | None]) -> list[tuple[str, Path | None, str | None]]:
+    """(column name, config, model version or None for the config's) for every config with every version."""
+    named = len(configs) > 1
+    short = len({p.name if p else None for p in configs}) == len(configs)  # file names tell the configs apart
+    out = []
+    for path in configs:
+        label = (path.name if short else str(path)) if path else "shipped config"
+        for version in versions:
+            name = " ".join(x for x in (label if named or version is None else "", f"model {version}" if version else "") if x)
+            out.append((name, path, version))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``clefgate eval``: 0 when the evaluation ran (targets are reported, not enforced), 2 on a setup error."""
     ap = argparse.ArgumentParser(prog="clefgate eval", description="Evaluate rules + model + policy on labelled requests.")
-    ap.add_argument("--data", type=Path, required=True, help="JSONL: one labelled request per line")
+    ap.add_argument("--data", type=Path, action="append", required=True,
+                    help="JSONL: one labelled request per line (repeat to compare on several files)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    ap.add_argument("--config", type=Path, default=None, help="gateway config (rules, policy, model); default: the shipped one")
+    ap.add_argument("--config", type=Path, action="append", default=None,
+                    help="gateway config (rules, policy, model); default: the shipped one (repeat to compare configs)")
+    ap.add_argument("--model-version", action="append", default=None, metavar="VERSION",
+                    help="model version to use instead of the config's (repeat to compare versions)")
     ap.add_argument("--variant", choices=("auto", "fp32", "int8", "fp16"), default=None, help="model file to use (default: the config's)")
     ap.add_argument("--limit", type=int, default=None, help="read at most this many labelled requests")
     args = ap.parse_args(argv)
     from gateway.decider import manifest as mf
     from gateway.decider.onnx import ModelLoadError, OnnxOptions, OnnxScorer
 
+    setups = _setups(args.config or [None], args.model_version or [None])
+    results: list[dict[str, Any]] = []
+    read: dict[Path, tuple[list[Row], Skipped]] = {}
     try:
-        cfg = load_config(args.config)
-        skipped = Skipped()
-        rows = read_rows(args.data, skipped, args.limit)
-        base = Path(cfg.source).parent if not cfg.source.startswith("<") else Path.cwd()
-        opts = OnnxOptions.from_config(cfg.model, base)
-        opts = OnnxOptions(**{**opts.__dict__, "providers": ("cpu",), **({"variant": args.variant} if args.variant else {})})
-        scorer = OnnxScorer(opts)
-        result = evaluate(rows, cfg, scorer)
+        for name, path, version in setups:
+            cfg = load_config(path)
+            if version:
+                cfg.model.version = version
+            base = Path(cfg.source).parent if not cfg.source.startswith("<") else Path.cwd()
+            opts = OnnxOptions.from_config(cfg.model, base)
+            opts = OnnxOptions(**{**opts.__dict__, "providers": ("cpu",), **({"variant": args.variant} if args.variant else {})})
+            scorer = OnnxScorer(opts)
+            for data in args.data:
+                if data not in read:
+                    skipped = Skipped()
+                    read[data] = (read_rows(data, skipped, args.limit), skipped)
+                rows, skipped = read[data]
+                result = evaluate(rows, cfg, scorer)
+                results.append({**result, "setup": name, "config": str(path) if path else None, "skipped": skipped.counts, "data": str(data)})
     except (EvalError, config_mod.ConfigError, mf.ManifestError, ModelLoadError) as exc:
         print(f"clefgate eval: {exc}", file=sys.stderr)
         return 2
-    result["skipped"] = skipped.counts
-    result["data"] = str(args.data)
+    if len(results) > 1:
+        print(json.dumps({"compare": results}, indent=2) if args.json else render_comparison(results))
+        return 0
+    result = results[0]
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps({k: v for k, v in result.items() if k not in ("setup", "config")}, indent=2))
     else:
-        print(render(result, str(args.data)))
-        if skipped.counts:
-            print(f"skipped lines: {', '.join(f'{k} {v}' for k, v in skipped.counts.items())}")
+        print(render(result, result["data"]))
+        if result["skipped"]:
+            print(f"skipped lines: {', '.join(f'{k} {v}' for k, v in result['skipped'].items())}")
     return 0
 
 

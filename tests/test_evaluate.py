@@ -163,6 +163,45 @@ def test_report_and_json_from_the_command_line(setup: dict[str, Path], monkeypat
         assert text in table
 
 
+def test_compare_setups_and_files_side_by_side(setup: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Several configs, model versions and files: every setup on every file in one run, differences from the first."""
+    asked: list[str] = []
+
+    def scorer(options: Any) -> FakeScorer:
+        asked.append(options.version)
+        return FakeScorer()
+
+    monkeypatch.setattr("gateway.decider.onnx.OnnxScorer", scorer)
+    strict = tmp_path / "strict.yaml"  # the same rules, challenging from risk 0.3: /odd and /feed are challenged anyway
+    strict.write_text(setup["config"].read_text().replace("challenge_risk: 0.6", "challenge_risk: 0.3")
+                      + "  block_risk: 0.8\n")
+    people = tmp_path / "people.jsonl"
+    people.write_text("\n".join(json.dumps(record(p, "human", source=f"human/{p[1:5]}")) for p in ("/page/9", "/odd/9", "/scrape/9")) + "\n")
+    argv = ["--data", str(setup["data"]), "--data", str(people), "--config", str(setup["config"]), "--config", str(strict),
+            "--model-version", "1.4.0", "--model-version", "1.5.0"]
+    assert ev.main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["compare"]
+    assert asked == ["1.4.0", "1.5.0", "1.4.0", "1.5.0"]  # one scorer per setup, the files read once
+    assert [(r["setup"], Path(r["data"]).name) for r in out] == [
+        (s, d) for s in ("clefgate.yaml model 1.4.0", "clefgate.yaml model 1.5.0", "strict.yaml model 1.4.0", "strict.yaml model 1.5.0")
+        for d in ("data.jsonl", "people.jsonl")]
+    by = {(r["setup"].split()[0], Path(r["data"]).name): r for r in out}
+    assert by[("clefgate.yaml", "people.jsonl")]["humans_blocked"] == 0.0
+    # risk 0.9 for /scrape (0.65 for /odd): blocked under block_risk 0.8, so a person there is blocked and named by source
+    assert by[("strict.yaml", "people.jsonl")]["humans_blocked"] == pytest.approx(1 / 3)
+    assert by[("strict.yaml", "people.jsonl")]["humans_blocked_by_source"] == {"human/scra": 1}
+    assert by[("strict.yaml", "data.jsonl")]["attacks_blocked"] > by[("clefgate.yaml", "data.jsonl")]["attacks_blocked"]  # /weak/1: risk 0.9
+    assert ev.main(argv) == 0
+    table = capsys.readouterr().out
+    assert "4 setups on 2 files" in table and "[4] strict.yaml model 1.5.0" in table
+    people_block = table.split("people.jsonl")[1]
+    assert "33.33% (+33.33)" in people_block and "[3] people blocked, by source: human/scra 1" in people_block
+    # one setup on one file keeps the single report
+    assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"]), "--model-version", "1.5.0"]) == 0
+    assert "rules+model" in capsys.readouterr().out and asked[-1] == "1.5.0"
+
+
 def test_setup_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps(record("/page", "")) + "\n")
