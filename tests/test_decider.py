@@ -294,9 +294,12 @@ async def test_ten_thousand_requests_leak_nothing(executor) -> None:
         return await asyncio.gather(*(stage.decide(make_features(target=f"/{'poison' if i % 97 == 0 else 'p'}{i % 500}"),
                                                    ScoreRequest()) for i in range(start, start + n)))
 
-    await wave(0, 1000)  # warm caches and allocator
-    gc.collect()
+    # Traced from the warm-up on: bounded caches (decision cache, encodings) replace entries allocated before
+    # tracing with traced ones, which read as ~2 MB of growth until every entry has turned over once.
     tracemalloc.start()
+    await wave(0, 1000)
+    await wave(100_000, 1000)
+    gc.collect()
     before_mem = tracemalloc.get_traced_memory()[0]
     before_tasks = len(asyncio.all_tasks())
     before_threads = threading.active_count()
@@ -311,7 +314,7 @@ async def test_ten_thousand_requests_leak_nothing(executor) -> None:
     assert total == 9000
     assert len(asyncio.all_tasks()) <= before_tasks
     assert threading.active_count() <= before_threads
-    assert grown < 2 * 1024 * 1024, f"memory grew by {grown} bytes over 9000 decisions"
+    assert grown < 1024 * 1024, f"memory grew by {grown} bytes over 9000 decisions"  # a leak of 120 bytes a decision shows
 
 
 def test_request_key_ignores_volatile_values_and_buckets_client_statistics() -> None:
