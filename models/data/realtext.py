@@ -2,6 +2,7 @@
 
     python -m models.data.realtext --rows 20000 --out realtext.jsonl
     python -m models.data.realtext --source locales --rows 20000 --out locales.jsonl
+    python -m models.data.realtext --source markdown --rows 20000 --out markdown.jsonl
     clefgate eval --data realtext.jsonl
 
 Every row is a person (label ``human``) with a current Chrome head: a search (``GET
@@ -17,11 +18,14 @@ every language but English), with an ``Accept-Language`` of that language. Messa
 format placeholders or markup are left out, keyboard-accelerator marks removed; a post is
 three consecutive messages of one catalog. Text the training side reads is left out:
 Django's translations (``langtext``) from the locales, Django's own documents from the
-docs.
+docs. ``--source markdown`` (``mdtext``) is developer text that does not depend on the
+machine: the docstrings of the pinned ``transformers``, whose documents the docs set
+leaves out.
 
-This is a measurement of false positives on unfamiliar text, never training data: what
-it reads depends on the packages installed, so it is not reproducible across
-environments (the row count and the files' digest are printed to tell runs apart).
+This is a measurement of false positives on unfamiliar text, never training data. What
+the docs and locales sets read depends on what the machine has installed, so they are
+not reproducible across environments; the markdown set is, given the pin (the row count
+and the files' digest are printed to tell runs apart).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from models.data import langtext
+from models.data import langtext, mdtext
 from models.data.generate import write_jsonl
 from models.data.langtext import is_english, translations
 from models.data.stdtext import pieces
@@ -110,11 +114,17 @@ def record(kind: str, text: str, rng: random.Random, lang: str | None = None) ->
             **({"lang": lang} if lang is not None else {})}
 
 
+# Packages whose text another set reads: Django's translations (training, ``langtext``), transformers' docstrings
+# (``--source markdown``, ``mdtext``).
+_READ_ELSEWHERE = ("django", mdtext.PACKAGE)
+
+
 def _ours(path: Path) -> bool:
-    """Documents of this project, or of a package whose text the training side reads (Django's translations): the
+    """Documents of this project, or of a package whose text the training side or another measurement reads: the docs
     measurement leaves them out, so it measures the same text with or without the ``[train]`` extra installed."""
     parts = {part.lower() for part in path.parts}
-    return "clefgate" in str(path) or "django" in parts or any(part.startswith("django-") and part.endswith(".dist-info") for part in parts)
+    return "clefgate" in str(path) or any(
+        name in parts or any(part.startswith(f"{name}-") and part.endswith(".dist-info") for part in parts) for name in _READ_ELSEWHERE)
 
 
 def _trained_translations() -> frozenset[str]:
@@ -131,12 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=20000, help="number of requests (a random sample of all snippets)")
     ap.add_argument("--seed", type=int, default=1, help="sampling seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    ap.add_argument("--source", choices=("docs", "locales"), default="docs",
-                    help="docs: package documentation (English, developer text); locales: the system's translated messages")
+    ap.add_argument("--source", choices=("docs", "locales", "markdown"), default="docs",
+                    help="docs: package documentation (English, developer text); locales: the system's translated messages; "
+                         "markdown: the pinned transformers package's docstrings (developer text, the same on every machine)")
     args = ap.parse_args(argv)
     if args.source == "docs":
         paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if not _ours(p)]
         unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
+    elif args.source == "markdown":
+        lines, posts = mdtext.snippets()
+        paths = mdtext.sources()
+        root = mdtext.package_root()
+        paths = [p.relative_to(root) for p in paths] if root else paths  # the digest names files inside the package
+        unique = sorted({(None, "line", t) for t in lines} | {(None, "post", t) for t in posts})
     else:
         paths = catalogs()
         trained = _trained_translations()
@@ -145,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     chosen = rng.sample(unique, min(args.rows, len(unique)))
     write_jsonl((record(kind, text, rng, lang) for lang, kind, text in chosen), args.out)
-    what = "documents" if args.source == "docs" else "catalogs"
+    what = {"docs": "documents", "locales": "catalogs", "markdown": "source files"}[args.source]
     print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} {what} (files digest {digest})")
     return 0
 
