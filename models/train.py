@@ -99,6 +99,12 @@ class OptimConfig:
     select: str = "validation"
     select_threshold: float = 0.95
     select_max_humans_blocked: float = 0.001
+    # developer text in the choice: this many people searching and posting the Markdown measurement set
+    # (``realtext --source markdown``, the pinned transformers' docstrings; never trained on) are scored each
+    # epoch, and ``select: calibration`` keeps only epochs blocking at most ``select_max_text_blocked`` of them
+    # (0 rows: not read, as up to 1.5.0)
+    select_text_rows: int = 0
+    select_max_text_blocked: float = 0.005
 
 
 @dataclass
@@ -160,6 +166,10 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"train.select: {cfg.train.select!r} is not one of {', '.join(SELECT)}")
     if cfg.train.select_threshold not in _TRACK:
         problems.append(f"train.select_threshold: {cfg.train.select_threshold} is not one of the tracked thresholds {', '.join(map(str, _TRACK))}")
+    if cfg.train.select_text_rows < 0:
+        problems.append(f"train.select_text_rows: {cfg.train.select_text_rows} is negative")
+    if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
+        problems.append(f"train.select_max_text_blocked: {cfg.train.select_max_text_blocked} is not a fraction (0-1)")
     if problems:
         raise SystemExit(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
     return cfg
@@ -207,6 +217,7 @@ class Splits:
     cal: Encoded
     eval: Encoded
     data_info: dict[str, Any]
+    text: Encoded | None = None  # people's developer text the epoch choice reads (``select_text_rows``)
 
 
 def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
@@ -261,7 +272,17 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,
             "split": {"train": len(enc["train"]), "validation": len(enc["val"]), "calibration": len(cal), "eval": len(ev)}}
-    return Splits(enc["train"], enc["val"], cal, ev, info)
+    text = None
+    if cfg.train.select_text_rows > 0:
+        from models.data import realtext
+
+        rows = realtext.sample(realtext.markdown_snippets(), cfg.train.select_text_rows, cfg.seed)
+        digest = hashlib.sha256("\n".join(json.dumps(r, sort_keys=True) for r in rows).encode()).hexdigest()
+        text = encode(rows)
+        info["choice_text"] = {"sha256": digest, "rows": len(rows),
+                               "generator": f"models.data.realtext --source markdown --rows {len(rows)} --seed {cfg.seed}"}
+        log(f"data: {len(rows)} people's Markdown text rows for the epoch choice (sha256 {digest[:12]})")
+    return Splits(enc["train"], enc["val"], cal, ev, info, text)
 
 
 def batches(enc: Encoded, batch_size: int, rng: random.Random | None) -> Iterator[tuple[torch.Tensor, ...]]:
@@ -360,13 +381,14 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
         cls_logits, kind_logits = predict(scored, splits.val)
         val_loss = _val_loss(cls_logits, kind_logits, splits.val)
         val_acc = float((cls_logits.argmax(1) == splits.val.labels).mean())
-        held = _calibration_side(scored, splits.cal)
+        held = _calibration_side(scored, splits.cal, splits.text)
         elapsed = (time.time() - started) / 60
         history.append({"epoch": epoch + 1, "train_loss": round(running / max(1, seen), 5), "val_loss": round(val_loss, 5),
                         "val_accuracy": round(val_acc, 5), "calibration_side": held, "minutes": round(elapsed, 2)})
         log(f"epoch {epoch + 1}: train loss {running / max(1, seen):.4f}, validation loss {val_loss:.4f}, "
             f"validation accuracy {val_acc:.4f}; calibration side (unseen sources) "
-            f"{', '.join(f'@{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}' for t, r in held.items())} ({elapsed:.1f} min)")
+            f"{', '.join(f'@{t}: attacks blocked {r[0]:.4f}, humans blocked {r[1]:.4f}' + (f', Markdown text blocked {r[2]:.4f}' if len(r) > 2 else '') for t, r in held.items())}"
+            f" ({elapsed:.1f} min)")
         snapshots.append({k: v.detach().clone() for k, v in scored.state_dict().items()})
         if val_loss < best_loss - 1e-5:
             best_loss, best_epoch = val_loss, epoch
@@ -393,7 +415,8 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
 
 
 def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | None:
-    """The epoch (index) blocking most attacks on the calibration side among those within the people-blocked bound.
+    """The epoch (index) blocking most attacks on the calibration side among those within the people-blocked bound
+    (and, when the choice reads developer text, within ``select_max_text_blocked`` on it).
 
     None of them within the bound: the one blocking fewest people (then most attacks).
     Ties go to the lower validation loss. None when nothing was measured there.
@@ -402,7 +425,7 @@ def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | 
     rows = [(i, h["calibration_side"][key], h["val_loss"]) for i, h in enumerate(history) if key in h.get("calibration_side", {})]
     if not rows:
         return None
-    within = [r for r in rows if r[1][1] <= opt.select_max_humans_blocked]
+    within = [r for r in rows if r[1][1] <= opt.select_max_humans_blocked and (len(r[1]) < 3 or r[1][2] <= opt.select_max_text_blocked)]
     if within:
         return max(within, key=lambda r: (r[1][0], -r[2]))[0]
     return min(rows, key=lambda r: (r[1][1], -r[1][0], r[2]))[0]
@@ -428,8 +451,9 @@ class _Ema:
 _TRACK = (0.95, 0.9, 0.8)
 
 
-def _calibration_side(net: FlashNet, cal: Encoded) -> dict[str, tuple[float, float]]:
-    """(attacks blocked, humans blocked) at each tracked threshold on the calibration side, after a temperature fit.
+def _calibration_side(net: FlashNet, cal: Encoded, text: Encoded | None = None) -> dict[str, tuple[float, ...]]:
+    """(attacks blocked, humans blocked[, developer text blocked]) at each tracked threshold on the calibration side,
+    after a temperature fit; the third when ``text`` (people's Markdown text, ``select_text_rows``) is given.
 
     Sources there are ones the network never trains on, so this tracks generalisation
     (the validation rows share sources with training); ``select: calibration`` keeps
@@ -438,9 +462,15 @@ def _calibration_side(net: FlashNet, cal: Encoded) -> dict[str, tuple[float, flo
     if not len(cal):
         return {}
     logits, _ = predict(net, cal)
-    p = softmax(logits, fit_temperature(logits, cal.labels))
+    temperature = fit_temperature(logits, cal.labels)
+    p = softmax(logits, temperature)
     rates = {t: policy_rates(p, cal.labels, _threshold_only(t)) for t in _TRACK}
-    return {str(t): (r["attacks_blocked"], r["humans_blocked"]) for t, r in rates.items()}
+    if text is None or not len(text):
+        return {str(t): (r["attacks_blocked"], r["humans_blocked"]) for t, r in rates.items()}
+    text_logits, _ = predict(net, text)
+    pt = softmax(text_logits, temperature)
+    return {str(t): (r["attacks_blocked"], r["humans_blocked"], policy_rates(pt, text.labels, _threshold_only(t))["humans_blocked"])
+            for t, r in rates.items()}
 
 
 def _threshold_only(block_attack: float) -> PolicyConfig:

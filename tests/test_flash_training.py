@@ -193,14 +193,39 @@ def test_calibration_selection_keeps_people_within_the_bound() -> None:
     assert train._choose_epoch([{"val_loss": 0.1, "calibration_side": {}}], opt) is None
 
 
+def test_calibration_selection_also_bounds_developer_text() -> None:
+    """With Markdown text in the choice, an epoch within the people bound but blocking too much of the text is passed over."""
+    opt = train.OptimConfig(select="calibration", select_max_humans_blocked=0.001, select_max_text_blocked=0.004)
+    history = [{"val_loss": 0.05, "calibration_side": {"0.95": (0.960, 0.0005, 0.0020)}},
+               {"val_loss": 0.04, "calibration_side": {"0.95": (0.975, 0.0005, 0.0090)}},
+               {"val_loss": 0.04, "calibration_side": {"0.95": (0.980, 0.0030, 0.0010)}}]
+    assert train._choose_epoch(history, opt) == 0
+    assert train._choose_epoch(history, train.OptimConfig(select="calibration", select_max_humans_blocked=0.001,
+                                                          select_max_text_blocked=0.01)) == 1
+
+
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("train:\n  select: eval\n  select_threshold: 0.7\n", encoding="utf-8")
+    bad.write_text("train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n",
+                   encoding="utf-8")
     with pytest.raises(SystemExit) as err:
         train.load_config(bad)
     message = str(err.value)
     assert "train.select: 'eval' is not one of validation, calibration" in message
-    assert "train.select_threshold: 0.7" in message and "2 problem(s)" in message
+    assert "train.select_threshold: 0.7" in message and "4 problem(s)" in message
+    assert "train.select_text_rows: -5 is negative" in message and "train.select_max_text_blocked: 2" in message
+
+
+def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """select_text_rows: people's Markdown text (never trained on) is scored every epoch and recorded with the data."""
+    config = tmp_path / "tiny-text.yaml"
+    config.write_text(TINY.read_text().replace("  select: calibration", "  select: calibration\n  select_text_rows: 150"))
+    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--no-export", "--hide-eval"]) == 0
+    log = capfd.readouterr().err
+    assert "150 people's Markdown text rows for the epoch choice" in log and "Markdown text blocked" in log
+    metrics = json.loads((tmp_path / "work" / "metrics.json").read_text())
+    epochs = metrics["training"]["epochs"]
+    assert all(len(e["calibration_side"]["0.95"]) == 3 and 0 <= e["calibration_side"]["0.95"][2] <= 1 for e in epochs)
 
 
 def test_the_chosen_epoch_is_recorded(tiny: dict[str, Path]) -> None:

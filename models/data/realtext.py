@@ -136,6 +136,19 @@ def _trained_translations() -> frozenset[str]:
     return frozenset(lines) | frozenset(posts)
 
 
+def markdown_snippets() -> list[tuple[str | None, str, str]]:
+    """Every (None, kind, text) of ``mdtext`` in a fixed order: the markdown set's population."""
+    lines, posts = mdtext.snippets()
+    return sorted({(None, "line", t) for t in lines} | {(None, "post", t) for t in posts})
+
+
+def sample(unique: Sequence[tuple[str | None, str, str]], rows: int, seed: int) -> list[dict[str, object]]:
+    """``rows`` people (or all there are) drawn from ``unique`` with ``seed``, as the measurement files hold them."""
+    rng = random.Random(seed)
+    chosen = rng.sample(list(unique), min(rows, len(unique)))
+    return [record(kind, text, rng, lang) for lang, kind, text in chosen]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m models.data.realtext", description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=20000, help="number of requests (a random sample of all snippets)")
@@ -149,19 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if not _ours(p)]
         unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
     elif args.source == "markdown":
-        lines, posts = mdtext.snippets()
-        paths = mdtext.sources()
+        unique = markdown_snippets()
         root = mdtext.package_root()
-        paths = [p.relative_to(root) for p in paths] if root else paths  # the digest names files inside the package
-        unique = sorted({(None, "line", t) for t in lines} | {(None, "post", t) for t in posts})
+        paths = [p.relative_to(root) for p in mdtext.sources()] if root else []  # the digest names files inside the package
     else:
         paths = catalogs()
         trained = _trained_translations()
         unique = sorted(row for row in set(translations(paths)) if row[2] not in trained)
     digest = hashlib.sha256("\n".join(str(p) for p in paths).encode()).hexdigest()[:12]
-    rng = random.Random(args.seed)
-    chosen = rng.sample(unique, min(args.rows, len(unique)))
-    write_jsonl((record(kind, text, rng, lang) for lang, kind, text in chosen), args.out)
+    chosen = sample(unique, args.rows, args.seed)
+    write_jsonl(iter(chosen), args.out)
     what = {"docs": "documents", "locales": "catalogs", "markdown": "source files"}[args.source]
     print(f"wrote {len(chosen)} rows to {args.out} from {len(unique)} snippets of {len(paths)} {what} (files digest {digest})")
     return 0
