@@ -425,16 +425,19 @@ COMPARED = (("humans blocked", "humans_blocked"), ("humans challenged", "humans_
 def render_comparison(results: Sequence[Mapping[str, Any]]) -> str:
     """Setups side by side per data file (rules + model at each setup's policy); differences are from the first setup."""
     setups = list(dict.fromkeys(r["setup"] for r in results))
+    files = len(dict.fromkeys(r["data"] for r in results))
     width = 20
-    lines = [f"clefgate eval: {len(setups)} setups on {len(dict.fromkeys(r['data'] for r in results))} files, rules + model at each "
+    lines = [f"clefgate eval: {len(setups)} setup{'s' * (len(setups) != 1)} on {files} file{'s' * (files != 1)}, rules + model at each "
              "setup's policy; (+/-) is the difference from the first setup in points"]
     for i, name in enumerate(setups):
         first = next(r for r in results if r["setup"] == name)
-        lines.append(f"  [{i + 1}] {name}: {first['model']} ({first['precision']}); {first['policy']}")
+        lines.append(f"  [{i + 1}] {name}: {first['model']} ({first['precision']}); {first['policy']}"
+                     + ("" if first.get("model_enabled", True) else " (model.enabled is false there: shown is what turning it on would do)"))
     for data in dict.fromkeys(r["data"] for r in results):
         row = {r["setup"]: r for r in results if r["data"] == data}
         base = row[setups[0]]
-        lines += ["", f"{data}: {base['n']} labelled requests ({', '.join(f'{k} {v}' for k, v in base['labels'].items())})",
+        skipped = "; skipped lines: " + ", ".join(f"{k} {v}" for k, v in base["skipped"].items()) if base.get("skipped") else ""
+        lines += ["", f"{data}: {base['n']} labelled requests ({', '.join(f'{k} {v}' for k, v in base['labels'].items())}){skipped}",
                   f"{'':32}" + "".join(f"{f'[{i + 1}]':>{width}}" for i in range(len(setups))) + f"{'target':>12}"]
         for title, key in COMPARED:
             cells = []
@@ -480,6 +483,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gateway.decider import manifest as mf
     from gateway.decider.onnx import ModelLoadError, OnnxOptions, OnnxScorer
 
+    repeated = [str(x) for xs in (args.config or [], args.model_version or [], args.data) for x in xs if xs.count(x) > 1]
+    if repeated:
+        print(f"clefgate eval: given more than once: {', '.join(dict.fromkeys(repeated))}", file=sys.stderr)
+        return 2
     setups = _setups(args.config or [None], args.model_version or [None])
     results: list[dict[str, Any]] = []
     read: dict[Path, tuple[list[Row], Skipped]] = {}
@@ -491,7 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             base = Path(cfg.source).parent if not cfg.source.startswith("<") else Path.cwd()
             opts = OnnxOptions.from_config(cfg.model, base)
             opts = OnnxOptions(**{**opts.__dict__, "providers": ("cpu",), **({"variant": args.variant} if args.variant else {})})
-            scorer = OnnxScorer(opts)
+            try:
+                scorer = OnnxScorer(opts)
+            except (mf.ManifestError, ModelLoadError) as exc:
+                raise EvalError(f"{name}: {exc}" if len(setups) > 1 else str(exc)) from exc
             for data in args.data:
                 if data not in read:
                     skipped = Skipped()

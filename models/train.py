@@ -407,7 +407,8 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     h = history[chosen]
     at = h["calibration_side"].get(str(opt_cfg.select_threshold))
     log(f"weights of epoch {chosen + 1} (by {selected_by}): validation loss {h['val_loss']:.4f}"
-        + (f", calibration side @{opt_cfg.select_threshold}: attacks blocked {at[0]:.4f}, humans blocked {at[1]:.4f}" if at else ""))
+        + (f", calibration side @{opt_cfg.select_threshold}: attacks blocked {at[0]:.4f}, humans blocked {at[1]:.4f}" if at else "")
+        + (f", Markdown text blocked {at[2]:.4f}" if at and len(at) > 2 else ""))
     net.load_state_dict(snapshots[chosen])
     net.eval()
     return net, {"epochs": history, "minutes": round((time.time() - started) / 60, 2), "best_val_loss": round(best_loss, 5),
@@ -418,17 +419,21 @@ def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | 
     """The epoch (index) blocking most attacks on the calibration side among those within the people-blocked bound
     (and, when the choice reads developer text, within ``select_max_text_blocked`` on it).
 
-    None of them within the bound: the one blocking fewest people (then most attacks).
+    Within the people bound but none within the text bound: the one blocking least text (then most attacks).
+    None within the people bound: the one blocking fewest people (then least text, then most attacks).
     Ties go to the lower validation loss. None when nothing was measured there.
     """
     key = str(opt.select_threshold)
     rows = [(i, h["calibration_side"][key], h["val_loss"]) for i, h in enumerate(history) if key in h.get("calibration_side", {})]
     if not rows:
         return None
-    within = [r for r in rows if r[1][1] <= opt.select_max_humans_blocked and (len(r[1]) < 3 or r[1][2] <= opt.select_max_text_blocked)]
+    people = [r for r in rows if r[1][1] <= opt.select_max_humans_blocked]
+    within = [r for r in people if len(r[1]) < 3 or r[1][2] <= opt.select_max_text_blocked]
     if within:
         return max(within, key=lambda r: (r[1][0], -r[2]))[0]
-    return min(rows, key=lambda r: (r[1][1], -r[1][0], r[2]))[0]
+    if people:  # people within the bound, developer text over its own: the least text blocked
+        return min(people, key=lambda r: (r[1][2], -r[1][0], r[2]))[0]
+    return min(rows, key=lambda r: (r[1][1], r[1][2] if len(r[1]) > 2 else 0.0, -r[1][0], r[2]))[0]
 
 
 class _Ema:

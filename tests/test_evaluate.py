@@ -173,6 +173,9 @@ def test_compare_setups_and_files_side_by_side(setup: dict[str, Path], tmp_path:
         return FakeScorer()
 
     monkeypatch.setattr("gateway.decider.onnx.OnnxScorer", scorer)
+    reads: list[str] = []
+    read_rows = ev.read_rows
+    monkeypatch.setattr(ev, "read_rows", lambda path, *a: reads.append(path.name) or read_rows(path, *a))
     strict = tmp_path / "strict.yaml"  # the same rules, challenging from risk 0.3: /odd and /feed are challenged anyway
     strict.write_text(setup["config"].read_text().replace("challenge_risk: 0.6", "challenge_risk: 0.3")
                       + "  block_risk: 0.8\n")
@@ -182,7 +185,7 @@ def test_compare_setups_and_files_side_by_side(setup: dict[str, Path], tmp_path:
             "--model-version", "1.4.0", "--model-version", "1.5.0"]
     assert ev.main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)["compare"]
-    assert asked == ["1.4.0", "1.5.0", "1.4.0", "1.5.0"]  # one scorer per setup, the files read once
+    assert asked == ["1.4.0", "1.5.0", "1.4.0", "1.5.0"] and reads == ["data.jsonl", "people.jsonl"]  # a scorer per setup, files read once
     assert [(r["setup"], Path(r["data"]).name) for r in out] == [
         (s, d) for s in ("clefgate.yaml model 1.4.0", "clefgate.yaml model 1.5.0", "strict.yaml model 1.4.0", "strict.yaml model 1.5.0")
         for d in ("data.jsonl", "people.jsonl")]
@@ -195,8 +198,12 @@ def test_compare_setups_and_files_side_by_side(setup: dict[str, Path], tmp_path:
     assert ev.main(argv) == 0
     table = capsys.readouterr().out
     assert "4 setups on 2 files" in table and "[4] strict.yaml model 1.5.0" in table
+    assert "skipped lines: invalid JSON 1" in table.split("people.jsonl")[0]  # data.jsonl has a broken line
     people_block = table.split("people.jsonl")[1]
     assert "33.33% (+33.33)" in people_block and "[3] people blocked, by source: human/scra 1" in people_block
+    # the same version twice would be one column under two names: refused
+    assert ev.main(["--data", str(people), "--model-version", "1.5.0", "--model-version", "1.5.0"]) == 2
+    assert "given more than once: 1.5.0" in capsys.readouterr().err
     # one setup on one file keeps the single report
     assert ev.main(["--data", str(setup["data"]), "--config", str(setup["config"]), "--model-version", "1.5.0"]) == 0
     assert "rules+model" in capsys.readouterr().out and asked[-1] == "1.5.0"

@@ -202,6 +202,13 @@ def test_calibration_selection_also_bounds_developer_text() -> None:
     assert train._choose_epoch(history, opt) == 0
     assert train._choose_epoch(history, train.OptimConfig(select="calibration", select_max_humans_blocked=0.001,
                                                           select_max_text_blocked=0.01)) == 1
+    # within the people bound but none within the text bound: the least text, not the most attacks
+    strict = train.OptimConfig(select="calibration", select_max_humans_blocked=0.001, select_max_text_blocked=0.001)
+    assert train._choose_epoch(history, strict) == 0
+    # nobody within the people bound: fewest people, then least text
+    over = [{"val_loss": 0.04, "calibration_side": {"0.95": (0.99, 0.002, 0.009)}},
+            {"val_loss": 0.05, "calibration_side": {"0.95": (0.97, 0.002, 0.003)}}]
+    assert train._choose_epoch(over, strict) == 1
 
 
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
@@ -225,7 +232,11 @@ def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest
     assert "150 people's Markdown text rows for the epoch choice" in log and "Markdown text blocked" in log
     metrics = json.loads((tmp_path / "work" / "metrics.json").read_text())
     epochs = metrics["training"]["epochs"]
-    assert all(len(e["calibration_side"]["0.95"]) == 3 and 0 <= e["calibration_side"]["0.95"][2] <= 1 for e in epochs)
+    assert all(len(e["calibration_side"]["0.95"]) == 3 for e in epochs)
+    # the third figure is a share of the 150 people: a whole number of them
+    assert all(abs(e["calibration_side"][t][2] * 150 - round(e["calibration_side"][t][2] * 150)) < 0.01
+               for e in epochs for t in ("0.95", "0.9", "0.8"))
+    assert f"Markdown text blocked {epochs[metrics['training']['chosen_epoch'] - 1]['calibration_side']['0.95'][2]:.4f}" in log.split("weights of epoch")[1]
 
 
 def test_the_chosen_epoch_is_recorded(tiny: dict[str, Path]) -> None:

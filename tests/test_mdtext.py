@@ -73,10 +73,24 @@ def test_the_markdown_source_writes_people_and_the_docs_set_leaves_the_package_o
     assert "from 5 snippets of 3 source files" in capsys.readouterr().out
     assert all(r["label"] == "human" for r in rows) and len(rows) == 5
     searches = sorted(unquote(r["path"].split("q=", 1)[1]).replace("+", " ") for r in rows if r["method"] == "GET")
-    assert "F does [`g`] twice." in searches and 'A thing to run.\n\n>>> Thing().run("x")' not in searches
+    assert searches == sorted(["F does [`g`] twice.", "Module `sub.a`: see [`Thing`](https://example.org/thing) for more.",
+                               "A thing to run.", '>>> Thing().run("x")', "Run `s` and return it."])
     site_packages = Path("/venv/lib/python3.11/site-packages")
     assert realtext._ours(site_packages / "transformers" / "models" / "README.md")
     assert realtext._ours(site_packages / "transformers-5.24.0.dist-info" / "METADATA")
     assert realtext._ours(site_packages / "django" / "contrib" / "admin" / "README.rst")
+    assert realtext._ours(Path("/usr/lib/python3/dist-packages/django/README.rst"))
     assert not realtext._ours(site_packages / "requests-2.32.0.dist-info" / "METADATA")
     assert not realtext._ours(site_packages / "sentence_transformers" / "README.md")
+    assert not realtext._ours(site_packages / "onnxruntime" / "transformers" / "README.md")  # a folder of that name elsewhere
+
+
+def test_the_markdown_source_without_transformers_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(mdtext, "package_root", lambda: None)
+    mdtext.snippets.cache_clear()
+    try:
+        assert realtext.main(["--source", "markdown", "--out", str(tmp_path / "md.jsonl")]) == 2
+    finally:
+        mdtext.snippets.cache_clear()
+    assert "install the [train] extra" in capsys.readouterr().err and not (tmp_path / "md.jsonl").exists()

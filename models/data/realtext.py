@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import random
 import site
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -122,9 +124,13 @@ _READ_ELSEWHERE = ("django", mdtext.PACKAGE)
 def _ours(path: Path) -> bool:
     """Documents of this project, or of a package whose text the training side or another measurement reads: the docs
     measurement leaves them out, so it measures the same text with or without the ``[train]`` extra installed."""
-    parts = {part.lower() for part in path.parts}
-    return "clefgate" in str(path) or any(
-        name in parts or any(part.startswith(f"{name}-") and part.endswith(".dist-info") for part in parts) for name in _READ_ELSEWHERE)
+    if "clefgate" in str(path):
+        return True
+    parts = [part.lower() for part in path.parts]
+    # the package's own folder or its metadata, right under an install folder (not any folder of that name elsewhere)
+    return any(top in ("site-packages", "dist-packages") and any(
+        nxt == name or (nxt.startswith(f"{name}-") and nxt.endswith(".dist-info")) for name in _READ_ELSEWHERE)
+        for top, nxt in itertools.pairwise(parts))
 
 
 def _trained_translations() -> frozenset[str]:
@@ -162,7 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = [p for p in documents([Path(d) for d in site.getsitepackages()] + [Path("/usr/share/doc")]) if not _ours(p)]
         unique: list[tuple[str | None, str, str]] = sorted((None, k, t) for k, t in set(snippets(paths)))
     elif args.source == "markdown":
-        unique = markdown_snippets()
+        try:
+            unique = markdown_snippets()
+        except RuntimeError as exc:  # transformers is not installed
+            print(f"realtext: {exc}", file=sys.stderr)
+            return 2
         root = mdtext.package_root()
         paths = [p.relative_to(root) for p in mdtext.sources()] if root else []  # the digest names files inside the package
     else:
