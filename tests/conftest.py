@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -85,3 +88,15 @@ def gw(origin_a: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
 
     with gateway(make_config([origin_a.url], tmp_path_factory.mktemp("gw"))) as g:
         yield g
+
+
+def snippet_runs(module: str) -> list[list[object]]:
+    """``models.data.<module>.snippets()`` in two fresh interpreters with other hash seeds: [lines, posts, sha256] each.
+
+    Equal runs mean the text (and so any data drawn from it) does not depend on set or dict order.
+    """
+    code = (f"import hashlib, json; from models.data import {module}; l, p = {module}.snippets(); "
+            "print(json.dumps([len(l), len(p), hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
+    root = Path(__file__).resolve().parents[1]
+    return [json.loads(subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
+                                      capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import unicodedata
 from collections import Counter
 from importlib import metadata
@@ -16,6 +14,7 @@ import pytest
 
 from models.data import langtext, realtext, site
 from models.data.generate import generate
+from tests.conftest import snippet_runs
 from tests.test_flash_data import _text_values
 from tests.test_realtext import write_mo
 
@@ -47,10 +46,7 @@ def _script(text: str) -> str:
 
 
 def test_snippets_are_deterministic_and_span_many_scripts() -> None:
-    code = ("import hashlib, json; from models.data import langtext; l, p = langtext.snippets(); "
-            "print(json.dumps([len(l), len(p), hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={"PYTHONHASHSEED": seed, "PATH": ""},
-                                      capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]
+    runs = snippet_runs("langtext")
     assert runs[0] == runs[1]
     lines, posts = langtext.snippets()
     assert runs[0][:2] == [len(lines), len(posts)] and len(lines) > 10000 and len(posts) > 3000

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from importlib import metadata
 from pathlib import Path
@@ -14,6 +12,7 @@ from urllib.parse import unquote
 import pytest
 
 from models.data import mdtext, realtext
+from tests.conftest import snippet_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,10 +45,7 @@ def test_transformers_is_the_pinned_version() -> None:
 
 
 def test_snippets_are_deterministic_and_markdown() -> None:
-    code = ("import hashlib, json; from models.data import mdtext; l, p = mdtext.snippets(); "
-            "print(json.dumps([len(l), len(p), hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={"PYTHONHASHSEED": seed, "PATH": ""},
-                                      capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]
+    runs = snippet_runs("mdtext")
     assert runs[0] == runs[1]
     lines, posts = mdtext.snippets()
     assert runs[0][:2] == [len(lines), len(posts)] and len(lines) > 20000 and len(posts) > 5000

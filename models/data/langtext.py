@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import functools
 import gettext
-import importlib.util
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from models.data.stdtext import LINE, PARAGRAPH
+from models.data.stdtext import LINE, PARAGRAPH, package_dir
 
 # Characters of format placeholders and markup: a message holding one is a template, not text a person types.
 _PLACEHOLDER = ("%", "{", "}", "<", ">", "\\", "$")
@@ -63,10 +62,7 @@ def translations(paths: Sequence[Path]) -> Iterator[tuple[str, str, str]]:
 
 def django_root() -> Path | None:
     """Where the installed Django package is (found without importing it), or None."""
-    spec = importlib.util.find_spec("django")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    return package_dir("django")
 
 
 def catalogs(root: Path | None = None) -> list[Path]:

@@ -21,21 +21,17 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib.util
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from models.data.stdtext import pieces
+from models.data.stdtext import package_dir, pieces
 
 PACKAGE = "transformers"
 
 
 def package_root() -> Path | None:
     """Where the installed package is (found without importing it), or None."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    return package_dir(PACKAGE)
 
 
 def sources(root: Path | None = None) -> list[Path]:

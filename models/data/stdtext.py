@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import re
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 # Sorted; only modules importable without side effects on every platform.
 MODULES = (
@@ -39,6 +41,14 @@ MODULES = (
 PATCHED = frozenset({("inspect", "getfile")})
 LINE = (8, 300)        # a search: one line, with at least one space (a phrase, not a token)
 PARAGRAPH = (40, 1500)  # a post: several lines
+
+
+def package_dir(name: str) -> Path | None:
+    """Where an installed package is (found without importing it), or None."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def documents() -> list[str]:
