@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -342,11 +343,8 @@ CONTEXT_TITLES = {"first_request": "first request", "with_history": "client with
 
 def _blocked_people(rows: Sequence[Row], actions: np.ndarray, top: int = 8) -> dict[str, int]:
     """The sources of the people (label human) rules + model blocked, most first: what a people-blocked figure is made of."""
-    counts: dict[str, int] = {}
     block = ACTIONS.index(Action.BLOCK)
-    for row, action in zip(rows, actions, strict=True):
-        if row.label == 0 and action == block:
-            counts[row.source or "?"] = counts.get(row.source or "?", 0) + 1
+    counts = Counter(row.source or "?" for row, action in zip(rows, actions, strict=True) if row.label == 0 and action == block)
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top])
 
 

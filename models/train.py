@@ -276,12 +276,13 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     if cfg.train.select_text_rows > 0:
         from models.data import realtext
 
+        # written like every other side, so the digest is that of the file the generator command below writes
         rows = realtext.sample(realtext.markdown_snippets(), cfg.train.select_text_rows, cfg.seed)
-        digest = hashlib.sha256("\n".join(json.dumps(r, sort_keys=True) for r in rows).encode()).hexdigest()
+        n, digest = write_jsonl(iter(rows), work / "choice_text.jsonl")
         text = encode(rows)
-        info["choice_text"] = {"sha256": digest, "rows": len(rows),
-                               "generator": f"models.data.realtext --source markdown --rows {len(rows)} --seed {cfg.seed}"}
-        log(f"data: {len(rows)} people's Markdown text rows for the epoch choice (sha256 {digest[:12]})")
+        info["choice_text"] = {"sha256": digest, "rows": n,
+                               "generator": f"models.data.realtext --source markdown --rows {n} --seed {cfg.seed}"}
+        log(f"data: {n} people's Markdown text rows for the epoch choice (sha256 {digest[:12]})")
     return Splits(enc["train"], enc["val"], cal, ev, info, text)
 
 

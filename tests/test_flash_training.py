@@ -237,6 +237,11 @@ def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest
     assert all(abs(e["calibration_side"][t][2] * 150 - round(e["calibration_side"][t][2] * 150)) < 0.01
                for e in epochs for t in ("0.95", "0.9", "0.8"))
     assert f"Markdown text blocked {epochs[metrics['training']['chosen_epoch'] - 1]['calibration_side']['0.95'][2]:.4f}" in log.split("weights of epoch")[1]
+    # the rows are the file the recorded generator command writes (tiny.yaml's seed is 3)
+    from models.data import realtext
+
+    assert realtext.main(["--source", "markdown", "--rows", "150", "--seed", "3", "--out", str(tmp_path / "md.jsonl")]) == 0
+    assert (tmp_path / "work" / "choice_text.jsonl").read_bytes() == (tmp_path / "md.jsonl").read_bytes()
 
 
 def test_the_chosen_epoch_is_recorded(tiny: dict[str, Path]) -> None:
