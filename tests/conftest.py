@@ -90,13 +90,20 @@ def gw(origin_a: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         yield g
 
 
-def snippet_runs(module: str) -> list[list[object]]:
-    """``models.data.<module>.snippets()`` in two fresh interpreters with other hash seeds: [lines, posts, sha256] each.
+def checked_snippets(module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``models.data.<module>.snippets()``, checked: the same in two fresh interpreters with other hash seeds (so the
+    text, and any data drawn from it, does not depend on set or dict order) and in this one, every search one line of
+    8-300 characters with a space, every post 40-1,500 characters. Returns (lines, posts)."""
+    import importlib
 
-    Equal runs mean the text (and so any data drawn from it) does not depend on set or dict order.
-    """
     code = (f"import hashlib, json; from models.data import {module}; l, p = {module}.snippets(); "
             "print(json.dumps([len(l), len(p), hashlib.sha256(repr((l, p)).encode()).hexdigest()]))")
     root = Path(__file__).resolve().parents[1]
-    return [json.loads(subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONHASHSEED": seed, "PATH": ""},
                                       capture_output=True, text=True, check=True).stdout) for seed in ("1", "2")]
+    assert runs[0] == runs[1]
+    lines, posts = importlib.import_module(f"models.data.{module}").snippets()
+    assert runs[0][:2] == [len(lines), len(posts)]
+    assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
+    assert all(40 <= len(x) <= 1500 for x in posts)
+    return lines, posts

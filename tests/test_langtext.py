@@ -14,7 +14,7 @@ import pytest
 
 from models.data import langtext, realtext, site
 from models.data.generate import generate
-from tests.conftest import snippet_runs
+from tests.conftest import checked_snippets
 from tests.test_flash_data import _text_values
 from tests.test_realtext import write_mo
 
@@ -46,12 +46,9 @@ def _script(text: str) -> str:
 
 
 def test_snippets_are_deterministic_and_span_many_scripts() -> None:
-    runs = snippet_runs("langtext")
-    assert runs[0] == runs[1]
-    lines, posts = langtext.snippets()
-    assert runs[0][:2] == [len(lines), len(posts)] and len(lines) > 10000 and len(posts) > 3000
-    assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
-    assert all(40 <= len(x) <= 1500 and x.count("\n") == 2 for x in posts)
+    lines, posts = checked_snippets("langtext")
+    assert len(lines) > 10000 and len(posts) > 3000
+    assert all(x.count("\n") == 2 for x in posts)
     assert not any(c in x for x in lines for c in "%{}<>")
     scripts = Counter(_script(x) for x in lines)
     for script in ("LATIN", "CYRILLIC", "GREEK", "ARABIC", "CJK", "DEVANAGARI", "BENGALI", "TAMIL", "GEORGIAN", "HEBREW"):

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pytest
 
 from models.data import mdtext, realtext
-from tests.conftest import snippet_runs
+from tests.conftest import checked_snippets
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,12 +45,9 @@ def test_transformers_is_the_pinned_version() -> None:
 
 
 def test_snippets_are_deterministic_and_markdown() -> None:
-    runs = snippet_runs("mdtext")
-    assert runs[0] == runs[1]
-    lines, posts = mdtext.snippets()
-    assert runs[0][:2] == [len(lines), len(posts)] and len(lines) > 20000 and len(posts) > 5000
-    assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
-    assert all(40 <= len(x) <= 1500 and "\n" in x for x in posts)
+    lines, posts = checked_snippets("mdtext")
+    assert len(lines) > 20000 and len(posts) > 5000
+    assert all("\n" in x for x in posts)
     marks = Counter(m for x in lines for m in ("`", "[`", "](http", ">>> ") if m in x)
     assert marks["`"] > 10000 and marks["[`"] > 1000 and marks["](http"] > 50 and marks[">>> "] > 1000, marks
 
