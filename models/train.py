@@ -71,6 +71,11 @@ class DataConfig:
     # share of the extra (user-supplied) rows used for calibration; generated calibration
     # rows come from the calibration side of the source split instead
     calibration_share: float = 0.10
+    # share of people's hard-negative searches that are developer questions (models.data.devqueries) on the
+    # training and calibration sides; 0 (the versions before 1.6.0) leaves the generated data as it was
+    dev_questions: float = 0.0
+    # add the training-only page shapes of models.data.site.ROUTES (false before 1.6.0)
+    routes: bool = False
 
 
 @dataclass
@@ -228,7 +233,7 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     for side, rows, seed in (("train", cfg.data.generated_rows, cfg.seed), ("calib", cfg.data.calibration_rows, cfg.seed + 1),
                              ("eval", cfg.data.eval_rows, cfg.data.eval_seed)):
         path = work / f"{side}.jsonl"
-        n, digest = write_jsonl(generate(side, rows, seed), path)
+        n, digest = write_jsonl(generate(side, rows, seed, dev_questions=cfg.data.dev_questions, routes=cfg.data.routes), path)
         written[side] = (path, n, digest, seed)
     log(f"data: generated {written['train'][1]} training-side rows (sha256 {written['train'][2][:12]}), "
         f"{written['calib'][1]} calibration-side rows, {written['eval'][1]} held-out rows in {written['eval'][0]}")
@@ -268,7 +273,9 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
 
     def describe(side: str) -> dict[str, Any]:
         _, n, digest, seed = written[side]
-        return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}"}
+        share = cfg.data.dev_questions if side != "eval" else 0.0  # the held-out side draws none
+        flag = (f" --dev-questions {share:g}" if share else "") + (" --routes" if cfg.data.routes and side == "train" else "")
+        return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}{flag}"}
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,
             "split": {"train": len(enc["train"]), "validation": len(enc["val"]), "calibration": len(cal), "eval": len(ev)}}

@@ -198,6 +198,34 @@ def test_real_text_on_the_training_side_only(monkeypatch: pytest.MonkeyPatch) ->
             assert not set(_text_values(r)) & real, r["source"]
 
 
+def test_developer_questions_on_the_training_and_calibration_sides_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """People's hard-negative searches are sometimes developer questions (devqueries): fragments split between the
+    training and calibration sides, never in attack rows, and never drawn for the held-out side, whose rows are the
+    same whatever the share. No question contains a held-out hard negative."""
+    from models.data import devqueries
+
+    train, calib = set(devqueries.fragments("train")), set(devqueries.fragments("calib"))
+    assert devqueries.fragments("eval") == () and train.isdisjoint(calib) and train | calib == set(devqueries.FRAGMENTS)
+    assert len(calib) >= 15 and len(train) >= 5 * len(calib) // 2
+    held_out = [q.lower() for q in site._side(site.HARD_QUERIES, "eval")]
+    question = devqueries.query
+    monkeypatch.setattr(devqueries, "query", lambda rng, split: "\x01" + question(rng, split))  # marks each question drawn
+    for split in ("train", "calib"):
+        asked = Counter(r["label"] for r in generate(split, 3000, seed=8, dev_questions=0.5)
+                        if any(v.startswith("\x01") for v in _text_values(r)))
+        assert asked["human"] >= 10 and asked["attack"] == 0, (split, asked)
+        assert not any(v.startswith("\x01") for r in generate(split, 3000, seed=8) for v in _text_values(r))
+    monkeypatch.undo()
+    for split, own in (("train", train), ("calib", calib)):
+        rng = site.Draw(5, split)
+        for _ in range(3000):
+            q = devqueries.query(rng, split)
+            assert not any(h in q.lower() for h in held_out) and any(f in q for f in own), q
+    with pytest.raises(ValueError):
+        devqueries.query(site.Draw(5, "eval"), "eval")
+    assert list(generate("eval", 800, seed=3)) == list(generate("eval", 800, seed=3, dev_questions=1.0))
+
+
 def test_real_text_source_is_deterministic() -> None:
     """The snippets are the same in every interpreter (sorted names, no set or hash order): same count, same first ones."""
     import subprocess
@@ -218,3 +246,50 @@ def test_real_text_source_is_deterministic() -> None:
     assert len(lines) > 5000 and len(paragraphs) > 1000
     assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
     assert all(40 <= len(x) <= 1500 and "\n" in x for x in paragraphs)
+
+
+def _path_words(target: str) -> set[str]:
+    import re
+
+    # hex runs (ids, hashes) are random letters, not words a template has
+    return {w for w in re.split(r"[^a-z]+", target.lower()) if len(w) > 2 and not re.fullmatch(r"[a-f]+", w)}
+
+
+def test_routes_are_training_pages_that_add_no_held_out_word() -> None:
+    """The URL conventions of ``site.ROUTES`` widen the training side's pages when asked for (``routes``) without
+    copying a held-out shape: on the training side only, the other sides' rows the same with or without them, and
+    no word of theirs new to the training side and also in a calibration or evaluation template."""
+    import random
+
+    ids = {t.id for t in site.ROUTES}
+    assert ids <= {t.id for t in site.templates("train", routes=True)} and len(ids) == len(site.ROUTES)
+    assert not ids & {t.id for t in site.templates("train")}
+    for split in ("calib", "eval"):
+        assert not ids & {t.id for t in site.templates(split, routes=True)}, split
+        assert list(generate(split, 400, seed=2)) == list(generate(split, 400, seed=2, routes=True)), split
+    assert not ids & {t.id for t in site.TEMPLATES + site.ACTIONS}
+
+    def words(templates: tuple[site.Template, ...], n: int) -> set[str]:
+        out: set[str] = set()
+        for t in templates:
+            rng = random.Random(1)
+            for _ in range(n):
+                out |= _path_words(t.make(rng).target)
+        return out
+
+    routes = words(site.ROUTES, 200)
+    trained = words(site.templates("train"), 60)
+    held_out = words(site.templates("calib") + site.templates("eval"), 60)
+    assert len(routes) > 60
+    assert not (routes - trained) & held_out, sorted((routes - trained) & held_out)
+    rng = random.Random(3)
+    for t in site.ROUTES:
+        for _ in range(50):
+            ep = t.make(rng)
+            assert ep.method == "GET" and ep.target.startswith("/") and "#" not in ep.target and " " not in ep.target, ep
+    probes = {p for _, paths in attacks.PROBE_PATHS for p in paths}
+    seen = {t.make(rng).target.split("?")[0] for t in site.ROUTES for _ in range(100)}
+    assert not probes & seen
+    people = Counter(r["source"].split("/", 2)[2] for r in generate("train", 6000, seed=5, routes=True) if r["label"] == "human")
+    assert sum(people[i] for i in ids) >= 100, people.most_common(5)
+    assert not any(i in r["source"] for r in generate("train", 3000, seed=5) for i in ids)

@@ -145,6 +145,12 @@ def _fix_length(headers: list[list[str]], body: str | None) -> None:
             h[1] = n
 
 
+def _templates(rng: Draw, site_name: str, groups: tuple[str, ...]) -> tuple[site.Template, ...]:
+    """The draw's templates of ``groups`` on ``site_name`` (its pages when it has none of them)."""
+    return (site.templates(rng.split, site_name, groups, routes=rng.routes)
+            or site.templates(rng.split, site_name, ("page",), routes=rng.routes))
+
+
 def _browser_request(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str) -> tuple[list[list[str]], str]:
     """Headers a real browser sends for ``ep`` (referer, cookies, fetch site chosen plausibly)."""
     kind = ep.fetch if ep.fetch in browsers.KINDS else "navigate"
@@ -182,7 +188,7 @@ def human(rng: Draw) -> dict[str, Any]:
     host = site.HOSTS[site_name]
     group = rng.choices(("page", "home", "asset", "xhr", "xhr_post", "search", "form", "login", "download", "feed"),
                         weights=(0.32, 0.04, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
-    options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
+    options = _templates(rng, site_name, (group,))
     tpl = rng.choice(options)
     return person(rng, agent, tpl.make(rng), host, f"human/{agent.engine}/{tpl.id}")
 
@@ -208,7 +214,7 @@ def _crawler_endpoint(rng: Draw, tags: tuple[str, ...]) -> tuple[Endpoint, str]:
     else:  # search engines and archivers: canonical pages, robots, sitemaps, a few assets
         groups = ("page", "page", "page", "robots", "robots", "asset")
     group = rng.choice(groups)
-    options = site.templates(rng.split, site_name, (group,)) or site.templates(rng.split, site_name, ("page",))
+    options = _templates(rng, site_name, (group,))
     tpl = rng.choice(options)
     return tpl.make(rng), site.HOSTS[site_name]
 
@@ -239,7 +245,7 @@ def good_bot(rng: Draw) -> dict[str, Any]:
     else:
         groups = ("api",)
         site_name = rng.choice(("api", "forge"))
-    tpl = rng.choice(site.templates(rng.split, site_name, groups) or site.templates(rng.split, site_name, ("page",)))
+    tpl = rng.choice(_templates(rng, site_name, groups))
     ep = tpl.make(rng)
     host = site.HOSTS[site_name]
     credentialed = ep.kind in ("api", "git") and rng.random() < 0.75
@@ -261,7 +267,7 @@ def good_bot(rng: Draw) -> dict[str, Any]:
 
 def _page_endpoint(rng: Draw, groups: tuple[str, ...] = ("page", "search", "home")) -> tuple[Endpoint, str, str]:
     site_name = rng.choice(site.SITES[:5])
-    tpl = rng.choice(site.templates(rng.split, site_name, groups) or site.templates(rng.split, site_name, ("page",)))
+    tpl = rng.choice(_templates(rng, site_name, groups))
     return tpl.make(rng), site.HOSTS[site_name], tpl.id
 
 
@@ -312,7 +318,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
                        "bad_bot", f"bad/spoof/{why}", version=version, client=stats)
     if r < 0.93:  # credential stuffing against login forms
         site_name = rng.choice(site.SITES[:5])
-        tpl = rng.choice(site.templates(rng.split, site_name, ("login",)))
+        tpl = rng.choice(site.templates(rng.split, site_name, ("login",), routes=rng.routes))
         ep = tpl.make(rng)
         host = site.HOSTS[site_name]
         if rng.random() < 0.5:
@@ -438,16 +444,22 @@ def attack(rng: Draw) -> dict[str, Any]:
 BUILDERS = {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": attack}
 
 
-def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None = None) -> Iterator[dict[str, Any]]:
-    """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i)."""
+def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None = None, *,
+             dev_questions: float = 0.0, routes: bool = False) -> Iterator[dict[str, Any]]:
+    """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i).
+
+    ``dev_questions``: the share of people's hard-negative searches that are developer
+    questions (``devqueries``) on the training and calibration sides; the held-out side
+    is the same whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages.
+    """
     weights = dict(mix or DEFAULT_MIX)
     classes = list(weights)
     base = int.from_bytes(hashlib.sha256(f"{seed}/{split}".encode()).digest()[:6], "big")
     for i in range(rows):
-        rng = Draw(base + i, split)
+        rng = Draw(base + i, split, dev_questions, routes)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
         if label == "attack":
-            rng.real_text = rng.lang_text = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
+            rng.real_text = rng.lang_text = rng.dev_questions = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
         yield BUILDERS[label](rng)
 
 
@@ -472,8 +484,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=16000, help="number of requests")
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    ap.add_argument("--dev-questions", type=float, default=0.0, metavar="SHARE",
+                    help="share of people's hard-negative searches that are developer questions (training and calibration sides; "
+                         "the training config's data.dev_questions)")
+    ap.add_argument("--routes", action="store_true",
+                    help="add site.ROUTES to the training side's pages (the training config's data.routes)")
     args = ap.parse_args(argv)
-    n, digest = write_jsonl(generate(args.split, args.rows, args.seed), args.out)
+    n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes), args.out)
     print(f"wrote {n} {args.split} rows to {args.out} (sha256 {digest[:16]})", file=sys.stderr)
     return 0
 
