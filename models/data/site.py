@@ -515,6 +515,11 @@ ACTIONS: tuple[Template, ...] = (
 )
 
 
+def _route(name: str, shapes: Callable[[random.Random], tuple[str, ...]]) -> Template:
+    """A ``ROUTES`` page: one of the URL ``shapes`` (all drawn, then one chosen)."""
+    return Template(f"routes.{name}", "*", "page", _page(lambda r: r.choice(shapes(r))))
+
+
 # Pages in the URL conventions of widely deployed web software (wikis, bulletin boards, CMSs, shop engines, MVC
 # frameworks, ColdFusion and classic ASP): what a person's first request to an unfamiliar site looks like. On the
 # training side only, and only when the generator is asked for them (``routes``: the training config's
@@ -523,53 +528,53 @@ ACTIONS: tuple[Template, ...] = (
 # template has. Attacks are put into them as into every page (``generate.attack``), so a shape alone is
 # no evidence either way.
 ROUTES: tuple[Template, ...] = (
-    Template("routes.wiki", "*", "page", _page(lambda r: r.choice((
+    _route("wiki", lambda r: (
         f"/w/index.php?title={r.choice(NOUNS).title()}_{r.choice(WORDS)}&action={r.choice(('edit', 'raw', 'info', 'watch'))}",
         f"/w/index.php?title=Special:{r.choice(('RecentChanges', 'Random', 'WhatLinksHere', 'Categories'))}{r.choice(('', '&limit=50&days=7'))}",
-        f"/pedia/{r.choice(WORDS).title()}_{r.choice(NOUNS)}{r.choice(('', '?oldid=' + str(r.randint(10**6, 10**8))))}")))),
-    Template("routes.board", "*", "page", _page(lambda r: r.choice((
+        f"/pedia/{r.choice(WORDS).title()}_{r.choice(NOUNS)}{r.choice(('', '?oldid=' + str(r.randint(10**6, 10**8))))}")),
+    _route("board", lambda r: (
         f"/showthread.php?t={r.randint(1, 999999)}{r.choice(('', '&page=' + str(r.randint(2, 40))))}",
         f"/viewforum.php?f={r.randint(1, 80)}{r.choice(('', '&start=' + str(25 * r.randint(1, 20))))}",
         f"/memberlist.php?mode=viewprofile&u={r.randint(2, 99999)}",
-        f"/index.php?topic={r.randint(1, 99999)}.{15 * r.randint(0, 10)}")))),
-    Template("routes.cms", "*", "page", _page(lambda r: r.choice((
+        f"/index.php?topic={r.randint(1, 99999)}.{15 * r.randint(0, 10)}")),
+    _route("cms", lambda r: (
         f"/?p={r.randint(1, 30000)}", f"/?page_id={r.randint(2, 900)}", f"/node/{r.randint(1, 99999)}{r.choice(('', '/revisions', '?destination=/node/' + str(r.randint(1, 999))))}",
         f"/index.php?option=com_content&view=article&id={r.randint(1, 3000)}&Itemid={r.randint(100, 999)}",
-        f"/{r.choice(TAGS)}/page/{r.randint(2, 60)}/")))),
-    Template("routes.shop_engine", "*", "page", _page(lambda r: r.choice((
+        f"/{r.choice(TAGS)}/page/{r.randint(2, 60)}/")),
+    _route("shop_engine", lambda r: (
         f"/catalogue/item/view/id/{r.randint(1, 99999)}/s/{_slug(r)}/category/{r.randint(2, 300)}/",
         f"/index.php?route=product/product&product_id={r.randint(28, 9999)}{r.choice(('', '&path=' + str(r.randint(18, 80))))}",
         f"/dp/B0{''.join(r.choice('ABCDEFGHJKLMNPQRSTUVWXYZ0123456789') for _ in range(8))}{r.choice(('', '/ref=sr_1_' + str(r.randint(1, 30))))}",
-        f"/itm/{r.randint(10**11, 10**12 - 1)}{r.choice(('', '?hash=item' + _hex(r, 10)))}")))),
-    Template("routes.mvc", "*", "page", _page(lambda r: r.choice((
+        f"/itm/{r.randint(10**11, 10**12 - 1)}{r.choice(('', '?hash=item' + _hex(r, 10)))}")),
+    _route("mvc", lambda r: (
         f"/{r.choice(('Home', 'Products', 'Events', 'Members', 'Courses'))}/{r.choice(('Details', 'Index', 'Browse', 'Show'))}/{r.randint(1, 9999)}",
         f"/{r.choice(('courses', 'events', 'members', 'listings'))}/{r.randint(1, 99999)}/{r.choice(('show', 'details', 'overview'))}{r.choice(('', '?tab=' + r.choice(('info', 'reviews', 'photos'))))}",
-        f"/Courses/Browse?Subject={r.choice(TAGS)}&Level={r.randint(100, 400)}")))),
-    Template("routes.fusion", "*", "page", _page(lambda r: r.choice((
+        f"/Courses/Browse?Subject={r.choice(TAGS)}&Level={r.randint(100, 400)}")),
+    _route("fusion", lambda r: (
         f"/index.cfm?fuseaction={r.choice(('courses', 'events', 'members'))}.{r.choice(('detail', 'listing', 'overview'))}&ID={r.randint(1, 99999)}",
-        f"/Article.asp?ID={r.randint(1, 99999)}&CatID={r.randint(1, 60)}", f"/news_detail.asp?NewsID={r.randint(1, 9999)}")))),
-    Template("routes.archive", "*", "page", _page(lambda r: r.choice((
+        f"/Article.asp?ID={r.randint(1, 99999)}&CatID={r.randint(1, 60)}", f"/news_detail.asp?NewsID={r.randint(1, 9999)}")),
+    _route("archive", lambda r: (
         f"/{r.randint(2009, 2025)}/{r.randint(1, 12):02d}/{_slug(r)}/", f"/archives/{r.randint(2009, 2025)}/{r.randint(1, 12):02d}/",
-        f"/{r.randint(2009, 2025)}/{r.randint(1, 12):02d}/{r.randint(1, 28):02d}/{_slug(r)}.html")))),
-    Template("routes.threads", "*", "page", _page(lambda r: r.choice((
+        f"/{r.randint(2009, 2025)}/{r.randint(1, 12):02d}/{r.randint(1, 28):02d}/{_slug(r)}.html")),
+    _route("threads", lambda r: (
         f"/r/{r.choice(TAGS)}/comments/{_hex(r, 6)}/{r.choice(TOPICS).replace('-', '_')}/",
-        f"/t/{r.choice(TOPICS)}/{r.randint(1, 99999)}/{r.randint(1, 300)}", f"/s/{''.join(r.choice('abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789') for _ in range(7))}")))),
-    Template("routes.calendar", "*", "page", _page(lambda r: r.choice((
+        f"/t/{r.choice(TOPICS)}/{r.randint(1, 99999)}/{r.randint(1, 300)}", f"/s/{''.join(r.choice('abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789') for _ in range(7))}")),
+    _route("calendar", lambda r: (
         f"/calendar?month={r.randint(2019, 2026)}-{r.randint(1, 12):02d}&view={r.choice(('month', 'week', 'agenda'))}",
         f"/map?lat={r.uniform(-60, 70):.5f}&lon={r.uniform(-170, 170):.5f}&z={r.randint(3, 18)}",
-        f"/timetable/{r.randint(1, 999)}?date={r.randint(2019, 2026)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}")))),
-    Template("routes.gallery", "*", "page", _page(lambda r: r.choice((
+        f"/timetable/{r.randint(1, 999)}?date={r.randint(2019, 2026)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}")),
+    _route("gallery", lambda r: (
         f"/gallery/album.php?album={r.randint(1, 300)}&pic={r.randint(1, 9999)}",
         f"/photos/{r.choice(USERS)}/{r.randint(10**9, 10**10)}/in/album-{r.randint(10**5, 10**6)}/",
-        f"/media/{r.randint(1, 99999)}/{r.choice(('full', 'thumb', 'large'))}")))),
-    Template("routes.manual", "*", "page", _page(lambda r: r.choice((
+        f"/media/{r.randint(1, 99999)}/{r.choice(('full', 'thumb', 'large'))}")),
+    _route("manual", lambda r: (
         f"/manual/{r.choice(LOCALE_CODES)}/function.{r.choice(WORDS)}-{r.choice(NOUNS)}.php",
         f"/{r.choice(('handbook', 'kb', 'knowledgebase'))}/{r.randint(100, 99999)}-{_slug(r)}",
-        f"/kb/article.aspx?id={r.randint(100, 999999)}&lang={r.choice(LOCALE_CODES)}")))),
-    Template("routes.portal", "*", "page", _page(lambda r: r.choice((
+        f"/kb/article.aspx?id={r.randint(100, 999999)}&lang={r.choice(LOCALE_CODES)}")),
+    _route("portal", lambda r: (
         f"/{r.choice(('intranet', 'extranet', 'students'))}/{r.choice(('SitePages', 'sites'))}/{r.choice(PAGES).title()}.aspx",
         f"/{r.choice(('students', 'staff', 'library'))}/{r.choice(('catalogue', 'timetables', 'notices'))}/{r.randint(1, 999)}{_params(r, 0, 2)}",
-        f"/cgi/{r.choice(('library', 'catalogue'))}.pl?{r.choice(('isbn', 'record', 'title'))}={r.randint(10**9, 10**10)}")))),
+        f"/cgi/{r.choice(('library', 'catalogue'))}.pl?{r.choice(('isbn', 'record', 'title'))}={r.randint(10**9, 10**10)}")),
 )
 
 
