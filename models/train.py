@@ -71,8 +71,9 @@ class DataConfig:
     # share of the extra (user-supplied) rows used for calibration; generated calibration
     # rows come from the calibration side of the source split instead
     calibration_share: float = 0.10
-    # share of people's hard-negative searches that are developer questions (models.data.devqueries) on the
-    # training and calibration sides; 0 (the versions before 1.6.0) leaves the generated data as it was
+    # share of the hard-negative searches drawn from the pools (people's and bots'; on the training side after
+    # real text) that are developer questions (models.data.devqueries), on the training and calibration sides;
+    # 0 (the versions before 1.6.0) leaves the generated data as it was
     dev_questions: float = 0.0
     # add the training-only page shapes of models.data.site.ROUTES (false before 1.6.0)
     routes: bool = False
@@ -173,6 +174,8 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"train.select_threshold: {cfg.train.select_threshold} is not one of the tracked thresholds {', '.join(map(str, _TRACK))}")
     if cfg.train.select_text_rows < 0:
         problems.append(f"train.select_text_rows: {cfg.train.select_text_rows} is negative")
+    if not 0.0 <= cfg.data.dev_questions <= 1.0:
+        problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
         problems.append(f"train.select_max_text_blocked: {cfg.train.select_max_text_blocked} is not a fraction (0-1)")
     if problems:
@@ -274,7 +277,7 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     def describe(side: str) -> dict[str, Any]:
         _, n, digest, seed = written[side]
         share = cfg.data.dev_questions if side != "eval" else 0.0  # the held-out side draws none
-        flag = (f" --dev-questions {share:g}" if share else "") + (" --routes" if cfg.data.routes and side == "train" else "")
+        flag = (f" --dev-questions {share!r}" if share else "") + (" --routes" if cfg.data.routes and side == "train" else "")
         return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}{flag}"}
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,

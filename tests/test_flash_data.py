@@ -208,12 +208,24 @@ def test_developer_questions_on_the_training_and_calibration_sides_only(monkeypa
     assert devqueries.fragments("eval") == () and train.isdisjoint(calib) and train | calib == set(devqueries.FRAGMENTS)
     assert len(calib) >= 15 and len(train) >= 5 * len(calib) // 2
     held_out = [q.lower() for q in site._side(site.HARD_QUERIES, "eval")]
-    question = devqueries.query
+    question, text = devqueries.query, site.Draw.text
+    drawn: Counter[str] = Counter()
+
+    def counted(rng: site.Draw, pool: tuple[str, ...]) -> str:
+        out = text(rng, pool)
+        if pool is site.HARD_QUERIES and rng.dev_questions:  # people's and bots' hard-negative searches
+            drawn["question" if out.startswith("\x01") else "pool" if out in pool else "real text"] += 1
+        return out
+
     monkeypatch.setattr(devqueries, "query", lambda rng, split: "\x01" + question(rng, split))  # marks each question drawn
+    monkeypatch.setattr(site.Draw, "text", counted)
     for split in ("train", "calib"):
+        drawn.clear()
         asked = Counter(r["label"] for r in generate(split, 3000, seed=8, dev_questions=0.5)
                         if any(v.startswith("\x01") for v in _text_values(r)))
         assert asked["human"] >= 10 and asked["attack"] == 0, (split, asked)
+        # the share is of the hard-negative searches drawn from the pools (on the training side, after real text)
+        assert 0.35 <= drawn["question"] / (drawn["question"] + drawn["pool"]) <= 0.65, (split, drawn)
         assert not any(v.startswith("\x01") for r in generate(split, 3000, seed=8) for v in _text_values(r))
     monkeypatch.undo()
     for split, own in (("train", train), ("calib", calib)):
@@ -224,6 +236,22 @@ def test_developer_questions_on_the_training_and_calibration_sides_only(monkeypa
     with pytest.raises(ValueError):
         devqueries.query(site.Draw(5, "eval"), "eval")
     assert list(generate("eval", 800, seed=3)) == list(generate("eval", 800, seed=3, dev_questions=1.0))
+
+
+def test_settings_leave_the_shipped_models_data_as_it_was(tmp_path: Path) -> None:
+    """With both settings off the calibration file is 1.5.0's, and with both on the held-out file still is: the digests
+    recorded in its manifest (so ``make model`` rebuilds it and every look reads the same exam)."""
+    from models.data.generate import main
+
+    manifest = json.loads((Path(__file__).resolve().parents[1] / "models/repository/clef-flash/1.5.0/manifest.json").read_text())
+    data = manifest["training_data"]
+    assert write_jsonl(generate("calib", 16000, seed=2), tmp_path / "c.jsonl")[1] == data["calibration"]["sha256"]
+    assert data["eval"]["generator"].endswith("--split eval --rows 16000 --seed 7")
+    assert write_jsonl(generate("eval", 16000, seed=7, dev_questions=1.0, routes=True), tmp_path / "e.jsonl")[1] == data["eval"]["sha256"]
+    for wrong in (["--split", "eval", "--dev-questions", "0.5"], ["--split", "calib", "--routes"], ["--dev-questions", "1.5"]):
+        with pytest.raises(SystemExit) as err:
+            main([*wrong, "--out", str(tmp_path / "x.jsonl")])
+        assert err.value.code == 2, wrong
 
 
 def test_real_text_source_is_deterministic() -> None:

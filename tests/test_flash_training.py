@@ -213,14 +213,16 @@ def test_calibration_selection_also_bounds_developer_text() -> None:
 
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n",
+    bad.write_text("data:\n  dev_questions: -0.2\n"
+                   "train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n",
                    encoding="utf-8")
     with pytest.raises(SystemExit) as err:
         train.load_config(bad)
     message = str(err.value)
     assert "train.select: 'eval' is not one of validation, calibration" in message
-    assert "train.select_threshold: 0.7" in message and "4 problem(s)" in message
+    assert "train.select_threshold: 0.7" in message and "5 problem(s)" in message
     assert "train.select_text_rows: -5 is negative" in message and "train.select_max_text_blocked: 2" in message
+    assert "data.dev_questions: -0.2 is not a fraction" in message
 
 
 def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

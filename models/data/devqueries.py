@@ -13,9 +13,12 @@ we wrote (HTML, JavaScript, SQL, shell, paths, templates, formats). Fragments ar
 split item by item between the training and calibration sides (``assign``, whose
 held-out share goes to training); the held-out side never draws from the grammar,
 so the evaluation split is byte for byte the same with or without it and keeps its
-own hard negatives as the test of whether the phrasing generalises. The share of hard-negative searches drawn from it is the
-training config's ``data.dev_questions`` (0 for the versions before it, so their data
-is unchanged).
+own hard negatives as the test of whether the phrasing generalises. The share of hard-negative searches (people's and bots')
+drawn from it is the training config's ``data.dev_questions``, counted among the
+searches drawn from the pools (on the training side 35% of texts are real text first);
+it is 0 for the versions before it, so their data is unchanged. No fragment is a
+near-copy of a held-out hard query: ``void 0`` was taken out after session 10's runs
+for being one.
 
 Fragments are what developers look up, never complete payloads: none closes a quote
 or a tag it did not open, and none calls ``alert``, ``sleep`` or a remote shell. A
@@ -44,7 +47,7 @@ FRAGMENTS: tuple[str, ...] = (
     # JavaScript
     "document.getElementById", "querySelectorAll", "addEventListener('click')", "window.location.href",
     "e.preventDefault()", "innerHTML", "textContent", "console.log()", "JSON.parse", "JSON.stringify",
-    "fetch().then()", "async/await", "=> arrow function", "!== vs !=", "typeof null", "void 0", "new Promise()",
+    "fetch().then()", "async/await", "=> arrow function", "!== vs !=", "typeof null", "new Promise()",
     "Array.prototype.map", "Object.keys()", "setTimeout(fn, 0)", "encodeURIComponent", "decodeURI", "localStorage",
     "document.cookie", "window.open", "history.pushState", "import() dynamic", "export default", "this in callbacks",
     "?. optional chaining", "?? nullish", "`${}` template literal", "[...spread]", "for...of", "try/catch/finally",

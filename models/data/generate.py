@@ -10,7 +10,8 @@ read — ``method``, ``path`` (with query), ``http_version``, ``headers`` (wire 
 ``attack_kind`` for attacks, ``verified`` for good bots whose identity a rule can
 check (published crawler ranges, credentials), ``client`` (per-client window
 statistics) on part of the rows, and ``source`` (how the row was made, for
-per-source error analysis). The same seed and split always give the same rows.
+per-source error analysis). The same seed, split and settings (``--dev-questions``,
+``--routes``) always give the same rows.
 """
 
 from __future__ import annotations
@@ -448,9 +449,10 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
              dev_questions: float = 0.0, routes: bool = False) -> Iterator[dict[str, Any]]:
     """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i).
 
-    ``dev_questions``: the share of people's hard-negative searches that are developer
-    questions (``devqueries``) on the training and calibration sides; the held-out side
-    is the same whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages.
+    ``dev_questions``: the share of hard-negative searches drawn from the pools (people's
+    and bots'; on the training side after real text) that are developer questions
+    (``devqueries``) on the training and calibration sides; the held-out side is the same
+    whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages.
     """
     weights = dict(mix or DEFAULT_MIX)
     classes = list(weights)
@@ -485,11 +487,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
     ap.add_argument("--dev-questions", type=float, default=0.0, metavar="SHARE",
-                    help="share of people's hard-negative searches that are developer questions (training and calibration sides; "
-                         "the training config's data.dev_questions)")
+                    help="share of the hard-negative searches drawn from the pools that are developer questions (training and "
+                         "calibration sides only; the training config's data.dev_questions)")
     ap.add_argument("--routes", action="store_true",
-                    help="add site.ROUTES to the training side's pages (the training config's data.routes)")
+                    help="add site.ROUTES to the training side's pages (training side only; the training config's data.routes)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.dev_questions <= 1.0:
+        ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
+    if args.dev_questions and args.split == "eval":
+        ap.error("--dev-questions: the eval side never draws developer questions")
+    if args.routes and args.split != "train":
+        ap.error("--routes: only the train side has ROUTES pages")
     n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes), args.out)
     print(f"wrote {n} {args.split} rows to {args.out} (sha256 {digest[:16]})", file=sys.stderr)
     return 0

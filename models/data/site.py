@@ -200,7 +200,8 @@ class Draw(random.Random):
     (``langtext``: Django's translations), so that text unlike the pools, in any script,
     is no evidence of an attack. One random number decides, so the English draws are the
     same whatever ``lang_text`` is. On the training and calibration sides, ``dev_questions``
-    (a generator setting, 0 by default) of the hard-negative searches are developer questions about code (``devqueries``, its
+    (a generator setting, 0 by default) of the hard-negative searches drawn from the pools
+    (people's and bots') are developer questions about code (``devqueries``, its
     fragments split between those two sides). The held-out side draws exactly as without
     any of them (no extra random numbers), and ``generate`` sets all three to 0 for attack
     rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side.
@@ -525,8 +526,8 @@ def _route(name: str, shapes: Callable[[random.Random], tuple[str, ...]]) -> Tem
 # training side only, and only when the generator is asked for them (``routes``: the training config's
 # ``data.routes``), so the calibration and evaluation files stay as they were: the held-out sides keep shapes of
 # their own, and ``tests/test_flash_data.py`` checks these add no path word to the training side that a held-out
-# template has. Attacks are put into them as into every page (``generate.attack``), so a shape alone is
-# no evidence either way.
+# template has. Crawlers, bad bots and attacks draw pages from them as from every page template (attacks put
+# their payloads into them), so a shape alone is no evidence either way.
 ROUTES: tuple[Template, ...] = (
     _route("wiki", lambda r: (
         f"/w/index.php?title={r.choice(NOUNS).title()}_{r.choice(WORDS)}&action={r.choice(('edit', 'raw', 'info', 'watch'))}",
