@@ -229,7 +229,8 @@ def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest
     """select_text_rows: people's Markdown text (never trained on) is scored every epoch and recorded with the data."""
     config = tmp_path / "tiny-text.yaml"
     config.write_text(TINY.read_text().replace("  select: calibration", "  select: calibration\n  select_text_rows: 150"))
-    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--no-export", "--hide-eval"]) == 0
+    assert "seed: 3" in config.read_text()
+    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--no-export", "--hide-eval", "--seed", "4"]) == 0
     log = capfd.readouterr().err
     assert "150 people's Markdown text rows for the epoch choice" in log and "Markdown text blocked" in log
     metrics = json.loads((tmp_path / "work" / "metrics.json").read_text())
@@ -239,10 +240,13 @@ def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest
     assert all(abs(e["calibration_side"][t][2] * 150 - round(e["calibration_side"][t][2] * 150)) < 0.01
                for e in epochs for t in ("0.95", "0.9", "0.8"))
     assert f"Markdown text blocked {epochs[metrics['training']['chosen_epoch'] - 1]['calibration_side']['0.95'][2]:.4f}" in log.split("weights of epoch")[1]
-    # the rows are the file the recorded generator command writes (tiny.yaml's seed is 3)
+    # the rows are the file the recorded generator command writes, with the run's seed (--seed 4 over tiny.yaml's 3)
     from models.data import realtext
+    from models.data.generate import generate
 
-    assert realtext.main(["--source", "markdown", "--rows", "150", "--seed", "3", "--out", str(tmp_path / "md.jsonl")]) == 0
+    assert realtext.main(["--source", "markdown", "--rows", "150", "--seed", "4", "--out", str(tmp_path / "md.jsonl")]) == 0
+    train_rows = (tmp_path / "work" / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in train_rows[:50]] == list(generate("train", 50, seed=4))
     assert (tmp_path / "work" / "choice_text.jsonl").read_bytes() == (tmp_path / "md.jsonl").read_bytes()
 
 
