@@ -319,7 +319,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
                        "bad_bot", f"bad/spoof/{why}", version=version, client=stats)
     if r < 0.93:  # credential stuffing against login forms
         site_name = rng.choice(site.SITES[:5])
-        tpl = rng.choice(site.templates(rng.split, site_name, ("login",), routes=rng.routes))
+        tpl = rng.choice(site.templates(rng.split, site_name, ("login",)))
         ep = tpl.make(rng)
         host = site.HOSTS[site_name]
         if rng.random() < 0.5:

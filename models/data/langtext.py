@@ -60,14 +60,9 @@ def translations(paths: Sequence[Path]) -> Iterator[tuple[str, str, str]]:
                 yield lang, "post", post
 
 
-def django_root() -> Path | None:
-    """Where the installed Django package is (found without importing it), or None."""
-    return package_dir("django")
-
-
 def catalogs(root: Path | None = None) -> list[Path]:
     """Django's compiled catalogs of every language but English, sorted by their path inside the package."""
-    root = root if root is not None else django_root()
+    root = root if root is not None else package_dir("django")
     if root is None or not root.is_dir():
         return []
     found = [p for p in root.glob("**/locale/*/LC_MESSAGES/*.mo") if not is_english(p.parts[-3])]

@@ -210,7 +210,7 @@ class Draw(random.Random):
     def __init__(self, seed: int, split: Split, dev_questions: float = 0.0, routes: bool = False) -> None:
         super().__init__(seed)
         self.split = split
-        self.routes = routes and split == "train"
+        self.routes = routes  # ``templates`` adds them on the training side only
         self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
         self.lang_text = LANG_TEXT_SHARE if split == "train" else 0.0
         self.dev_questions = dev_questions if split != "eval" else 0.0
