@@ -36,7 +36,7 @@ import torch
 from gateway import features as feat
 from gateway.decider import manifest as mf
 from models.calibrate import softmax
-from models.flash import QUESTIONS, FlashConfig, FlashNet, input_names, output_names
+from models.flash import QUESTIONS, FlashConfig, Net, build, input_names, output_names
 
 OPSET = 17
 FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx", "fp16": "model.fp16.onnx"}
@@ -47,7 +47,7 @@ QUESTION_DOCS = {
 }
 
 
-def export_fp32(net: FlashNet, path: Path, opset: int = OPSET) -> None:
+def export_fp32(net: Net, path: Path, opset: int = OPSET) -> None:
     """Trace ``net`` into an ONNX file with dynamic batch and token axes."""
     net = net.eval()
     ids = torch.randint(1, 300, (2, 2 * feat.BUCKET), dtype=torch.int64)
@@ -94,7 +94,7 @@ def _probs(outputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [softmax(np.asarray(o, dtype=np.float32)) for o in outputs]
 
 
-def parity(net: FlashNet, directory: Path, ids: np.ndarray, numeric: np.ndarray) -> dict[str, Any]:
+def parity(net: Net, directory: Path, ids: np.ndarray, numeric: np.ndarray) -> dict[str, Any]:
     """Compare onnxruntime (each precision) with torch on the same inputs."""
     net = net.eval()
     with torch.no_grad():
@@ -121,9 +121,9 @@ def parity(net: FlashNet, directory: Path, ids: np.ndarray, numeric: np.ndarray)
     return out
 
 
-def explain_block(net: FlashNet) -> dict[str, Any]:
+def explain_block(net: Net) -> dict[str, Any]:
     """The linear numeric path of the class head: what ``explain`` multiplies."""
-    w = net.numeric_linear.weight.detach().numpy()
+    w = net.explain_weight().detach().numpy()
     return {"question": "class", "numeric_names": list(feat.NUMERIC_NAMES),
             "weights": [[round(float(v), 6) for v in row] for row in w]}
 
@@ -172,7 +172,7 @@ def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: t
     reader never sees half a model; an existing folder of the same version is replaced.
     """
     cfg = FlashConfig(**checkpoint["config"])
-    net = FlashNet(cfg)
+    net = build(cfg)
     net.load_state_dict(checkpoint["state_dict"])
     net.eval()
     name, version = checkpoint["name"], checkpoint["version"]

@@ -18,11 +18,18 @@ PATCH) and ``numeric`` [B, N] (``gateway.features.numeric_vector``).
   what ``explain`` reports.
 
 Outputs are logits per question; calibration temperatures live in the manifest.
+
+**Members.** With ``members: M`` > 1 the file holds M such networks, trained side by side
+from different initialisations on differently shuffled batches, and answers with the mean
+of their probabilities (as logits: ``log mean softmax``, so temperature scaling and every
+reader of the outputs stay as they are). A mistake one member makes alone on a request it
+has never seen is outvoted; what they agree on stands (see the model card).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -56,6 +63,7 @@ class FlashConfig:
     max_positions: int = feat.MAX_TOKENS // feat.PATCH + 1
     numeric: int = feat.NUM_FEATURES
     trigram_buckets: int = TRIGRAM_BUCKETS
+    members: int = 1
 
     def to_dict(self) -> dict[str, float | int]:
         return asdict(self)
@@ -147,6 +155,46 @@ class FlashNet(nn.Module):
         outs = [head(h, bias) for head in self.heads]
         outs[0] = outs[0] + self.numeric_linear(numeric)
         return tuple(outs)
+
+    def member_nets(self) -> tuple[FlashNet, ...]:
+        """The networks trained one by one (this one)."""
+        return (self,)
+
+    def explain_weight(self) -> torch.Tensor:
+        """[classes, numeric]: the linear numeric path of the class head."""
+        return self.numeric_linear.weight
+
+
+class FlashEnsemble(nn.Module):
+    """``members`` FlashNets answering together: per question, the log of their mean probabilities."""
+
+    def __init__(self, cfg: FlashConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.members = nn.ModuleList(FlashNet(replace(cfg, members=1)) for _ in range(cfg.members))
+
+    def forward(self, ids: torch.Tensor, numeric: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        outs = [m(ids, numeric) for m in self.members]
+        scale = math.log(len(self.members))
+        return tuple(torch.logsumexp(torch.stack([F.log_softmax(o[q], dim=-1) for o in outs]), dim=0) - scale
+                     for q in range(len(QUESTIONS)))
+
+    def member_nets(self) -> tuple[FlashNet, ...]:
+        return tuple(self.members)  # type: ignore[arg-type]
+
+    def explain_weight(self) -> torch.Tensor:
+        """The members' mean linear numeric path (their logits' mean; the answer is the mean of probabilities)."""
+        return torch.stack([m.numeric_linear.weight for m in self.members]).mean(0)
+
+
+Net = FlashNet | FlashEnsemble
+
+
+def build(cfg: FlashConfig) -> Net:
+    """The network ``cfg`` describes: one FlashNet, or an ensemble of ``cfg.members``."""
+    if cfg.members < 1:
+        raise ValueError(f"members must be at least 1, got {cfg.members}")
+    return FlashNet(cfg) if cfg.members == 1 else FlashEnsemble(cfg)
 
 
 def input_names() -> tuple[str, str]:

@@ -49,7 +49,7 @@ from gateway.config import PolicyConfig
 from models.calibrate import brier, ece, fit_temperature, reliability_png, softmax
 from models.data import formats
 from models.data.generate import generate, write_jsonl
-from models.flash import QUESTIONS, FlashConfig, FlashNet
+from models.flash import QUESTIONS, FlashConfig, Net, build
 
 CLASSES = QUESTIONS[0][1]
 KINDS = QUESTIONS[1][1]
@@ -176,6 +176,8 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"train.select_text_rows: {cfg.train.select_text_rows} is negative")
     if not 0.0 <= cfg.data.dev_questions <= 1.0:
         problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
+    if cfg.model.members < 1:
+        problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
         problems.append(f"train.select_max_text_blocked: {cfg.train.select_max_text_blocked} is not a fraction (0-1)")
     if problems:
@@ -328,7 +330,7 @@ def loss_fn(outs: tuple[torch.Tensor, ...], y: torch.Tensor, kind: torch.Tensor,
 
 
 @torch.no_grad()
-def predict(net: FlashNet, enc: Encoded, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def predict(net: Net, enc: Encoded, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """Logits (class, attack_kind) for every row, in row order."""
     net.eval()
     cls = np.zeros((len(enc), len(CLASSES)), dtype=np.float32)
@@ -340,14 +342,15 @@ def predict(net: FlashNet, enc: Encoded, batch_size: int = 256) -> tuple[np.ndar
     return cls, kind
 
 
-def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, dict[str, Any]]:
+def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[Net, dict[str, Any]]:
     """Train with early stopping on the validation loss; returns the best network and a history."""
     from tqdm import tqdm
 
     torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
     opt_cfg = cfg.train
-    net = FlashNet(cfg.model)
+    net = build(cfg.model)
+    members = net.member_nets()
+    rngs = [random.Random(cfg.seed)] + [random.Random(f"{cfg.seed}/member/{m}") for m in range(1, len(members))]
     decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n]
     rest = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": opt_cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
@@ -374,20 +377,23 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     for epoch in range(opt_cfg.epochs):
         net.train()
         running, seen = 0.0, 0
-        bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
-                   unit="batch", file=sys.stderr, leave=False, mininterval=2.0)
-        for ids, numeric, y, kind, w, _ in bar:
-            loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg)
+        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}", unit="batch", file=sys.stderr, leave=False,
+                   mininterval=2.0)
+        # each member draws its own order of the same rows (member 0 the run's: one member trains as before)
+        for step in zip(*(batches(splits.train, opt_cfg.batch_size, r) for r in rngs), strict=True):
+            losses = [loss_fn(m(ids, numeric), y, kind, w, opt_cfg) for m, (ids, numeric, y, kind, w, _) in zip(members, step, strict=True)]
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            torch.stack(losses).sum().backward()
+            for m in members:
+                torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
             opt.step()
             sched.step()
             if ema is not None:
                 ema.update(net)
-            running += loss.item() * len(y)
-            seen += len(y)
+            running += sum(v.item() for v in losses) / len(losses) * len(step[0][2])
+            seen += len(step[0][2])
             bar.set_postfix(loss=f"{running / seen:.4f}", refresh=False)
+            bar.update()
         bar.close()
         cls_logits, kind_logits = predict(scored, splits.val)
         val_loss = _val_loss(cls_logits, kind_logits, splits.val)
@@ -450,14 +456,14 @@ def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | 
 class _Ema:
     """An exponential moving average of a network's weights (warm-up: decay grows with the step count)."""
 
-    def __init__(self, net: FlashNet, decay: float) -> None:
+    def __init__(self, net: Net, decay: float) -> None:
         self.net = copy.deepcopy(net)
         self.net.requires_grad_(False)
         self.decay = decay
         self.steps = 0
 
     @torch.no_grad()
-    def update(self, net: FlashNet) -> None:
+    def update(self, net: Net) -> None:
         self.steps += 1
         d = min(self.decay, (1 + self.steps) / (10 + self.steps))
         torch._foreach_lerp_(list(self.net.parameters()), list(net.parameters()), 1.0 - d)
@@ -467,7 +473,7 @@ class _Ema:
 _TRACK = (0.95, 0.9, 0.8)
 
 
-def _calibration_side(net: FlashNet, cal: Encoded, text: Encoded | None = None) -> dict[str, tuple[float, ...]]:
+def _calibration_side(net: Net, cal: Encoded, text: Encoded | None = None) -> dict[str, tuple[float, ...]]:
     """(attacks blocked, humans blocked[, developer text blocked]) at each tracked threshold on the calibration side,
     after a temperature fit; the third when ``text`` (people's Markdown text, ``select_text_rows``) is given.
 
@@ -547,7 +553,7 @@ def question_metrics(logits: np.ndarray, labels: np.ndarray, temperature: float,
             "brier_before": round(brier(before, labels), 5), "brier_after": round(brier(after, labels), 5)}
 
 
-def calibrate_and_measure(net: FlashNet, splits: Splits, work: Path, log: Any,
+def calibrate_and_measure(net: Net, splits: Splits, work: Path, log: Any,
                           show_eval: bool = True) -> tuple[dict[str, float], dict[str, Any], Path]:
     """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram.
 

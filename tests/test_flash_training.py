@@ -18,7 +18,7 @@ from gateway.decider.onnx import ModelLoadError, OnnxOptions, OnnxScorer
 from models import export, train
 from models.calibrate import softmax
 from models.data.generate import generate
-from models.flash import FlashConfig, FlashNet
+from models.flash import FlashConfig, FlashEnsemble, FlashNet, build
 
 TINY = Path(__file__).resolve().parents[1] / "models" / "configs" / "tiny.yaml"
 NAME = "clef-flash-tiny"
@@ -213,14 +213,15 @@ def test_calibration_selection_also_bounds_developer_text() -> None:
 
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("data:\n  dev_questions: -0.2\n"
+    bad.write_text("data:\n  dev_questions: -0.2\nmodel:\n  members: 0\n"
                    "train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n",
                    encoding="utf-8")
     with pytest.raises(SystemExit) as err:
         train.load_config(bad)
     message = str(err.value)
     assert "train.select: 'eval' is not one of validation, calibration" in message
-    assert "train.select_threshold: 0.7" in message and "5 problem(s)" in message
+    assert "train.select_threshold: 0.7" in message and "6 problem(s)" in message
+    assert "model.members: 0 is not a number of networks" in message
     assert "train.select_text_rows: -5 is negative" in message and "train.select_max_text_blocked: 2" in message
     assert "data.dev_questions: -0.2 is not a fraction" in message
 
@@ -263,3 +264,53 @@ def test_hide_eval_keeps_the_held_out_figures_out_of_the_log(tmp_path: Path, cap
     assert "held-out eval: measured" in log and "held-out eval: accuracy" not in log and "attacks_blocked" not in log
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert 0 <= metrics["eval"]["class"]["accuracy"] <= 1 and "policy_model_alone" in metrics["eval"]
+
+
+def test_an_ensemble_answers_with_the_mean_of_its_members() -> None:
+    """members: M answers log(mean of the members' probabilities): softmax of the outputs is their mean."""
+    torch.manual_seed(0)
+    cfg = FlashConfig(width=16, layers=1, heads=2, ffn=32, embed=4, head_hidden=16, trigram_buckets=64, members=3)
+    net = build(cfg).eval()
+    assert isinstance(net, FlashEnsemble) and len(net.member_nets()) == 3
+    assert isinstance(build(FlashConfig(width=16, layers=1, heads=2, ffn=32, embed=4, head_hidden=16, trigram_buckets=64)), FlashNet)
+    for m in net.member_nets():  # each member initialised on its own
+        torch.nn.init.normal_(m.numeric_linear.weight, std=0.5)
+    ids, numeric = held_out_batch(12)
+    with torch.no_grad():
+        outs = net(torch.from_numpy(ids), torch.from_numpy(numeric))
+        members = [m(torch.from_numpy(ids), torch.from_numpy(numeric)) for m in net.member_nets()]
+    assert not torch.equal(members[0][0], members[1][0])
+    for q, out in enumerate(outs):
+        want = np.mean([softmax(m[q].numpy()) for m in members], axis=0)
+        assert np.abs(softmax(out.numpy()) - want).max() < 1e-5
+    weights = torch.stack([m.numeric_linear.weight for m in net.member_nets()]).mean(0)
+    assert torch.allclose(net.explain_weight(), weights)
+    with pytest.raises(ValueError, match="members must be at least 1"):
+        build(FlashConfig(members=0))
+
+
+def test_members_train_export_and_run(tmp_path: Path) -> None:
+    """A two-member tiny model trains, exports one file per precision that matches torch, and the gateway runs it."""
+    config = tmp_path / "tiny-members.yaml"
+    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2"))
+    repo = tmp_path / "repo"
+    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--repository", str(repo), "--hide-eval"]) == 0
+    checkpoint = torch.load(tmp_path / "work" / "model.pt", map_location="cpu", weights_only=False)
+    net = build(FlashConfig(**checkpoint["config"]))
+    net.load_state_dict(checkpoint["state_dict"])
+    net.eval()
+    a, b = net.member_nets()
+    assert not torch.equal(a.stem.weight, b.stem.weight)
+    m = mf.load(repo / NAME / "0.0.1", feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+                require=("fp32", "int8", "fp16"), name=NAME)
+    assert m.raw["architecture"]["members"] == 2
+    assert m.raw["parity"]["fp32"]["max_abs_prob_diff"] <= 1e-4 and m.raw["parity"]["int8"]["class_agreement"] >= 0.95
+    assert len(m.explain["weights"]) == 4 and len(m.explain["weights"][0]) == feat.NUM_FEATURES
+    # the gateway's scorer: the members' mean, at the manifest's temperature
+    scorer = OnnxScorer(OnnxOptions(repository=repo, name=NAME, providers=("cpu",), variant="fp32"))
+    inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", 8, seed=99)]
+    got = np.array([[p["class"][c] for c in ("human", "good_bot", "bad_bot", "attack")] for p in scorer.run_inputs(inputs)])
+    ids, numeric = feat.pad_batch(inputs)
+    with torch.no_grad():
+        logits = net(torch.from_numpy(ids), torch.from_numpy(numeric))[0].numpy()
+    assert np.allclose(got, softmax(logits, m.temperature["class"]), atol=1e-4)
