@@ -19,11 +19,11 @@ PATCH) and ``numeric`` [B, N] (``gateway.features.numeric_vector``).
 
 Outputs are logits per question; calibration temperatures live in the manifest.
 
-**Members.** With ``members: M`` > 1 the file holds M such networks, trained side by side
-from different initialisations on differently shuffled batches, and answers with the mean
-of their probabilities (as logits: ``log mean softmax``, so temperature scaling and every
-reader of the outputs stay as they are). A mistake one member makes alone on a request it
-has never seen is outvoted; what they agree on stands (see the model card).
+**Members.** With ``members: M`` > 1 the file holds M such networks, each trained as a run of
+its own with its own seed (``models.train`` trains them apart and assembles them), and
+answers with the mean of their probabilities (as logits: ``log mean softmax``, so temperature
+scaling and every reader of the outputs stay as they are). A mistake one member makes alone
+on a request it has never seen is outvoted; what they agree on stands (see the model card).
 """
 
 from __future__ import annotations

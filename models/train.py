@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -49,7 +50,7 @@ from gateway.config import PolicyConfig
 from models.calibrate import brier, ece, fit_temperature, reliability_png, softmax
 from models.data import formats
 from models.data.generate import generate, write_jsonl
-from models.flash import QUESTIONS, FlashConfig, Net, build
+from models.flash import QUESTIONS, FlashConfig, FlashNet, Net, build
 
 CLASSES = QUESTIONS[0][1]
 KINDS = QUESTIONS[1][1]
@@ -111,6 +112,12 @@ class OptimConfig:
     # (0 rows: not read, as up to 1.5.0)
     select_text_rows: int = 0
     select_max_text_blocked: float = 0.005
+    # model.members > 1: one seed per member. Each member is a whole run of its own (its seed's training and
+    # calibration rows, initialisation, order and epoch choice); the version averages them. The first should be
+    # the config's seed: the version's calibration and held-out figures are read on that seed's rows.
+    member_seeds: list[int] = field(default_factory=list)
+    # how many member runs at once (each with ``threads`` threads)
+    member_parallel: int = 2
 
 
 @dataclass
@@ -178,6 +185,11 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
     if cfg.model.members < 1:
         problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
+    elif cfg.model.members > 1 and (len(cfg.train.member_seeds) != cfg.model.members or len(set(cfg.train.member_seeds)) != cfg.model.members):
+        problems.append(f"train.member_seeds: {cfg.model.members} members need {cfg.model.members} different seeds, "
+                        f"got {cfg.train.member_seeds}")
+    if cfg.train.member_parallel < 1:
+        problems.append(f"train.member_parallel: {cfg.train.member_parallel} is not a number of runs (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
         problems.append(f"train.select_max_text_blocked: {cfg.train.select_max_text_blocked} is not a fraction (0-1)")
     if problems:
@@ -342,15 +354,16 @@ def predict(net: Net, enc: Encoded, batch_size: int = 256) -> tuple[np.ndarray, 
     return cls, kind
 
 
-def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[Net, dict[str, Any]]:
+def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, dict[str, Any]]:
     """Train with early stopping on the validation loss; returns the best network and a history."""
     from tqdm import tqdm
 
     torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
     opt_cfg = cfg.train
-    net = build(cfg.model)
-    members = net.member_nets()
-    rngs = [random.Random(cfg.seed)] + [random.Random(f"{cfg.seed}/member/{m}") for m in range(1, len(members))]
+    if cfg.model.members != 1:  # members are trained apart (train_members) and assembled
+        raise ValueError("train_model trains one network: run a model.members > 1 config through main()")
+    net = FlashNet(cfg.model)
     decay = [p for n, p in net.named_parameters() if p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n]
     rest = [p for n, p in net.named_parameters() if not (p.ndim >= 2 and "embed" not in n and "trigram" not in n and "position" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": opt_cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}],
@@ -377,23 +390,20 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[Net, dict[s
     for epoch in range(opt_cfg.epochs):
         net.train()
         running, seen = 0.0, 0
-        bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}", unit="batch", file=sys.stderr, leave=False,
-                   mininterval=2.0)
-        # each member draws its own order of the same rows (member 0 the run's: one member trains as before)
-        for step in zip(*(batches(splits.train, opt_cfg.batch_size, r) for r in rngs), strict=True):
-            losses = [loss_fn(m(ids, numeric), y, kind, w, opt_cfg) for m, (ids, numeric, y, kind, w, _) in zip(members, step, strict=True)]
+        bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
+                   unit="batch", file=sys.stderr, leave=False, mininterval=2.0)
+        for ids, numeric, y, kind, w, _ in bar:
+            loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg)
             opt.zero_grad(set_to_none=True)
-            torch.stack(losses).sum().backward()
-            for m in members:
-                torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
             sched.step()
             if ema is not None:
                 ema.update(net)
-            running += sum(v.item() for v in losses) / len(losses) * len(step[0][2])
-            seen += len(step[0][2])
+            running += loss.item() * len(y)
+            seen += len(y)
             bar.set_postfix(loss=f"{running / seen:.4f}", refresh=False)
-            bar.update()
         bar.close()
         cls_logits, kind_logits = predict(scored, splits.val)
         val_loss = _val_loss(cls_logits, kind_logits, splits.val)
@@ -456,14 +466,14 @@ def _choose_epoch(history: Sequence[dict[str, Any]], opt: OptimConfig) -> int | 
 class _Ema:
     """An exponential moving average of a network's weights (warm-up: decay grows with the step count)."""
 
-    def __init__(self, net: Net, decay: float) -> None:
+    def __init__(self, net: FlashNet, decay: float) -> None:
         self.net = copy.deepcopy(net)
         self.net.requires_grad_(False)
         self.decay = decay
         self.steps = 0
 
     @torch.no_grad()
-    def update(self, net: Net) -> None:
+    def update(self, net: FlashNet) -> None:
         self.steps += 1
         d = min(self.decay, (1 + self.steps) / (10 + self.steps))
         torch._foreach_lerp_(list(self.net.parameters()), list(net.parameters()), 1.0 - d)
@@ -593,6 +603,61 @@ def calibrate_and_measure(net: Net, splits: Splits, work: Path, log: Any,
     return temps, metrics, png
 
 
+def train_members(cfg: TrainConfig, args: argparse.Namespace, log: Any) -> list[Path]:
+    """Train each member as a run of its own (``--member I``, ``train.member_parallel`` at a time); their work dirs.
+
+    A member's log goes to ``<work_dir>/member-I.log``; the first failure stops the others and the run.
+    """
+    work = Path(cfg.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    common = [sys.executable, "-m", "models.train", "--config", str(args.config), "--work-dir", str(work), "--hide-eval",
+              "--member-seeds", ",".join(map(str, cfg.train.member_seeds))]
+    for extra in args.data:
+        common += ["--data", str(extra)]
+    waiting = list(range(1, cfg.model.members + 1))
+    running: dict[int, tuple[subprocess.Popen[bytes], Any, float]] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < cfg.train.member_parallel:
+                i = waiting.pop(0)
+                fh = (work / f"member-{i}.log").open("wb")
+                running[i] = (subprocess.Popen([*common, "--member", str(i)], stdout=fh, stderr=subprocess.STDOUT), fh, time.time())
+                log(f"member {i}: training with seed {cfg.train.member_seeds[i - 1]} (log: {work / f'member-{i}.log'})")
+            time.sleep(1.0)
+            for i, (proc, fh, t0) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                fh.close()
+                del running[i]
+                if proc.returncode != 0:
+                    raise SystemExit(f"member {i} failed (exit {proc.returncode}); see {work / f'member-{i}.log'}")
+                done = json.loads((work / f"member-{i}" / "metrics.json").read_text(encoding="utf-8"))["training"]
+                log(f"member {i}: done in {(time.time() - t0) / 60:.1f} min, weights of epoch {done['chosen_epoch']} "
+                    f"(by {done['selected_by']})")
+    finally:
+        for proc, fh, _ in running.values():
+            proc.kill()
+            fh.close()
+    return [work / f"member-{i}" for i in range(1, cfg.model.members + 1)]
+
+
+def assemble(runs: Sequence[Path], log: Any) -> tuple[Net, dict[str, Any], list[dict[str, Any]]]:
+    """One network answering with the mean of the members' (finished runs') probabilities."""
+    checkpoints = [torch.load(run / "model.pt", map_location="cpu", weights_only=False) for run in runs]
+    configs = [FlashConfig(**c["config"]) for c in checkpoints]
+    if any(c != configs[0] for c in configs):
+        raise SystemExit(f"members differ in architecture: {', '.join(str(run) for run in runs)}")
+    net = build(dataclasses.replace(configs[0], members=len(runs)))
+    for member, checkpoint in zip(net.member_nets(), checkpoints, strict=True):
+        member.load_state_dict(checkpoint["state_dict"])
+    net.eval()
+    history = {"selected_by": "members", "members": [
+        {"work_dir": str(run), "temperature": c["temperature"], **c["metrics"]["training"]} for run, c in zip(runs, checkpoints, strict=True)]}
+    data = [{k: c["training_data"][k] for k in ("sha256", "rows", "generator", "calibration")} for c in checkpoints]
+    log(f"assembled {len(runs)} members ({sum(p.numel() for p in net.parameters()):,} parameters)")
+    return net, history, data
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.train`` / ``clefgate train``."""
     ap = argparse.ArgumentParser(prog="python -m models.train", description="Train, calibrate and export Clef-flash.")
@@ -605,6 +670,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None,
                     help="seed to use instead of the config's: training rows (seed), calibration rows (seed + 1), initialisation "
                          "and order; the held-out rows keep data.eval_seed. Compare a recipe over several seeds: one run says little")
+    ap.add_argument("--member-seeds", default=None,
+                    help="comma-separated seeds to use instead of the config's train.member_seeds (model.members > 1)")
+    ap.add_argument("--member", type=int, default=None, metavar="I",
+                    help="train member I (1-based) of a model.members > 1 config alone, as the full run does in "
+                         "<work-dir>/member-I: its seed, one network, no export")
     ap.add_argument("--no-export", action="store_true", help="train and measure only")
     ap.add_argument("--hide-eval", action="store_true",
                     help="do not print the held-out split's figures (still written to metrics.json and the manifest): for "
@@ -619,9 +689,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg.work_dir = str(args.work_dir)
     if args.repository:
         cfg.export.repository = str(args.repository)
+    if args.member_seeds is not None:
+        try:
+            cfg.train.member_seeds = [int(v) for v in args.member_seeds.split(",")]
+        except ValueError:
+            ap.error(f"--member-seeds: {args.member_seeds!r} is not a comma-separated list of whole numbers")
+        if len(cfg.train.member_seeds) != cfg.model.members or len(set(cfg.train.member_seeds)) != cfg.model.members:
+            ap.error(f"--member-seeds: model.members is {cfg.model.members}: give {cfg.model.members} different seeds")
+    prefix = "clef-flash"
+    if args.member is not None:
+        if not 1 <= args.member <= cfg.model.members or cfg.model.members == 1:
+            ap.error(f"--member {args.member}: the config has {cfg.model.members} member(s)")
+        prefix = f"clef-flash member {args.member}"
+        cfg.seed = cfg.train.member_seeds[args.member - 1]
+        cfg.work_dir = str(Path(cfg.work_dir) / f"member-{args.member}")
+        cfg.model = dataclasses.replace(cfg.model, members=1)
+        args.no_export = True
 
     def log(msg: str) -> None:
-        print(f"[clef-flash] {msg}", file=sys.stderr, flush=True)
+        print(f"[{prefix}] {msg}", file=sys.stderr, flush=True)
 
     started = time.time()
     random.seed(cfg.seed)
@@ -629,11 +715,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.train.threads)
     work = Path(cfg.work_dir)
-    splits = prepare(cfg, args.data, log)
-    net, history = train_model(cfg, splits, log)
+    if cfg.model.members > 1:
+        runs = train_members(cfg, args, log)
+        splits = prepare(cfg, args.data, log)
+        net, history, member_data = assemble(runs, log)
+        splits.data_info["members"] = member_data
+    else:
+        splits = prepare(cfg, args.data, log)
+        net, history = train_model(cfg, splits, log)
     temps, metrics, png = calibrate_and_measure(net, splits, work, log, show_eval=not args.hide_eval)
     metrics["training"] = history
-    checkpoint = {"name": cfg.name, "version": cfg.version, "config": cfg.model.to_dict(), "state_dict": net.state_dict(),
+    checkpoint = {"name": cfg.name, "version": cfg.version, "config": net.cfg.to_dict(), "state_dict": net.state_dict(),
                   "temperature": temps, "metrics": metrics, "training_data": splits.data_info}
     torch.save(checkpoint, work / "model.pt")
     (work / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")

@@ -292,9 +292,17 @@ def test_an_ensemble_answers_with_the_mean_of_its_members() -> None:
 def test_members_train_export_and_run(tmp_path: Path) -> None:
     """A two-member tiny model trains, exports one file per precision that matches torch, and the gateway runs it."""
     config = tmp_path / "tiny-members.yaml"
-    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2"))
+    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
+                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
     repo = tmp_path / "repo"
     assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--repository", str(repo), "--hide-eval"]) == 0
+    # each member is the run its seed gives on its own: same rows, same weights
+    single = tmp_path / "single"
+    assert train.main(["--config", str(TINY), "--work-dir", str(single), "--seed", "8", "--no-export", "--hide-eval"]) == 0
+    alone = torch.load(single / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
+    second = torch.load(tmp_path / "work" / "member-2" / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
+    assert all(torch.equal(alone[k], second[k]) for k in alone)
+    assert (single / "train.jsonl").read_bytes() == (tmp_path / "work" / "member-2" / "train.jsonl").read_bytes()
     checkpoint = torch.load(tmp_path / "work" / "model.pt", map_location="cpu", weights_only=False)
     net = build(FlashConfig(**checkpoint["config"]))
     net.load_state_dict(checkpoint["state_dict"])
@@ -304,6 +312,8 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
     m = mf.load(repo / NAME / "0.0.1", feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
                 require=("fp32", "int8", "fp16"), name=NAME)
     assert m.raw["architecture"]["members"] == 2
+    assert [d["generator"].split("--seed ")[1] for d in m.training_data["members"]] == ["3", "8"]
+    assert [r["chosen_epoch"] >= 1 for r in m.metrics["training"]["members"]] == [True, True]
     assert m.raw["parity"]["fp32"]["max_abs_prob_diff"] <= 1e-4 and m.raw["parity"]["int8"]["class_agreement"] >= 0.95
     assert len(m.explain["weights"]) == 4 and len(m.explain["weights"][0]) == feat.NUM_FEATURES
     # the gateway's scorer: the members' mean, at the manifest's temperature
