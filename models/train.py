@@ -675,6 +675,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--member", type=int, default=None, metavar="I",
                     help="train member I (1-based) of a model.members > 1 config alone, as the full run does in "
                          "<work-dir>/member-I: its seed, one network, no export")
+    ap.add_argument("--assemble-only", action="store_true",
+                    help="model.members > 1: train nothing, assemble the finished member runs in <work-dir>/member-I (e.g. "
+                         "trained one by one with --member I, on other machines)")
     ap.add_argument("--no-export", action="store_true", help="train and measure only")
     ap.add_argument("--hide-eval", action="store_true",
                     help="do not print the held-out split's figures (still written to metrics.json and the manifest): for "
@@ -715,8 +718,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.train.threads)
     work = Path(cfg.work_dir)
+    if args.assemble_only and (cfg.model.members == 1 or args.member is not None):
+        ap.error("--assemble-only: needs a model.members > 1 config, without --member")
     if cfg.model.members > 1:
-        runs = train_members(cfg, args, log)
+        runs = [work / f"member-{i}" for i in range(1, cfg.model.members + 1)] if args.assemble_only else train_members(cfg, args, log)
+        missing = [str(run / "model.pt") for run in runs if not (run / "model.pt").is_file()]
+        if missing:
+            raise SystemExit(f"--assemble-only: no finished member run at {', '.join(missing)} (train them with --member I)")
         splits = prepare(cfg, args.data, log)
         net, history, member_data = assemble(runs, log)
         splits.data_info["members"] = member_data

@@ -319,8 +319,37 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
     # the gateway's scorer: the members' mean, at the manifest's temperature
     scorer = OnnxScorer(OnnxOptions(repository=repo, name=NAME, providers=("cpu",), variant="fp32"))
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", 8, seed=99)]
+    # the finished member runs assemble into the same files again (members trained one by one, or elsewhere)
+    again = tmp_path / "again"
+    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--repository", str(again), "--hide-eval",
+                       "--assemble-only"]) == 0
+    assert (again / NAME / "0.0.1" / "model.onnx").read_bytes() == (repo / NAME / "0.0.1" / "model.onnx").read_bytes()
+    with pytest.raises(SystemExit, match="no finished member run"):
+        train.main(["--config", str(config), "--work-dir", str(tmp_path / "none"), "--no-export", "--assemble-only"])
     got = np.array([[p["class"][c] for c in ("human", "good_bot", "bad_bot", "attack")] for p in scorer.run_inputs(inputs)])
     ids, numeric = feat.pad_batch(inputs)
     with torch.no_grad():
         logits = net(torch.from_numpy(ids), torch.from_numpy(numeric))[0].numpy()
     assert np.allclose(got, softmax(logits, m.temperature["class"]), atol=1e-4)
+
+
+def test_member_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Member settings that cannot mean anything are refused before any work, with the reason."""
+    config = tmp_path / "tiny-members.yaml"
+    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
+                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    work = ["--work-dir", str(tmp_path / "w"), "--no-export"]
+    for argv, reason in ((["--config", str(config), "--member", "3"], "the config has 2 member(s)"),
+                         (["--config", str(config), "--member-seeds", "4,4"], "give 2 different seeds"),
+                         (["--config", str(config), "--member-seeds", "4,x"], "not a comma-separated list"),
+                         (["--config", str(TINY), "--assemble-only"], "needs a model.members > 1 config")):
+        with pytest.raises(SystemExit) as err:
+            train.main([*argv, *work])
+        assert err.value.code == 2 and reason in capsys.readouterr().err, argv
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(config.read_text().replace("member_seeds: [3, 8]", "member_seeds: [3]\n  member_parallel: 0"))
+    with pytest.raises(SystemExit) as err:
+        train.load_config(bad)
+    assert "train.member_seeds: 2 members need 2 different seeds, got [3]" in str(err.value)
+    assert "train.member_parallel: 0 is not a number of runs" in str(err.value)
+    assert not (tmp_path / "w").exists()
