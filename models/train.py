@@ -32,8 +32,10 @@ import hashlib
 import json
 import math
 import random
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -616,6 +618,8 @@ def train_members(cfg: TrainConfig, args: argparse.Namespace, log: Any) -> list[
         common += ["--data", str(extra)]
     waiting = list(range(1, cfg.model.members + 1))
     running: dict[int, tuple[subprocess.Popen[bytes], Any, float]] = {}
+    # a plain ``kill`` of this process must not leave members training: SIGTERM unwinds through ``finally``
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal) if threading.current_thread() is threading.main_thread() else None
     try:
         while waiting or running:
             while waiting and len(running) < cfg.train.member_parallel:
@@ -637,8 +641,15 @@ def train_members(cfg: TrainConfig, args: argparse.Namespace, log: Any) -> list[
     finally:
         for proc, fh, _ in running.values():
             proc.kill()
+            proc.wait()
             fh.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return [work / f"member-{i}" for i in range(1, cfg.model.members + 1)]
+
+
+def _exit_on_signal(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def assemble(runs: Sequence[Path], log: Any) -> tuple[Net, dict[str, Any], list[dict[str, Any]]]:

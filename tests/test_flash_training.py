@@ -353,3 +353,42 @@ def test_member_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "train.member_seeds: 2 members need 2 different seeds, got [3]" in str(err.value)
     assert "train.member_parallel: 0 is not a number of runs" in str(err.value)
     assert not (tmp_path / "w").exists()
+
+
+def test_stopping_the_run_stops_its_members(tmp_path: Path) -> None:
+    """SIGTERM to a members run (a plain ``kill``) ends the member runs it started, not only itself."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    config = tmp_path / "tiny-members.yaml"
+    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
+                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    work = tmp_path / "work"
+
+    def members_running() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if entry.name.isdigit() and str(work).encode() in cmdline and b"--member\x00" in cmdline:
+                found.append(int(entry.name))
+        return found
+
+    parent = subprocess.Popen([sys.executable, "-m", "models.train", "--config", str(config), "--work-dir", str(work), "--no-export"],
+                              cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not members_running() and time.time() < deadline and parent.poll() is None:
+        time.sleep(0.05)
+    assert members_running(), "the members never started"
+    os.kill(parent.pid, signal.SIGTERM)
+    assert parent.wait(timeout=30) == 128 + signal.SIGTERM
+    deadline = time.time() + 10
+    while members_running() and time.time() < deadline:
+        time.sleep(0.1)
+    assert members_running() == []
+    assert not (work / "member-1" / "model.pt").exists() and not (work / "member-2" / "model.pt").exists()
