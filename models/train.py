@@ -172,6 +172,11 @@ def _build(cls: type, raw: Any, where: str, problems: list[str]) -> Any:
 SELECT = ("validation", "calibration")
 
 
+def _seeds_fit(members: int, seeds: Sequence[int]) -> bool:
+    """One different seed per member."""
+    return len(seeds) == members and len(set(seeds)) == members
+
+
 def load_config(path: Path) -> TrainConfig:
     """Read a training config; every unknown key or wrong type is reported at once."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -187,7 +192,7 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
     if cfg.model.members < 1:
         problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
-    elif cfg.model.members > 1 and (len(cfg.train.member_seeds) != cfg.model.members or len(set(cfg.train.member_seeds)) != cfg.model.members):
+    elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
         problems.append(f"train.member_seeds: {cfg.model.members} members need {cfg.model.members} different seeds, "
                         f"got {cfg.train.member_seeds}")
     if cfg.train.member_parallel < 1:
@@ -708,8 +713,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg.train.member_seeds = [int(v) for v in args.member_seeds.split(",")]
         except ValueError:
             ap.error(f"--member-seeds: {args.member_seeds!r} is not a comma-separated list of whole numbers")
-        if len(cfg.train.member_seeds) != cfg.model.members or len(set(cfg.train.member_seeds)) != cfg.model.members:
+        if not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
             ap.error(f"--member-seeds: model.members is {cfg.model.members}: give {cfg.model.members} different seeds")
+    if args.assemble_only and (cfg.model.members == 1 or args.member is not None):
+        ap.error("--assemble-only: needs a model.members > 1 config, without --member")
     prefix = "clef-flash"
     if args.member is not None:
         if not 1 <= args.member <= cfg.model.members or cfg.model.members == 1:
@@ -729,19 +736,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.train.threads)
     work = Path(cfg.work_dir)
-    if args.assemble_only and (cfg.model.members == 1 or args.member is not None):
-        ap.error("--assemble-only: needs a model.members > 1 config, without --member")
-    if cfg.model.members > 1:
-        runs = [work / f"member-{i}" for i in range(1, cfg.model.members + 1)] if args.assemble_only else train_members(cfg, args, log)
-        missing = [str(run / "model.pt") for run in runs if not (run / "model.pt").is_file()]
-        if missing:
-            raise SystemExit(f"--assemble-only: no finished member run at {', '.join(missing)} (train them with --member I)")
-        splits = prepare(cfg, args.data, log)
-        net, history, member_data = assemble(runs, log)
-        splits.data_info["members"] = member_data
-    else:
+    if cfg.model.members == 1:
         splits = prepare(cfg, args.data, log)
         net, history = train_model(cfg, splits, log)
+    else:
+        if args.assemble_only:
+            runs = [work / f"member-{i}" for i in range(1, cfg.model.members + 1)]
+            missing = [str(run / "model.pt") for run in runs if not (run / "model.pt").is_file()]
+            if missing:
+                raise SystemExit(f"--assemble-only: no finished member run at {', '.join(missing)} (train them with --member I)")
+        else:
+            runs = train_members(cfg, args, log)
+        splits = prepare(cfg, args.data, log)  # the config seed's calibration and held-out rows, which the version is read on
+        net, history, member_data = assemble(runs, log)
+        splits.data_info["members"] = member_data
     temps, metrics, png = calibrate_and_measure(net, splits, work, log, show_eval=not args.hide_eval)
     metrics["training"] = history
     checkpoint = {"name": cfg.name, "version": cfg.version, "config": net.cfg.to_dict(), "state_dict": net.state_dict(),

@@ -37,6 +37,14 @@ def held_out_batch(rows: int = 96) -> tuple[np.ndarray, np.ndarray]:
     return feat.pad_batch(inputs)
 
 
+def members_config(tmp_path: Path) -> Path:
+    """tiny.yaml with two members, trained apart with seeds 3 and 8."""
+    config = tmp_path / "tiny-members.yaml"
+    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
+                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    return config
+
+
 def load_net(work: Path) -> FlashNet:
     checkpoint = torch.load(work / "model.pt", map_location="cpu", weights_only=False)
     net = FlashNet(FlashConfig(**checkpoint["config"]))
@@ -291,9 +299,7 @@ def test_an_ensemble_answers_with_the_mean_of_its_members() -> None:
 
 def test_members_train_export_and_run(tmp_path: Path) -> None:
     """A two-member tiny model trains, exports one file per precision that matches torch, and the gateway runs it."""
-    config = tmp_path / "tiny-members.yaml"
-    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
-                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    config = members_config(tmp_path)
     repo = tmp_path / "repo"
     assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--repository", str(repo), "--hide-eval"]) == 0
     # each member is the run its seed gives on its own: same rows, same weights
@@ -335,9 +341,7 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
 
 def test_member_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Member settings that cannot mean anything are refused before any work, with the reason."""
-    config = tmp_path / "tiny-members.yaml"
-    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
-                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    config = members_config(tmp_path)
     work = ["--work-dir", str(tmp_path / "w"), "--no-export"]
     for argv, reason in ((["--config", str(config), "--member", "3"], "the config has 2 member(s)"),
                          (["--config", str(config), "--member-seeds", "4,4"], "give 2 different seeds"),
@@ -363,9 +367,7 @@ def test_stopping_the_run_stops_its_members(tmp_path: Path) -> None:
     import sys
     import time
 
-    config = tmp_path / "tiny-members.yaml"
-    config.write_text(TINY.read_text().replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
-                      .replace("  select: calibration", "  select: calibration\n  member_seeds: [3, 8]"))
+    config = members_config(tmp_path)
     work = tmp_path / "work"
 
     def members_running() -> list[int]:
