@@ -630,7 +630,12 @@ def train_members(cfg: TrainConfig, args: argparse.Namespace, log: Any) -> list[
             while waiting and len(running) < cfg.train.member_parallel:
                 i = waiting.pop(0)
                 fh = (work / f"member-{i}.log").open("wb")
-                running[i] = (subprocess.Popen([*common, "--member", str(i)], stdout=fh, stderr=subprocess.STDOUT), fh, time.time())
+                # a SIGTERM between starting a member and recording it would leave that member running: hold it until recorded
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+                try:
+                    running[i] = (subprocess.Popen([*common, "--member", str(i)], stdout=fh, stderr=subprocess.STDOUT), fh, time.time())
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
                 log(f"member {i}: training with seed {cfg.train.member_seeds[i - 1]} (log: {work / f'member-{i}.log'})")
             time.sleep(1.0)
             for i, (proc, fh, t0) in list(running.items()):

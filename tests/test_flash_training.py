@@ -368,6 +368,8 @@ def test_stopping_the_run_stops_its_members(tmp_path: Path) -> None:
     import time
 
     config = members_config(tmp_path)
+    # members that take minutes to generate their rows, so none can finish before it is stopped, however slow the host
+    config.write_text(config.read_text().replace("generated_rows: 1200", "generated_rows: 2000000"))
     work = tmp_path / "work"
 
     def members_running() -> list[int]:
