@@ -130,8 +130,8 @@ def explain_block(net: Net) -> dict[str, Any]:
 
 def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[str, Path], temperature: Mapping[str, float],
                   training_data: Mapping[str, Any], metrics: Mapping[str, Any], explain: Mapping[str, Any],
-                  parity_report: Mapping[str, Any], opset: int = OPSET) -> dict[str, Any]:
-    """The manifest.json of one version (see ``gateway.decider.manifest``)."""
+                  parity_report: Mapping[str, Any], opset: int = OPSET, channel: str = "stable") -> dict[str, Any]:
+    """The manifest.json of one version (see ``gateway.decider.manifest``; ``channel``: stable or opt-in)."""
     questions: list[dict[str, Any]] = []
     for qid, options in QUESTIONS:
         q: dict[str, Any] = {"id": qid, "options": list(options), "description": QUESTION_DOCS[qid]}
@@ -141,6 +141,7 @@ def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[s
     return {
         "name": name,
         "version": version,
+        "channel": channel,
         "family": mf.FAMILY,
         "feature_version": feat.FEATURE_VERSION,
         "feature_fingerprint": feat.FEATURE_FINGERPRINT,
@@ -165,9 +166,10 @@ def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[s
 
 def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: tuple[np.ndarray, np.ndarray],
                    precisions: Sequence[str] = ("fp32", "int8", "fp16"), extra_files: Mapping[str, Path] | None = None,
-                   opset: int = OPSET) -> Path:
+                   opset: int = OPSET, channel: str = "stable") -> Path:
     """Write ``repository/<name>/<version>/`` atomically: model files, manifest, extra files.
 
+    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``).
     The version is built in a temporary folder beside it and renamed into place, so a
     reader never sees half a model; an existing folder of the same version is replaced.
     """
@@ -196,7 +198,7 @@ def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: t
         report = parity(net, tmp, *sample)
         manifest = manifest_dict(name=name, version=version, cfg=cfg, files=files, temperature=checkpoint["temperature"],
                                  training_data=checkpoint.get("training_data", {}), metrics=checkpoint.get("metrics", {}),
-                                 explain=explain_block(net), parity_report=report, opset=opset)
+                                 explain=explain_block(net), parity_report=report, opset=opset, channel=channel)
         (tmp / mf.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o755)
         if final.exists():
@@ -220,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repository", type=Path, default=Path("models/repository"), help="model repository folder")
     ap.add_argument("--version", default=None, help="version folder to write (default: the checkpoint's)")
     ap.add_argument("--sample", type=Path, default=None, help="JSONL records for the parity check (default: generated)")
+    ap.add_argument("--channel", choices=mf.CHANNELS, default="stable",
+                    help="opt-in: configs must name the version; 'latest' keeps resolving to the highest stable one")
     args = ap.parse_args(argv)
     checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
     if args.version:
@@ -231,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.data.generate import generate
         records = list(generate("eval", 256, seed=11))
     inputs = [feat.model_input(feat.from_record(r)) for r in records]
-    path = export_version(checkpoint, args.repository, sample=sample_inputs(inputs))
+    path = export_version(checkpoint, args.repository, sample=sample_inputs(inputs), channel=args.channel)
     report = json.loads((path / mf.MANIFEST_FILE).read_text())["parity"]
     print(f"exported {checkpoint['name']}@{checkpoint['version']} to {path}; parity {json.dumps(report)}", file=sys.stderr)
     return 0

@@ -49,6 +49,7 @@ from torch.nn import functional as F
 
 from gateway import features as feat
 from gateway.config import PolicyConfig
+from gateway.decider import manifest as mf
 from models.calibrate import brier, ece, fit_temperature, reliability_png, softmax
 from models.data import formats
 from models.data.generate import generate, write_jsonl
@@ -129,6 +130,7 @@ class ExportConfig:
     repository: str = "models/repository"
     precisions: list[str] = field(default_factory=lambda: ["fp32", "int8", "fp16"])
     enabled: bool = True
+    channel: str = "stable"  # "opt-in": the version loads only where a config names it ("latest" skips it)
 
 
 @dataclass
@@ -195,6 +197,8 @@ def load_config(path: Path) -> TrainConfig:
     elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
         problems.append(f"train.member_seeds: {cfg.model.members} members need {cfg.model.members} different seeds, "
                         f"got {cfg.train.member_seeds}")
+    if cfg.export.channel not in mf.CHANNELS:
+        problems.append(f"export.channel: {cfg.export.channel!r} is not one of {', '.join(mf.CHANNELS)}")
     if cfg.train.member_parallel < 1:
         problems.append(f"train.member_parallel: {cfg.train.member_parallel} is not a number of runs (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
@@ -765,7 +769,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.export import export_version, sample_inputs
 
         path = export_version(checkpoint, Path(cfg.export.repository), sample=sample_inputs(splits.eval.inputs),
-                              precisions=cfg.export.precisions, extra_files={"reliability.png": png})
+                              precisions=cfg.export.precisions, extra_files={"reliability.png": png}, channel=cfg.export.channel)
         report = json.loads((path / "manifest.json").read_text())["parity"]
         log(f"export: {path} ({', '.join(f'{p.name} {p.stat().st_size / 1e6:.2f} MB' for p in sorted(path.glob('*.onnx')))}); "
             f"parity {json.dumps(report)}")

@@ -113,3 +113,29 @@ def test_resolve_latest_orders_versions_numerically(tmp_path: Path) -> None:
         mf.resolve(tmp_path, "clef-flash", "3.0")
     with pytest.raises(mf.ManifestError, match="no version of model 'clef'"):
         mf.resolve(tmp_path, "clef")
+
+
+def test_latest_skips_opt_in_versions(tmp_path: Path) -> None:
+    """An opt-in version loads when named; 'latest' keeps resolving to the highest stable one."""
+    write_version(tmp_path, version="1.5.0")
+    write_version(tmp_path, version="1.6.0", channel="opt-in")
+    (tmp_path / "clef-flash" / "1.7.0").mkdir()
+    (tmp_path / "clef-flash" / "1.7.0" / mf.MANIFEST_FILE).write_text("{not json")  # unreadable: latest, and load says why
+    assert mf.versions(tmp_path, "clef-flash") == ["1.5.0", "1.6.0", "1.7.0"]
+    assert mf.resolve(tmp_path, "clef-flash").name == "1.7.0"
+    (tmp_path / "clef-flash" / "1.7.0" / mf.MANIFEST_FILE).unlink()
+    assert mf.resolve(tmp_path, "clef-flash").name == "1.5.0"
+    named = mf.load(mf.resolve(tmp_path, "clef-flash", "1.6.0"))
+    assert (named.version, named.channel) == ("1.6.0", "opt-in")
+    assert mf.load(mf.resolve(tmp_path, "clef-flash")).channel == "stable"  # no channel field: stable
+    (tmp_path / "clef-flash" / "1.5.0" / mf.MANIFEST_FILE).unlink()
+    with pytest.raises(mf.ManifestError, match=r"no stable version of model 'clef-flash' .*: 1.6.0 is opt-in; name one in "
+                                               r"model.version"):
+        mf.resolve(tmp_path, "clef-flash")
+
+
+def test_an_unknown_channel_is_listed(tmp_path: Path) -> None:
+    directory = write_version(tmp_path, channel="beta", opset="x")
+    with pytest.raises(mf.ManifestError) as err:
+        mf.load(directory)
+    assert err.value.problems == ["channel: 'beta' is not one of stable, opt-in", "opset: expected a positive integer, got 'x'"]

@@ -68,6 +68,7 @@ def test_training_writes_a_complete_version(tiny: dict[str, Path]) -> None:
     assert all(0.01 <= t <= 100 for t in m.temperature.values())
     assert len(m.explain["weights"]) == 4 and len(m.explain["weights"][0]) == feat.NUM_FEATURES
     assert m.question("attack_kind").given == ("class", "attack")
+    assert m.channel == "stable" and mf.resolve(tiny["version"].parents[1], NAME) == tiny["version"]
 
 
 def test_onnxruntime_matches_torch(tiny: dict[str, Path]) -> None:
@@ -148,9 +149,9 @@ def test_no_usable_provider_is_a_clear_error(tiny: dict[str, Path]) -> None:
 
 def test_export_cli_reexports_a_checkpoint(tiny: dict[str, Path], tmp_path: Path) -> None:
     assert export.main(["--checkpoint", str(tiny["work"] / "model.pt"), "--repository", str(tmp_path), "--version", "0.0.2",
-                        "--sample", str(tiny["work"] / "eval.jsonl")]) == 0
+                        "--sample", str(tiny["work"] / "eval.jsonl"), "--channel", "opt-in"]) == 0
     m = mf.load(tmp_path / NAME / "0.0.2", feature_version=feat.FEATURE_VERSION, require=("fp32", "int8", "fp16"))
-    assert m.version == "0.0.2" and m.raw["parity"]["int8"]["checked"]
+    assert m.version == "0.0.2" and m.raw["parity"]["int8"]["checked"] and m.channel == "opt-in"
     assert not list(tmp_path.glob(f"{NAME}/.*"))  # the temporary build folder was renamed away
 
 
@@ -222,13 +223,15 @@ def test_calibration_selection_also_bounds_developer_text() -> None:
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("data:\n  dev_questions: -0.2\nmodel:\n  members: 0\n"
-                   "train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n",
+                   "train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n"
+                   "export:\n  channel: beta\n",
                    encoding="utf-8")
     with pytest.raises(SystemExit) as err:
         train.load_config(bad)
     message = str(err.value)
     assert "train.select: 'eval' is not one of validation, calibration" in message
-    assert "train.select_threshold: 0.7" in message and "6 problem(s)" in message
+    assert "train.select_threshold: 0.7" in message and "7 problem(s)" in message
+    assert "export.channel: 'beta' is not one of stable, opt-in" in message
     assert "model.members: 0 is not a number of networks" in message
     assert "train.select_text_rows: -5 is negative" in message and "train.select_max_text_blocked: 2" in message
     assert "data.dev_questions: -0.2 is not a fraction" in message
@@ -325,11 +328,17 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
     # the gateway's scorer: the members' mean, at the manifest's temperature
     scorer = OnnxScorer(OnnxOptions(repository=repo, name=NAME, providers=("cpu",), variant="fp32"))
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", 8, seed=99)]
-    # the finished member runs assemble into the same files again (members trained one by one, or elsewhere)
+    # the finished member runs assemble into the same files again (members trained one by one, or elsewhere),
+    # here as an opt-in version, which a config must name
     again = tmp_path / "again"
-    assert train.main(["--config", str(config), "--work-dir", str(tmp_path / "work"), "--repository", str(again), "--hide-eval",
+    opt_in = tmp_path / "opt-in.yaml"
+    opt_in.write_text(config.read_text() + "  channel: opt-in\n", encoding="utf-8")
+    assert train.main(["--config", str(opt_in), "--work-dir", str(tmp_path / "work"), "--repository", str(again), "--hide-eval",
                        "--assemble-only"]) == 0
     assert (again / NAME / "0.0.1" / "model.onnx").read_bytes() == (repo / NAME / "0.0.1" / "model.onnx").read_bytes()
+    assert mf.load(mf.resolve(again, NAME, "0.0.1")).channel == "opt-in"
+    with pytest.raises(mf.ManifestError, match="opt-in; name one in model.version"):
+        mf.resolve(again, NAME)
     with pytest.raises(SystemExit, match="no finished member run"):
         train.main(["--config", str(config), "--work-dir", str(tmp_path / "none"), "--no-export", "--assemble-only"])
     got = np.array([[p["class"][c] for c in ("human", "good_bot", "bad_bot", "attack")] for p in scorer.run_inputs(inputs)])

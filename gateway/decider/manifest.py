@@ -28,6 +28,9 @@ FAMILY = "clef"
 PRECISIONS = ("fp32", "int8", "fp16")
 _DTYPES = ("int64", "int32", "float32", "float16", "bool", "string")
 _VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]*$")
+# A version's release channel: "stable" versions are what ``latest`` resolves to; an "opt-in"
+# version (a candidate with a documented trade) loads only when a config names it.
+CHANNELS = ("stable", "opt-in")
 
 
 class ManifestError(Exception):
@@ -115,6 +118,7 @@ class Manifest:
     explain: Mapping[str, Any] | None = None
     created: str = ""
     opset: int | None = None
+    channel: str = "stable"
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -170,14 +174,36 @@ def versions(repository: str | Path, name: str) -> list[str]:
     return sorted(found, key=_version_key)
 
 
+def channel_of(directory: Path) -> str:
+    """The channel a version directory's manifest declares: "opt-in" only when it says so.
+
+    A manifest that cannot be read counts as stable here, so that ``latest`` still picks it
+    and loading reports its problems.
+    """
+    try:
+        raw = json.loads((directory / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "stable"
+    return "opt-in" if isinstance(raw, Mapping) and raw.get("channel") == "opt-in" else "stable"
+
+
 def resolve(repository: str | Path, name: str, version: str = "latest") -> Path:
-    """The version directory of ``name``; ``latest`` is the highest version present."""
+    """The version directory of ``name``; ``latest`` is the highest stable version present.
+
+    Opt-in versions (manifest ``"channel": "opt-in"``) are skipped by ``latest``: adding one
+    to a repository changes nothing until a config names its version.
+    """
     if version in ("", "latest"):
         available = versions(repository, name)
         if not available:
             raise ManifestError([f"no version of model {name!r} in {Path(repository) / name} "
                                  f"(build one with `make model`, or set the model repository path)"], str(repository))
-        version = available[-1]
+        stable = [v for v in available if channel_of(Path(repository) / name / v) == "stable"]
+        if not stable:
+            raise ManifestError([f"no stable version of model {name!r} in {Path(repository) / name}: "
+                                 f"{', '.join(available)} {'is' if len(available) == 1 else 'are'} opt-in; "
+                                 f"name one in model.version"], str(repository))
+        version = stable[-1]
     directory = Path(repository) / name / version
     if not (directory / MANIFEST_FILE).is_file():
         available = versions(repository, name)
@@ -252,6 +278,10 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
     files = _files(raw.get("files"), directory, require, problems)
     temperature = _temperature(raw.get("temperature"), qids, problems)
 
+    channel = raw.get("channel", "stable")
+    if channel not in CHANNELS:
+        problems.append(f"channel: {channel!r} is not one of {', '.join(CHANNELS)}")
+        channel = "stable"
     opset = raw.get("opset")
     if opset is not None and (not isinstance(opset, int) or isinstance(opset, bool) or opset < 1):
         problems.append(f"opset: expected a positive integer, got {opset!r}")
@@ -284,7 +314,8 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
         name=model_name, version=version, family=family, feature_version=model_features, directory=directory,
         files=files, inputs=inputs, outputs=outputs, questions=questions, temperature=temperature,
         feature_fingerprint=fingerprint, tokenizer=mappings["tokenizer"], training_data=mappings["training_data"],
-        metrics=mappings["metrics"], explain=explain, created=str(raw.get("created", "")), opset=opset, raw=raw)
+        metrics=mappings["metrics"], explain=explain, created=str(raw.get("created", "")), opset=opset,
+        channel=channel, raw=raw)
 
 
 def _questions(value: Any, problems: list[str]) -> tuple[Question, ...]:

@@ -328,7 +328,7 @@ def load(options: OnnxOptions | None = None) -> OnnxScorer:
 
 def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     """What ``/health`` and ``clefgate bench`` report about a loaded model."""
-    return {"model": scorer.label, "provider": scorer.provider, "precision": scorer.precision,
+    return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}
