@@ -40,6 +40,27 @@ def test_the_shipped_version_is_complete() -> None:
     assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
 
 
+def test_the_opt_in_version_loads_only_when_named() -> None:
+    """1.6.0 (two members, opt-in): 'latest' resolves to a stable version; named, it loads and answers as its members' mean."""
+    assert mf.channel_of(mf.resolve(DEFAULT_REPOSITORY, "clef-flash")) == "stable"
+    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash", "1.6.0")
+    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+                require=("fp32", "int8", "fp16"), name="clef-flash")
+    assert (m.channel, m.raw["architecture"]["members"]) == ("opt-in", 2)
+    for precision in ("fp32", "int8", "fp16"):
+        m.verify_file(precision)
+    assert m.path("int8").stat().st_size <= 10 * 1024 * 1024  # the file the CPU loads; fp32 is 11.8 MB
+    assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
+    opt_in = OnnxScorer(OnnxOptions(providers=("cpu",), version="1.6.0"))
+    assert (describe(opt_in)["model"], describe(opt_in)["channel"]) == ("clef-flash@1.6.0", "opt-in")
+    sqli = make_features("GET", "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
+                         headers=[("Host", "shop.example.com"), ("User-Agent", "sqlmap/1.8.3#stable (https://sqlmap.org)"),
+                                  ("Accept", "*/*")])
+    browser = make_features("GET", "/products/linen-shirt-123?color=blue", headers=CHROME_HEAD)
+    p_sqli, p_browser = opt_in.run_batch([sqli, browser])
+    assert p_sqli["class"]["attack"] > 0.95 and p_browser["class"]["human"] > 0.9
+
+
 def test_loads_on_cpu_with_int8_by_default(scorer: OnnxScorer) -> None:
     info = describe(scorer)
     assert (info["provider"], info["precision"], info["onnxruntime_provider"]) == ("cpu", "int8", "CPUExecutionProvider")
