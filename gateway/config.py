@@ -376,7 +376,7 @@ class ModelConfig:
     enabled: bool = setting(False, "Load the model and score what the rules send to it; off, score outcomes are forwarded (counted). The demo and example configs turn it on.")
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef-flash", "Model name (a folder under the repository).")
-    version: str = setting("latest", "Model version folder, or 'latest' for the highest version present.")
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; an opt-in version (manifest channel opt-in, e.g. Clef-flash 1.6.0 with policy.challenge_risk 0.5, see models/README.md) loads only when named here.")
     variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16.", check=one_of("auto", "fp32", "int8", "fp16"))
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
