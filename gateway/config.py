@@ -430,7 +430,7 @@ class ClefConfig:
     enabled: bool = setting(False, "Load clef for the decision API (about 100 MB of memory); off, only clef-flash's own questions are answered. The demo turns it on.")
     repository: str = setting("", "Folder holding clef/<version>/, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef", "Model name (a folder under the repository).")
-    version: str = setting("latest", "Model version folder, or 'latest'.")
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version (opt-in versions load only when named).")
     device: str = setting("auto", "auto (CUDA with fp16 when available, else CPU int8), cuda or cpu.", check=one_of("auto", "cuda", "cpu"))
     threads: int = setting(1, "onnxruntime threads per clef inference.", check=positive)
     timeout_ms: float = setting(2000.0, "Deadline of one clef call; a slower one fails with 503 and counts towards its circuit breaker.", check=positive)

@@ -42,6 +42,7 @@ from gateway import __version__, metrics
 from gateway.clients import RateLimit, RateLimiter
 from gateway.config import ClefConfig, Config, JevConfig, resolve_secret
 from gateway.decider import Decider
+from gateway.decider import manifest as mf
 from gateway.decider.breaker import CircuitBreaker, guarded
 from gateway.decider.scoring import BreakerOpen, ModelError, ModelOverloaded, ModelTimeout
 from gateway.decider.zeroshot import (
@@ -105,14 +106,7 @@ class ClefRuntime:
     def load(cls, settings: ClefConfig) -> ClefRuntime:
         """Load and warm clef (blocking: call it in a thread)."""
         repo = Path(settings.repository) if settings.repository else SHIPPED_REPOSITORY
-        base = repo / settings.name
-        if settings.version == "latest":
-            versions = sorted((p for p in base.iterdir() if (p / "manifest.json").is_file()), key=_version_key) if base.is_dir() else []
-            if not versions:
-                raise FileNotFoundError(f"no version of {settings.name!r} in {base}")
-            directory = versions[-1]
-        else:
-            directory = base / settings.version
+        directory = mf.resolve(repo, settings.name, settings.version)  # 'latest': the highest stable version
         model = ZeroShotModel.load(directory, device=settings.device, threads=settings.threads,  # type: ignore[arg-type]
                                    max_windows=settings.max_windows)
         return cls(model, settings)
@@ -128,10 +122,6 @@ class ClefRuntime:
 
     def describe(self) -> dict[str, Any]:
         return {**self.model.describe(), "breaker": self.breaker.state}
-
-
-def _version_key(p: Path) -> tuple[Any, ...]:
-    return tuple((0, int(x)) if x.isdigit() else (1, x) for x in p.name.replace("-", ".").split("."))
 
 
 # ---------------------------------------------------------------------------- request parsing

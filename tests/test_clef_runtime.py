@@ -236,3 +236,21 @@ def test_segmenter_keeps_sentences_whole_and_windows_bounded(model: ZeroShotMode
     chunks = seg.windows(one_long)
     assert len(chunks) >= 4 and all(len(c.ids) <= model.window_tokens - 2 for c in chunks)
     assert seg.windows("") and seg.windows("")[0].ids == ()
+
+
+def test_clef_versions_resolve_as_clef_flash_does(tmp_path: Path) -> None:
+    """The decision API's model is found by the same rule: an unknown version names those present, opt-in ones need a name."""
+    from gateway.config import ClefConfig
+    from gateway.decider import manifest as mf
+    from gateway.jev import ClefRuntime
+
+    with pytest.raises(mf.ManifestError, match=r"model 'clef' version '9\.9' not found .*available: 1\)"):
+        ClefRuntime.load(ClefConfig(enabled=True, version="9.9"))
+    shipped = mf.resolve(Path(__file__).resolve().parents[1] / "models" / "repository", "clef")
+    repo = tmp_path / "repo"
+    (repo / "clef").mkdir(parents=True)
+    manifest = json.loads((shipped / mf.MANIFEST_FILE).read_text())
+    (repo / "clef" / "2").mkdir()
+    (repo / "clef" / "2" / mf.MANIFEST_FILE).write_text(json.dumps({**manifest, "version": "2", "channel": "opt-in"}))
+    with pytest.raises(mf.ManifestError, match="2 is opt-in; name its version in the config"):
+        ClefRuntime.load(ClefConfig(enabled=True, repository=str(repo)))

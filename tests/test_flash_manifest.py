@@ -129,8 +129,8 @@ def test_latest_skips_opt_in_versions(tmp_path: Path) -> None:
     assert (named.version, named.channel) == ("1.6.0", "opt-in")
     assert mf.load(mf.resolve(tmp_path, "clef-flash")).channel == "stable"  # no channel field: stable
     (tmp_path / "clef-flash" / "1.5.0" / mf.MANIFEST_FILE).unlink()
-    with pytest.raises(mf.ManifestError, match=r"no stable version of model 'clef-flash' .*: 1.6.0 is opt-in; name one in "
-                                               r"model.version"):
+    with pytest.raises(mf.ManifestError, match=r"no stable version of model 'clef-flash' .*: 1.6.0 is opt-in; name its version in "
+                                               r"the config"):
         mf.resolve(tmp_path, "clef-flash")
 
 

@@ -337,7 +337,7 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
                        "--assemble-only"]) == 0
     assert (again / NAME / "0.0.1" / "model.onnx").read_bytes() == (repo / NAME / "0.0.1" / "model.onnx").read_bytes()
     assert mf.load(mf.resolve(again, NAME, "0.0.1")).channel == "opt-in"
-    with pytest.raises(mf.ManifestError, match="opt-in; name one in model.version"):
+    with pytest.raises(mf.ManifestError, match="opt-in; name its version in the config"):
         mf.resolve(again, NAME)
     with pytest.raises(SystemExit, match="no finished member run"):
         train.main(["--config", str(config), "--work-dir", str(tmp_path / "none"), "--no-export", "--assemble-only"])

@@ -202,7 +202,7 @@ def resolve(repository: str | Path, name: str, version: str = "latest") -> Path:
         if not stable:
             raise ManifestError([f"no stable version of model {name!r} in {Path(repository) / name}: "
                                  f"{', '.join(available)} {'is' if len(available) == 1 else 'are'} opt-in; "
-                                 f"name one in model.version"], str(repository))
+                                 f"name its version in the config to load it"], str(repository))
         version = stable[-1]
     directory = Path(repository) / name / version
     if not (directory / MANIFEST_FILE).is_file():
