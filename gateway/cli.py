@@ -54,10 +54,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         cfg = configmod.load(args.config, **_overrides(args))
-        pipeline = check_config(cfg)
+        pipeline, warnings = check_config(cfg)
     except configmod.ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    for warning in warnings:
+        print(f"{cfg.source}: warning: {warning}", file=sys.stderr)
     print(f"{cfg.source}: ok ({len(cfg.backends)} backend(s), {len(cfg.routes)} route(s), {pipeline.description})")
     return 0
 

@@ -228,6 +228,7 @@ def _rules_outcome(table: Any, default: Verdict | ScoreRequest, f: feat.Features
 def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[str, Any]:
     """Decide every row three ways and measure each (see the module docstring)."""
     from gateway.clients import ClientState
+    from gateway.decider import policy_notes
     from gateway.pipeline import _default
     from gateway.policy import Policy
     from gateway.rules import from_config
@@ -298,6 +299,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "labels": {c: int((labels == i).sum()) for i, c in enumerate(CLASSES)},
         "model": getattr(scorer, "label", "?"), "provider": getattr(scorer, "provider", "?"), "precision": getattr(scorer, "precision", "?"),
         "policy": policy.describe(), "rules": list(cfg.rules.files), "model_enabled": cfg.model.enabled, "systems": systems,
+        "policy_notes": list(policy_notes(scorer.manifest, cfg.policy)) if hasattr(scorer, "manifest") else [],
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
         "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()),
@@ -366,6 +368,7 @@ def render(result: Mapping[str, Any], data: str) -> str:
              f"the model scored {s['rules_model']['scored_by_model']}"]
     if not result.get("model_enabled", True):
         lines.append("note: model.enabled is false in this config; 'rules+model' shows what turning it on would do")
+    lines += [f"note: {n}" for n in result.get("policy_notes", [])]
     lines.append("")
     header = f"{'':32}" + "".join(f"{SYSTEM_TITLES[x]:>14}" for x in SYSTEMS) + f"{'target':>12}"
     lines += [header, "-" * len(header)]

@@ -97,18 +97,20 @@ class ConfigSource:
 MODEL_SWAP_KEYS = ("name", "version", "variant", "enabled")
 
 
-def check_config(cfg: Config) -> Pipeline:
+def check_config(cfg: Config) -> tuple[Pipeline, tuple[str, ...]]:
     """Everything a start would compile, without serving: rules, policy, challenge keys, the model.
 
-    Raises ConfigError with every problem. Used by ``clefgate check`` and by the
-    supervisor before it asks workers to reload.
+    Returns the pipeline and the warnings (a policy other than the one the model version was
+    evaluated with). Raises ConfigError with every problem. Used by ``clefgate check`` and by
+    the supervisor before it asks workers to reload.
     """
     try:
         decider = load_decider(cfg)
     except (ManifestError, ModelLoadError) as exc:
         raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
     try:
-        return build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
+        pipeline = build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
+        return pipeline, decider.policy_notes if decider is not None else ()
     finally:
         if decider is not None:
             decider.close()
@@ -155,6 +157,9 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         decider = await loop.run_in_executor(None, load_decider, cfg, previous.decider if previous else None)
     except (ManifestError, ModelLoadError) as exc:
         raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
+    if decider is not None:
+        for note in decider.policy_notes:
+            log.warning(note, extra={"fields": {"model": decider.label}})
     try:
         stage = decider.stage(Policy(cfg.policy)) if decider is not None else None
         pipeline = build_pipeline(cfg, stage, previous=previous.pipeline if previous else None)

@@ -130,8 +130,10 @@ def explain_block(net: Net) -> dict[str, Any]:
 
 def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[str, Path], temperature: Mapping[str, float],
                   training_data: Mapping[str, Any], metrics: Mapping[str, Any], explain: Mapping[str, Any],
-                  parity_report: Mapping[str, Any], opset: int = OPSET, channel: str = "stable") -> dict[str, Any]:
-    """The manifest.json of one version (see ``gateway.decider.manifest``; ``channel``: stable or opt-in)."""
+                  parity_report: Mapping[str, Any], opset: int = OPSET, channel: str = "stable",
+                  policy: Mapping[str, float | None] | None = None) -> dict[str, Any]:
+    """The manifest.json of one version (see ``gateway.decider.manifest``; ``channel``: stable or opt-in; ``policy``: the
+    thresholds it was evaluated with, which the gateway compares with its config)."""
     questions: list[dict[str, Any]] = []
     for qid, options in QUESTIONS:
         q: dict[str, Any] = {"id": qid, "options": list(options), "description": QUESTION_DOCS[qid]}
@@ -161,15 +163,17 @@ def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[s
         "parity": dict(parity_report),
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "opset": opset,
+        **({"policy": dict(policy)} if policy else {}),
     }
 
 
 def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: tuple[np.ndarray, np.ndarray],
                    precisions: Sequence[str] = ("fp32", "int8", "fp16"), extra_files: Mapping[str, Path] | None = None,
-                   opset: int = OPSET, channel: str = "stable") -> Path:
+                   opset: int = OPSET, channel: str = "stable", policy: Mapping[str, float | None] | None = None) -> Path:
     """Write ``repository/<name>/<version>/`` atomically: model files, manifest, extra files.
 
-    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``).
+    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``); ``policy``
+    records the thresholds it was evaluated with.
     The version is built in a temporary folder beside it and renamed into place, so a
     reader never sees half a model; an existing folder of the same version is replaced.
     """
@@ -198,7 +202,7 @@ def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: t
         report = parity(net, tmp, *sample)
         manifest = manifest_dict(name=name, version=version, cfg=cfg, files=files, temperature=checkpoint["temperature"],
                                  training_data=checkpoint.get("training_data", {}), metrics=checkpoint.get("metrics", {}),
-                                 explain=explain_block(net), parity_report=report, opset=opset, channel=channel)
+                                 explain=explain_block(net), parity_report=report, opset=opset, channel=channel, policy=policy)
         (tmp / mf.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o755)
         if final.exists():

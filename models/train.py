@@ -131,6 +131,7 @@ class ExportConfig:
     precisions: list[str] = field(default_factory=lambda: ["fp32", "int8", "fp16"])
     enabled: bool = True
     channel: str = "stable"  # "opt-in": the version loads only where a config names it ("latest" skips it)
+    policy: dict[str, float | None] = field(default_factory=dict)  # thresholds it was evaluated with (gateway warns on others)
 
 
 @dataclass
@@ -199,6 +200,8 @@ def load_config(path: Path) -> TrainConfig:
                         f"got {cfg.train.member_seeds}")
     if cfg.export.channel not in mf.CHANNELS:
         problems.append(f"export.channel: {cfg.export.channel!r} is not one of {', '.join(mf.CHANNELS)}")
+    problems.extend(f"export.policy.{p}" if isinstance(cfg.export.policy, dict) else f"export.policy: {p}"
+                    for p in mf.policy_problems(cfg.export.policy))
     if cfg.train.member_parallel < 1:
         problems.append(f"train.member_parallel: {cfg.train.member_parallel} is not a number of runs (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
@@ -769,7 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.export import export_version, sample_inputs
 
         path = export_version(checkpoint, Path(cfg.export.repository), sample=sample_inputs(splits.eval.inputs),
-                              precisions=cfg.export.precisions, extra_files={"reliability.png": png}, channel=cfg.export.channel)
+                              precisions=cfg.export.precisions, extra_files={"reliability.png": png}, channel=cfg.export.channel,
+                              policy=cfg.export.policy)
         report = json.loads((path / "manifest.json").read_text())["parity"]
         log(f"export: {path} ({', '.join(f'{p.name} {p.stat().st_size / 1e6:.2f} MB' for p in sorted(path.glob('*.onnx')))}); "
             f"parity {json.dumps(report)}")

@@ -134,8 +134,14 @@ def test_latest_skips_opt_in_versions(tmp_path: Path) -> None:
         mf.resolve(tmp_path, "clef-flash")
 
 
-def test_an_unknown_channel_is_listed(tmp_path: Path) -> None:
-    directory = write_version(tmp_path, channel="beta", opset="x")
+def test_an_unknown_channel_or_policy_is_listed(tmp_path: Path) -> None:
+    directory = write_version(tmp_path, channel="beta", opset="x", policy={"challenge_risk": 1.5, "block_risk": None, "shadow": 1})
     with pytest.raises(mf.ManifestError) as err:
         mf.load(directory)
-    assert err.value.problems == ["channel: 'beta' is not one of stable, opt-in", "opset: expected a positive integer, got 'x'"]
+    assert err.value.problems == ["channel: 'beta' is not one of stable, opt-in",
+                                  "policy.challenge_risk: 1.5 is not a probability (0-1)",
+                                  "policy.shadow: not a policy threshold (block_attack, block_risk, block_attack_corroborated, "
+                                  "challenge_risk)",
+                                  "opset: expected a positive integer, got 'x'"]
+    good = write_version(tmp_path, version="2.0.0", policy={"challenge_risk": 0.5, "block_risk": None})
+    assert mf.load(good).policy == {"challenge_risk": 0.5, "block_risk": None}

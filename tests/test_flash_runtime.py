@@ -11,7 +11,9 @@ import pytest
 
 from gateway import evaluate
 from gateway import features as feat
+from gateway.config import PolicyConfig
 from gateway.decider import manifest as mf
+from gateway.decider import policy_notes
 from gateway.decider.onnx import DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, describe
 from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
@@ -59,6 +61,11 @@ def test_the_opt_in_version_loads_only_when_named() -> None:
     browser = make_features("GET", "/products/linen-shirt-123?color=blue", headers=CHROME_HEAD)
     p_sqli, p_browser = opt_in.run_batch([sqli, browser])
     assert p_sqli["class"]["attack"] > 0.95 and p_browser["class"]["human"] > 0.9
+    # the policy it was read with travels in its manifest; another one is allowed, and said
+    assert m.policy == {"challenge_risk": 0.5}
+    assert policy_notes(m, PolicyConfig(challenge_risk=0.5)) == ()
+    assert policy_notes(m, PolicyConfig()) == ("policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5 "
+                                              "(its model card's figures hold at that value)",)
 
 
 def test_loads_on_cpu_with_int8_by_default(scorer: OnnxScorer) -> None:
@@ -121,3 +128,15 @@ def test_eval_command_on_the_shipped_model(tmp_path: Path, capsys: pytest.Captur
     ctx = out["by_client_context"]
     assert ctx["first_request"]["n"] + ctx["with_history"]["n"] == 300 and min(c["n"] for c in ctx.values()) > 30
     assert 0.0 <= ctx["with_history"]["attacks_blocked"] <= 1.0
+
+
+def test_eval_notes_a_policy_other_than_the_one_the_model_was_read_with(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "eval.jsonl"
+    write_jsonl(generate("eval", 40, seed=43), data)
+    config = tmp_path / "c.yaml"
+    for policy, noted in (("", True), ("policy: {challenge_risk: 0.5}\n", False)):
+        config.write_text("model: {enabled: true, version: '1.6.0'}\n" + policy, encoding="utf-8")
+        assert evaluate.main(["--data", str(data), "--config", str(config)]) == 0
+        out = capsys.readouterr().out
+        assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5" in out) is noted

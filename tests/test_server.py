@@ -154,6 +154,20 @@ def test_dead_worker_is_restarted(demo_origin, start_gateway) -> None:
     assert "clefgate_worker_restarts_total 1.0" in gw.metrics()
 
 
+def test_check_warns_when_the_policy_is_not_the_one_the_model_was_read_with(tmp_path: Path) -> None:
+    """Clef-flash 1.6.0 records challenge_risk 0.5 in its manifest: another value is allowed, and said."""
+    base = "backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nchallenge: {dev_generate_secret: true}\n" \
+           "model: {enabled: true, version: '1.6.0'}\n"
+    for policy, warned in (("", True), ("policy: {challenge_risk: 0.5}\n", False)):
+        path = tmp_path / "c.yaml"
+        path.write_text(base + policy, encoding="utf-8")
+        proc = subprocess.run([sys.executable, "-m", "gateway", "check", "--config", str(path)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0 and ": ok (" in proc.stdout, proc.stderr
+        expected = f"{path}: warning: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5"
+        assert (expected in proc.stderr) is warned, proc.stderr
+
+
 @pytest.mark.parametrize("name,code", [("good/minimal.yaml", 0), ("good/full.yaml", 0), ("bad/types_and_values.yaml", 1),
                                        ("bad/references.yaml", 1)])
 def test_check_command(name: str, code: int) -> None:

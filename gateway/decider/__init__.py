@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config import Config, DeciderConfig
+from gateway.config import Config, DeciderConfig, PolicyConfig
 from gateway.decider.batching import BatchingScorer
 from gateway.decider.breaker import BreakerScorer, CircuitBreaker
 from gateway.decider.cache import CachedScorer
+from gateway.decider.manifest import Manifest
 from gateway.decider.onnx import OnnxOptions, OnnxScorer
 from gateway.decider.scoring import Scorer
 from gateway.decider.stage import ModelStage, PolicyLike
@@ -31,7 +32,17 @@ from gateway.verdict import Probabilities
 
 log = logging.getLogger("clefgate.decider")
 
-__all__ = ["Decider", "load"]
+__all__ = ["Decider", "load", "policy_notes"]
+
+
+def policy_notes(manifest: Manifest, policy: PolicyConfig) -> tuple[str, ...]:
+    """Where ``policy`` differs from the thresholds the model version was evaluated with (its manifest's ``policy``).
+
+    A version's held-out figures (its model card) hold at those thresholds; another value is allowed, and said.
+    """
+    return tuple(f"policy.{key} is {getattr(policy, key)}, but {manifest.id} was evaluated with {value} "
+                 f"(its model card's figures hold at that value)"
+                 for key, value in manifest.policy.items() if getattr(policy, key) != value)
 
 
 @dataclass
@@ -46,6 +57,7 @@ class Decider:
     cache: CachedScorer | None
     breaker: CircuitBreaker
     batcher: BatchingScorer
+    policy_notes: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -60,8 +72,11 @@ class Decider:
         return self.model.explain(item, probabilities=probabilities)
 
     def describe(self) -> dict[str, Any]:
-        return {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,
-                "breaker": self.breaker.state, "queue": self.batcher.queued, "cache_entries": len(self.cache) if self.cache else 0}
+        out = {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,
+               "breaker": self.breaker.state, "queue": self.batcher.queued, "cache_entries": len(self.cache) if self.cache else 0}
+        if self.policy_notes:
+            out["policy_notes"] = list(self.policy_notes)
+        return out
 
     def close(self, successor: Decider | None = None) -> None:
         """Release the threads and the session, except what ``successor`` took over on a reload."""
@@ -108,4 +123,5 @@ def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
                   and previous.settings.cache_size == settings.cache_size and previous.settings.cache_ttl_s == settings.cache_ttl_s
                   else None)
     scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache)
-    return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher)
+    return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher,
+                   policy_notes(model.manifest, cfg.policy))

@@ -31,6 +31,8 @@ _VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._+-]*$")
 # A version's release channel: "stable" versions are what ``latest`` resolves to; an "opt-in"
 # version (a candidate with a documented trade) loads only when a config names it.
 CHANNELS = ("stable", "opt-in")
+# Policy settings a version can record as the ones it was evaluated with (manifest ``policy``).
+POLICY_KEYS = ("block_attack", "block_risk", "block_attack_corroborated", "challenge_risk")
 
 
 class ManifestError(Exception):
@@ -119,6 +121,7 @@ class Manifest:
     created: str = ""
     opset: int | None = None
     channel: str = "stable"
+    policy: Mapping[str, float | None] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -282,6 +285,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
     if channel not in CHANNELS:
         problems.append(f"channel: {channel!r} is not one of {', '.join(CHANNELS)}")
         channel = "stable"
+    policy = _policy(raw.get("policy", {}), problems)
     opset = raw.get("opset")
     if opset is not None and (not isinstance(opset, int) or isinstance(opset, bool) or opset < 1):
         problems.append(f"opset: expected a positive integer, got {opset!r}")
@@ -315,7 +319,28 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
         files=files, inputs=inputs, outputs=outputs, questions=questions, temperature=temperature,
         feature_fingerprint=fingerprint, tokenizer=mappings["tokenizer"], training_data=mappings["training_data"],
         metrics=mappings["metrics"], explain=explain, created=str(raw.get("created", "")), opset=opset,
-        channel=channel, raw=raw)
+        channel=channel, policy=policy, raw=raw)
+
+
+def policy_problems(policy: Any) -> list[str]:
+    """What is wrong with a ``policy`` block (the training config's and the manifest's): ``key: message`` each."""
+    if not isinstance(policy, Mapping):
+        return [f"expected an object of {', '.join(POLICY_KEYS)}, got {type(policy).__name__}"]
+    out = []
+    for key, value in policy.items():
+        if key not in POLICY_KEYS:
+            out.append(f"{key}: not a policy threshold ({', '.join(POLICY_KEYS)})")
+        elif value is None and key in ("block_risk", "block_attack_corroborated"):
+            continue
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+            out.append(f"{key}: {value!r} is not a probability (0-1)")
+    return out
+
+
+def _policy(value: Any, problems: list[str]) -> dict[str, float | None]:
+    found = policy_problems(value)
+    problems.extend(f"policy.{p}" if isinstance(value, Mapping) else f"policy: {p}" for p in found)
+    return {} if found else {k: (None if v is None else float(v)) for k, v in value.items()}
 
 
 def _questions(value: Any, problems: list[str]) -> tuple[Question, ...]:
