@@ -172,10 +172,10 @@ def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: t
                    opset: int = OPSET, channel: str = "stable", policy: Mapping[str, float | None] | None = None) -> Path:
     """Write ``repository/<name>/<version>/`` atomically: model files, manifest, extra files.
 
-    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``); ``policy``
-    records the thresholds it was evaluated with.
     The version is built in a temporary folder beside it and renamed into place, so a
     reader never sees half a model; an existing folder of the same version is replaced.
+    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``);
+    ``policy`` records the thresholds it was evaluated with.
     """
     cfg = FlashConfig(**checkpoint["config"])
     net = build(cfg)

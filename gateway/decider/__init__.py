@@ -36,7 +36,8 @@ __all__ = ["Decider", "load", "policy_notes"]
 
 
 def policy_notes(manifest: Manifest, policy: PolicyConfig) -> tuple[str, ...]:
-    """Where ``policy`` differs from the thresholds the model version was evaluated with (its manifest's ``policy``).
+    """Where ``policy``'s top-level thresholds differ from those the model version was evaluated with (its manifest's
+    ``policy``; named route policies are the operator's deliberate choice and are not compared).
 
     A version's held-out figures (its model card) hold at those thresholds; another value is allowed, and said.
     """
