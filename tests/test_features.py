@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +35,13 @@ CHROME_HEAD = [
 EXPECTED = ("1", "ccde0ed8576b365b")
 
 
+# What model_input makes of tests/data/feature-golden.jsonl.gz (600 generated requests of all
+# three splits, with client windows, plus three hand-made edge cases): the text, the ids and
+# the numeric vector (9 significant digits). The fingerprint covers the tables, this covers
+# the logic: a faster rewrite must keep it, a real change bumps FEATURE_VERSION and retrains.
+GOLDEN = (603, "3c85f19e05d0e65f2d825f900c17c35cc8c67c0f9e3bac21fb07558d25078134")
+
+
 def value(features: feat.Features, name: str) -> float:
     return numeric_vector(features)[feat.NUMERIC_NAMES.index(name)]
 
@@ -38,6 +49,17 @@ def value(features: feat.Features, name: str) -> float:
 def test_feature_version_and_fingerprint_are_pinned() -> None:
     assert (feat.FEATURE_VERSION, feat.FEATURE_FINGERPRINT) == EXPECTED
     assert len(feat.FEATURE_FINGERPRINT) == 16
+
+
+def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
+    digest, n = hashlib.sha256(), 0
+    with gzip.open(Path(__file__).parent / "data" / "feature-golden.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            item = model_input(from_record(json.loads(line)))
+            digest.update(item.text.encode("utf-8", "surrogatepass") + b"\0" + item.ids.astype("<i8").tobytes()
+                          + ",".join(format(v, ".9g") for v in item.numeric).encode() + b"\n")
+            n += 1
+    assert (n, digest.hexdigest()) == GOLDEN
     assert feat.NUM_FEATURES == len(feat.NUMERIC_NAMES) == len(set(feat.NUMERIC_NAMES))
     assert feat.PHRASE_OFFSET + len(feat.PHRASES) <= feat.VOCAB_SIZE
     assert len(set(feat.PHRASES)) == len(feat.PHRASES)
