@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model model-clef bench lint system-deps clean readme
+.PHONY: demo test model model-1.6.0 model-clef bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ lint: $(VENV)/.stamp-all
 model: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash.yaml
 	$(PY) -m gateway.evaluate --data models/work/clef-flash/eval.jsonl
+
+# the opt-in two-member 1.6.0 (models/README.md, Session 12): two runs, two at a time, about 20 minutes on 2 cores
+model-1.6.0: $(VENV)/.stamp-all
+	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash-1.6.0.yaml
 
 bench: $(VENV)/.stamp-all system-deps
 	$(VENV)/bin/clefgate bench

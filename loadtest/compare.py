@@ -31,9 +31,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from loadtest import report, setups
 from loadtest.client import ConnectionPool, RequestFailed
@@ -171,7 +173,7 @@ def machine() -> dict[str, Any]:
 
 
 def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir: Path, out_dir: Path, *, load_cpu: int | None,
-              sut_cpu: int | None, model_repository: str, model_name: str, solver: PowSolver, round_no: int = 1,
+              sut_cpu: int | None, model_overrides: Mapping[str, Mapping[str, Any]], solver: PowSolver, round_no: int = 1,
               rounds: int = 1, warmup_s: float = 1.5) -> dict[str, Any]:
     """Start one setup, warm it, run the scenario against it, collect everything; always stops it."""
     tag = f" (round {round_no}/{rounds})" if rounds > 1 else ""
@@ -179,7 +181,7 @@ def run_setup(setup: setups.Setup, scenario: Scenario, origin: Service, workdir:
     started = time.perf_counter()
     workdir = workdir / f"{setup.name}-r{round_no}"
     try:
-        running = setups.start_setup(setup, workdir, origin, cpu=sut_cpu, model_repository=model_repository, model_name=model_name)
+        running = setups.start_setup(setup, workdir, origin, cpu=sut_cpu, model_overrides=model_overrides)
     except (RuntimeError, OSError) as exc:
         # one line: the exit status and what the gateway printed (its config problems, e.g. a missing model)
         why = " | ".join(line.strip() for line in (str(exc) or repr(exc)).splitlines() if line.strip())[:800]
@@ -353,7 +355,7 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
                     if by_setup[name] and by_setup[name][-1].get("status") != "ok" and "did not start" in by_setup[name][-1].get("reason", ""):
                         continue  # a setup that cannot start will not start next round either
                     by_setup[name].append(run_setup(setups.SETUPS[name], scenario, origin, workdir, out_dir, load_cpu=load_cpu,
-                                                    sut_cpu=sut_cpu, model_repository=args.model_repository, model_name=args.model_name,
+                                                    sut_cpu=sut_cpu, model_overrides=model_overrides(args),
                                                     solver=solver, round_no=round_no, rounds=args.rounds, warmup_s=args.warmup))
             results = [merge_rounds(by_setup[n]) for n in names]
         finally:
@@ -418,14 +420,29 @@ def parser(prog: str = "clefgate bench mixed") -> argparse.ArgumentParser:
     p.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     p.add_argument("--model-repository", default="", help="model repository for the model setups (default: the shipped one)")
     p.add_argument("--model-name", default="", help="model name in the repository (default: clef-flash)")
+    p.add_argument("--model-version", default="", help="model version for the model setups (default: the config's, latest; "
+                                                        "an opt-in version must be named)")
+    p.add_argument("--policy", action="append", default=[], metavar="KEY=VALUE",
+                   help="a policy setting for the model setups, e.g. challenge_risk=0.5 (repeat for more)")
     p.add_argument("--no-plots", action="store_true", help="write the Markdown and JSON only")
     p.add_argument("--target", default="", help="run once against an already running HOST:PORT on loopback instead of the setups")
     p.add_argument("--via-gateway", action="store_true", help="with --target: the target is a clefgate (classify its verdicts)")
     return p
 
 
+def model_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The config sections the model setups get from the command line (the gateway validates the values)."""
+    model = {k: v for k, v in (("repository", args.model_repository), ("name", args.model_name), ("version", args.model_version)) if v}
+    policy = {key.strip(): yaml.safe_load(value) for key, _, value in (item.partition("=") for item in args.policy)}
+    return {k: v for k, v in (("model", model), ("policy", policy)) if v}
+
+
 def main(argv: Sequence[str], prog: str = "clefgate bench mixed") -> int:
-    args = parser(prog).parse_args(list(argv))
+    p = parser(prog)
+    args = p.parse_args(list(argv))
+    bad = [item for item in args.policy if "=" not in item or not item.partition("=")[0].strip()]
+    if bad:
+        p.error(f"--policy: {', '.join(map(repr, bad))}: expected KEY=VALUE, e.g. challenge_risk=0.5")
     if args.target:
         return target_run(args)
     return compare(args, argv, prog)

@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,9 +143,10 @@ class Running:
             self.service.stop()
 
 
-def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_repository: str = "", model_name: str = "",
+def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_overrides: Mapping[str, Mapping[str, Any]] | None = None,
                     rules: Path = DEFAULT_RULES) -> dict[str, Any]:
-    """The config a clefgate setup runs with."""
+    """The config a clefgate setup runs with; ``model_overrides`` (config sections, e.g. ``{"model": {"version": "1.6.0"},
+    "policy": {"challenge_risk": 0.5}}``) apply to the setups that run the model."""
     cfg: dict[str, Any] = {
         "listen": f"127.0.0.1:{free_port()}",
         "admin": {"listen": f"127.0.0.1:{free_port()}"},
@@ -159,10 +161,8 @@ def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_repo
         "model": {"enabled": setup.model},
     }
     if setup.model:
-        if model_repository:
-            cfg["model"]["repository"] = model_repository
-        if model_name:
-            cfg["model"]["name"] = model_name
+        for section, values in (model_overrides or {}).items():
+            cfg[section] = {**cfg.get(section, {}), **values}
     if not setup.cache:
         cfg["decider"] = {"cache_size": 0}
     for key, value in setup.overrides.items():
@@ -170,15 +170,15 @@ def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_repo
     return cfg
 
 
-def start_setup(setup: Setup, workdir: Path, origin: Service, *, cpu: int | None, model_repository: str = "",
-                model_name: str = "") -> Running:
+def start_setup(setup: Setup, workdir: Path, origin: Service, *, cpu: int | None,
+                model_overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Running:
     """Start one setup in front of ``origin``; the origin setup is the origin itself."""
     workdir.mkdir(parents=True, exist_ok=True)
     if setup.kind == "origin":
         return Running(setup, origin, owned=False)
     if setup.kind == "nginx":
         return Running(setup, start_nginx("proxy", workdir, cpu=cpu, origin_port=origin.port))
-    cfg = clefgate_config(setup, origin.port, workdir, model_repository=model_repository, model_name=model_name)
+    cfg = clefgate_config(setup, origin.port, workdir, model_overrides=model_overrides)
     path = workdir / "clefgate.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     log = workdir / "clefgate.stderr"

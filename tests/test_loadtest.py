@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gateway.challenge.tokens import pow_ok
-from loadtest import bench, compare, gpu_check, modelbench, report, scenario
+from loadtest import bench, compare, gpu_check, modelbench, report, scenario, setups
 from loadtest.behaviours import KINDS, kind_of_request_id, truth_of_request_id
 from loadtest.client import ConnectionPool, CookieJar, RequestFailed, Response
 from loadtest.identities import AddressBook, AddressPool, random_browser, read_list
@@ -340,6 +340,21 @@ def test_bench_dispatch() -> None:
     assert bench.main(["nope"]) == 2
     assert bench.main(["--help"]) == 0
     assert set(bench.COMMANDS) == {"mixed", "proxy", "rules", "model", "report"}
+
+
+def test_model_setups_take_a_version_and_policy_from_the_command_line(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """An opt-in version (which 'latest' skips) and the policy it was read with reach the model setups only."""
+    args = compare.parser().parse_args(["--model-version", "1.6.0", "--policy", "challenge_risk=0.5", "--policy", "block_risk=null"])
+    overrides = compare.model_overrides(args)
+    assert overrides == {"model": {"version": "1.6.0"}, "policy": {"challenge_risk": 0.5, "block_risk": None}}
+    model = setups.clefgate_config(setups.SETUPS["model"], 8000, tmp_path, model_overrides=overrides)
+    rules = setups.clefgate_config(setups.SETUPS["rules"], 8000, tmp_path, model_overrides=overrides)
+    assert model["model"] == {"enabled": True, "version": "1.6.0"} and model["policy"]["challenge_risk"] == 0.5
+    assert rules["model"] == {"enabled": False} and "policy" not in rules
+    with pytest.raises(SystemExit):
+        compare.main(["--policy", "challenge_risk"])
+    assert "--policy: 'challenge_risk': expected KEY=VALUE" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx is installed by .ci/system-deps")
