@@ -434,6 +434,7 @@ def render_comparison(results: Sequence[Mapping[str, Any]]) -> str:
         first = next(r for r in results if r["setup"] == name)
         lines.append(f"  [{i + 1}] {name}: {first['model']} ({first['precision']}); {first['policy']}"
                      + ("" if first.get("model_enabled", True) else " (model.enabled is false there: shown is what turning it on would do)"))
+        lines += [f"      note: {n}" for n in first.get("policy_notes", [])]
     for data in dict.fromkeys(r["data"] for r in results):
         row = {r["setup"]: r for r in results if r["data"] == data}
         base = row[setups[0]]

@@ -35,8 +35,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from loadtest import report, setups
 from loadtest.client import ConnectionPool, RequestFailed
 from loadtest.proxybench import Service
@@ -430,19 +428,37 @@ def parser(prog: str = "clefgate bench mixed") -> argparse.ArgumentParser:
     return p
 
 
+def _policy_value(item: str) -> tuple[str, float | None]:
+    key, eq, text = item.partition("=")
+    value = text.strip()
+    if not eq or not key.strip():
+        raise ValueError(f"{item!r}: expected KEY=VALUE, e.g. challenge_risk=0.5")
+    if value == "null":
+        return key.strip(), None
+    try:
+        return key.strip(), float(value)
+    except ValueError:
+        raise ValueError(f"{item!r}: the value is not a number or null") from None
+
+
 def model_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The config sections the model setups get from the command line (the gateway validates the values)."""
+    """The config sections the model setups get from the command line (ValueError on a malformed --policy; the
+    gateway checks the keys and ranges when a setup starts)."""
     model = {k: v for k, v in (("repository", args.model_repository), ("name", args.model_name), ("version", args.model_version)) if v}
-    policy = {key.strip(): yaml.safe_load(value) for key, _, value in (item.partition("=") for item in args.policy)}
+    policy = dict(map(_policy_value, args.policy))
     return {k: v for k, v in (("model", model), ("policy", policy)) if v}
 
 
 def main(argv: Sequence[str], prog: str = "clefgate bench mixed") -> int:
     p = parser(prog)
     args = p.parse_args(list(argv))
-    bad = [item for item in args.policy if "=" not in item or not item.partition("=")[0].strip()]
-    if bad:
-        p.error(f"--policy: {', '.join(map(repr, bad))}: expected KEY=VALUE, e.g. challenge_risk=0.5")
+    try:
+        model_overrides(args)
+    except ValueError as exc:
+        p.error(f"--policy: {exc}")
+    if args.target and model_overrides(args):
+        p.error("--target measures a running gateway: --model-repository, --model-name, --model-version and --policy "
+                "apply to the setups this command starts")
     if args.target:
         return target_run(args)
     return compare(args, argv, prog)

@@ -169,13 +169,14 @@ def manifest_dict(*, name: str, version: str, cfg: FlashConfig, files: Mapping[s
 
 def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: tuple[np.ndarray, np.ndarray],
                    precisions: Sequence[str] = ("fp32", "int8", "fp16"), extra_files: Mapping[str, Path] | None = None,
-                   opset: int = OPSET, channel: str = "stable", policy: Mapping[str, float | None] | None = None) -> Path:
+                   opset: int = OPSET) -> Path:
     """Write ``repository/<name>/<version>/`` atomically: model files, manifest, extra files.
 
     The version is built in a temporary folder beside it and renamed into place, so a
     reader never sees half a model; an existing folder of the same version is replaced.
-    ``channel`` "opt-in" keeps the version out of ``latest`` (see ``gateway.decider.manifest.resolve``);
-    ``policy`` records the thresholds it was evaluated with.
+    The checkpoint's ``channel`` ("opt-in" keeps the version out of ``latest``, see
+    ``gateway.decider.manifest.resolve``) and ``policy`` (the thresholds it was evaluated with) go
+    into the manifest.
     """
     cfg = FlashConfig(**checkpoint["config"])
     net = build(cfg)
@@ -202,7 +203,8 @@ def export_version(checkpoint: Mapping[str, Any], repository: Path, *, sample: t
         report = parity(net, tmp, *sample)
         manifest = manifest_dict(name=name, version=version, cfg=cfg, files=files, temperature=checkpoint["temperature"],
                                  training_data=checkpoint.get("training_data", {}), metrics=checkpoint.get("metrics", {}),
-                                 explain=explain_block(net), parity_report=report, opset=opset, channel=channel, policy=policy)
+                                 explain=explain_block(net), parity_report=report, opset=opset,
+                                 channel=checkpoint.get("channel", "stable"), policy=checkpoint.get("policy") or None)
         (tmp / mf.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o755)
         if final.exists():
@@ -226,12 +228,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repository", type=Path, default=Path("models/repository"), help="model repository folder")
     ap.add_argument("--version", default=None, help="version folder to write (default: the checkpoint's)")
     ap.add_argument("--sample", type=Path, default=None, help="JSONL records for the parity check (default: generated)")
-    ap.add_argument("--channel", choices=mf.CHANNELS, default="stable",
-                    help="opt-in: configs must name the version; 'latest' keeps resolving to the highest stable one")
+    ap.add_argument("--channel", choices=mf.CHANNELS, default=None,
+                    help="default: the checkpoint's (its training config's export.channel). opt-in: configs must name the "
+                         "version; 'latest' keeps resolving to the highest stable one")
     args = ap.parse_args(argv)
     checkpoint = torch.load(args.checkpoint, map_location="cpu", weights_only=False)
     if args.version:
         checkpoint["version"] = args.version
+    if args.channel is not None:
+        checkpoint["channel"] = args.channel
     if args.sample is not None:
         from models.data.formats import read_jsonl
         records = list(read_jsonl(args.sample))[:256]
@@ -239,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from models.data.generate import generate
         records = list(generate("eval", 256, seed=11))
     inputs = [feat.model_input(feat.from_record(r)) for r in records]
-    path = export_version(checkpoint, args.repository, sample=sample_inputs(inputs), channel=args.channel)
+    path = export_version(checkpoint, args.repository, sample=sample_inputs(inputs))
     report = json.loads((path / mf.MANIFEST_FILE).read_text())["parity"]
     print(f"exported {checkpoint['name']}@{checkpoint['version']} to {path}; parity {json.dumps(report)}", file=sys.stderr)
     return 0

@@ -765,15 +765,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     temps, metrics, png = calibrate_and_measure(net, splits, work, log, show_eval=not args.hide_eval)
     metrics["training"] = history
     checkpoint = {"name": cfg.name, "version": cfg.version, "config": net.cfg.to_dict(), "state_dict": net.state_dict(),
-                  "temperature": temps, "metrics": metrics, "training_data": splits.data_info}
+                  "temperature": temps, "metrics": metrics, "training_data": splits.data_info,
+                  "channel": cfg.export.channel, "policy": dict(cfg.export.policy)}  # a re-export keeps both
     torch.save(checkpoint, work / "model.pt")
     (work / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     if cfg.export.enabled and not args.no_export:
         from models.export import export_version, sample_inputs
 
         path = export_version(checkpoint, Path(cfg.export.repository), sample=sample_inputs(splits.eval.inputs),
-                              precisions=cfg.export.precisions, extra_files={"reliability.png": png}, channel=cfg.export.channel,
-                              policy=cfg.export.policy)
+                              precisions=cfg.export.precisions, extra_files={"reliability.png": png})
         report = json.loads((path / "manifest.json").read_text())["parity"]
         log(f"export: {path} ({', '.join(f'{p.name} {p.stat().st_size / 1e6:.2f} MB' for p in sorted(path.glob('*.onnx')))}); "
             f"parity {json.dumps(report)}")

@@ -49,6 +49,10 @@ def value(features: feat.Features, name: str) -> float:
 def test_feature_version_and_fingerprint_are_pinned() -> None:
     assert (feat.FEATURE_VERSION, feat.FEATURE_FINGERPRINT) == EXPECTED
     assert len(feat.FEATURE_FINGERPRINT) == 16
+    assert feat.NUM_FEATURES == len(feat.NUMERIC_NAMES) == len(set(feat.NUMERIC_NAMES))
+    assert feat.PHRASE_OFFSET + len(feat.PHRASES) <= feat.VOCAB_SIZE
+    assert len(set(feat.PHRASES)) == len(feat.PHRASES)
+    assert feat.MAX_TOKENS % feat.BUCKET == 0 and feat.BUCKET % feat.PATCH == 0
 
 
 def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
@@ -60,10 +64,6 @@ def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
                           + ",".join(format(v, ".9g") for v in item.numeric).encode() + b"\n")
             n += 1
     assert (n, digest.hexdigest()) == GOLDEN
-    assert feat.NUM_FEATURES == len(feat.NUMERIC_NAMES) == len(set(feat.NUMERIC_NAMES))
-    assert feat.PHRASE_OFFSET + len(feat.PHRASES) <= feat.VOCAB_SIZE
-    assert len(set(feat.PHRASES)) == len(feat.PHRASES)
-    assert feat.MAX_TOKENS % feat.BUCKET == 0 and feat.BUCKET % feat.PATCH == 0
 
 
 def test_from_record_reads_the_eval_shape() -> None:

@@ -140,3 +140,12 @@ def test_eval_notes_a_policy_other_than_the_one_the_model_was_read_with(tmp_path
         assert evaluate.main(["--data", str(data), "--config", str(config)]) == 0
         out = capsys.readouterr().out
         assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5" in out) is noted
+    # side by side too, under the setup it concerns
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.6.0"]) == 0
+    out = capsys.readouterr().out
+    assert "note: policy.challenge_risk is 0.5, but" not in out  # 1.5.0 records no policy
+    config.write_text("model: {enabled: true}\n", encoding="utf-8")
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.6.0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  [2] ") and "clef-flash@1.6.0" in line)
+    assert lines[at + 1].strip().startswith("note: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5")

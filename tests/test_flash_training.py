@@ -340,6 +340,10 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
     assert mf.load(mf.resolve(again, NAME, "0.0.1")).channel == "opt-in"
     with pytest.raises(mf.ManifestError, match="opt-in; name its version in the config"):
         mf.resolve(again, NAME)
+    # a re-export keeps the channel the training config gave (no silent switch of every 'latest' config)
+    assert export.main(["--checkpoint", str(tmp_path / "work" / "model.pt"), "--repository", str(tmp_path / "re"),
+                        "--sample", str(tmp_path / "work" / "eval.jsonl")]) == 0
+    assert mf.load(tmp_path / "re" / NAME / "0.0.1").channel == "opt-in"
     with pytest.raises(SystemExit, match="no finished member run"):
         train.main(["--config", str(config), "--work-dir", str(tmp_path / "none"), "--no-export", "--assemble-only"])
     got = np.array([[p["class"][c] for c in ("human", "good_bot", "bad_bot", "attack")] for p in scorer.run_inputs(inputs)])

@@ -352,9 +352,13 @@ def test_model_setups_take_a_version_and_policy_from_the_command_line(tmp_path: 
     rules = setups.clefgate_config(setups.SETUPS["rules"], 8000, tmp_path, model_overrides=overrides)
     assert model["model"] == {"enabled": True, "version": "1.6.0"} and model["policy"]["challenge_risk"] == 0.5
     assert rules["model"] == {"enabled": False} and "policy" not in rules
-    with pytest.raises(SystemExit):
-        compare.main(["--policy", "challenge_risk"])
-    assert "--policy: 'challenge_risk': expected KEY=VALUE" in capsys.readouterr().err
+    for bad, why in ((["--policy", "challenge_risk"], "'challenge_risk': expected KEY=VALUE"),
+                     (["--policy", "challenge_risk=["], "'challenge_risk=[': the value is not a number or null"),
+                     (["--target", "127.0.0.1:1", "--model-version", "1.6.0"], "--target measures a running gateway")):
+        with pytest.raises(SystemExit):
+            compare.main(bad)
+        assert why in capsys.readouterr().err
+    assert compare.model_overrides(compare.parser().parse_args(["--policy", "challenge_risk=1e-1"])) == {"policy": {"challenge_risk": 0.1}}
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx is installed by .ci/system-deps")

@@ -41,7 +41,10 @@ def policy_notes(manifest: Manifest, policy: PolicyConfig) -> tuple[str, ...]:
 
     A version's held-out figures (its model card) hold at those thresholds; another value is allowed, and said.
     """
-    return tuple(f"policy.{key} is {getattr(policy, key)}, but {manifest.id} was evaluated with {value} "
+    def shown(v: float | None) -> str:
+        return "null" if v is None else f"{v:g}"
+
+    return tuple(f"policy.{key} is {shown(getattr(policy, key))}, but {manifest.id} was evaluated with {shown(value)} "
                  f"(its model card's figures hold at that value)"
                  for key, value in manifest.policy.items() if getattr(policy, key) != value)
 

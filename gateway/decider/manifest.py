@@ -285,7 +285,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
     if channel not in CHANNELS:
         problems.append(f"channel: {channel!r} is not one of {', '.join(CHANNELS)}")
         channel = "stable"
-    policy = _policy(raw.get("policy", {}), problems)
+    policy = _policy(raw.get("policy") or {}, problems)
     opset = raw.get("opset")
     if opset is not None and (not isinstance(opset, int) or isinstance(opset, bool) or opset < 1):
         problems.append(f"opset: expected a positive integer, got {opset!r}")
