@@ -254,3 +254,6 @@ def test_clef_versions_resolve_as_clef_flash_does(tmp_path: Path) -> None:
     (repo / "clef" / "2" / mf.MANIFEST_FILE).write_text(json.dumps({**manifest, "version": "2", "channel": "opt-in"}))
     with pytest.raises(mf.ManifestError, match="2 is opt-in; name its version in the config"):
         ClefRuntime.load(ClefConfig(enabled=True, repository=str(repo)))
+    (repo / "clef" / "2" / mf.MANIFEST_FILE).write_text(json.dumps({**manifest, "version": "2", "channel": "beta"}))
+    with pytest.raises(zeroshot.ModelLoadError, match="channel 'beta' is not one of stable, opt-in"):
+        ClefRuntime.load(ClefConfig(enabled=True, repository=str(repo)))  # an unknown channel counts as stable, then is refused

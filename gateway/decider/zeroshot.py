@@ -34,7 +34,7 @@ from cachetools import TTLCache
 from tokenizers import Tokenizer
 
 from gateway import metrics
-from gateway.decider.manifest import file_sha256
+from gateway.decider.manifest import CHANNELS, file_sha256
 
 log = logging.getLogger("clefgate.decider.zeroshot")
 
@@ -686,6 +686,8 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"{path}: unreadable manifest: {exc}") from exc
     problems = [f"missing field {k!r}" for k in ("version", "family", "feature_version", "tokenizer", "files") if k not in manifest]
+    if manifest.get("channel", "stable") not in CHANNELS:
+        problems.append(f"channel {manifest['channel']!r} is not one of {', '.join(CHANNELS)}")
     if problems:
         raise ModelLoadError(f"{path}: " + "; ".join(problems))
     if manifest["family"] != FAMILY:
