@@ -110,7 +110,7 @@ def check_config(cfg: Config) -> tuple[Pipeline, tuple[str, ...]]:
         raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
     try:
         pipeline = build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
-        return pipeline, decider.policy_notes if decider is not None else ()
+        return pipeline, decider.notes if decider is not None else ()
     finally:
         if decider is not None:
             decider.close()
@@ -158,7 +158,7 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
     except (ManifestError, ModelLoadError) as exc:
         raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
     if decider is not None:
-        for note in decider.policy_notes:
+        for note in decider.notes:
             log.warning(note, extra={"fields": {"model": decider.label}})
     try:
         stage = decider.stage(Policy(cfg.policy)) if decider is not None else None

@@ -320,6 +320,7 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
     if scenario is None:
         return 2
     names = [n.strip() for n in args.setups.split(",") if n.strip()]
+    overrides = model_overrides(args)  # checked by main
     unknown = [n for n in names if n not in setups.SETUPS]
     if unknown:
         log(f"unknown setup(s): {', '.join(unknown)} (known: {', '.join(setups.SETUPS)})")
@@ -353,7 +354,7 @@ def compare(args: argparse.Namespace, argv: Sequence[str], prog: str = "clefgate
                     if by_setup[name] and by_setup[name][-1].get("status") != "ok" and "did not start" in by_setup[name][-1].get("reason", ""):
                         continue  # a setup that cannot start will not start next round either
                     by_setup[name].append(run_setup(setups.SETUPS[name], scenario, origin, workdir, out_dir, load_cpu=load_cpu,
-                                                    sut_cpu=sut_cpu, model_overrides=model_overrides(args),
+                                                    sut_cpu=sut_cpu, model_overrides=overrides,
                                                     solver=solver, round_no=round_no, rounds=args.rounds, warmup_s=args.warmup))
             results = [merge_rounds(by_setup[n]) for n in names]
         finally:
@@ -453,10 +454,10 @@ def main(argv: Sequence[str], prog: str = "clefgate bench mixed") -> int:
     p = parser(prog)
     args = p.parse_args(list(argv))
     try:
-        model_overrides(args)
+        overrides = model_overrides(args)
     except ValueError as exc:
         p.error(f"--policy: {exc}")
-    if args.target and model_overrides(args):
+    if args.target and overrides:
         p.error("--target measures a running gateway: --model-repository, --model-name, --model-version and --policy "
                 "apply to the setups this command starts")
     if args.target:

@@ -160,13 +160,11 @@ def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_over
         "decision_log": {"path": str(workdir / "decisions.jsonl"), "rules": "decisive", "max_bytes": "2GiB"},
         "model": {"enabled": setup.model},
     }
-    if setup.model:
-        for section, values in (model_overrides or {}).items():
-            cfg[section] = {**cfg.get(section, {}), **values}
     if not setup.cache:
         cfg["decider"] = {"cache_size": 0}
-    for key, value in setup.overrides.items():
-        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
+    from_command_line = list((model_overrides or {}).items()) if setup.model else []
+    for key, value in [*from_command_line, *setup.overrides.items()]:
+        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, Mapping) else value
     return cfg
 
 

@@ -198,10 +198,8 @@ def load_config(path: Path) -> TrainConfig:
     elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
         problems.append(f"train.member_seeds: {cfg.model.members} members need {cfg.model.members} different seeds, "
                         f"got {cfg.train.member_seeds}")
-    if cfg.export.channel not in mf.CHANNELS:
-        problems.append(f"export.channel: {cfg.export.channel!r} is not one of {', '.join(mf.CHANNELS)}")
-    problems.extend(f"export.policy.{p}" if isinstance(cfg.export.policy, dict) else f"export.policy: {p}"
-                    for p in mf.policy_problems(cfg.export.policy))
+    problems += mf.channel_problems(cfg.export.channel, "export.channel")
+    problems += mf.policy_problems(cfg.export.policy, "export.policy")
     if cfg.train.member_parallel < 1:
         problems.append(f"train.member_parallel: {cfg.train.member_parallel} is not a number of runs (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:

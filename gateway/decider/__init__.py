@@ -61,7 +61,7 @@ class Decider:
     cache: CachedScorer | None
     breaker: CircuitBreaker
     batcher: BatchingScorer
-    policy_notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # policy_notes at load: where the config's policy is not the one the model was read with
 
     @property
     def label(self) -> str:
@@ -78,8 +78,8 @@ class Decider:
     def describe(self) -> dict[str, Any]:
         out = {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,
                "breaker": self.breaker.state, "queue": self.batcher.queued, "cache_entries": len(self.cache) if self.cache else 0}
-        if self.policy_notes:
-            out["policy_notes"] = list(self.policy_notes)
+        if self.notes:
+            out["policy_notes"] = list(self.notes)
         return out
 
     def close(self, successor: Decider | None = None) -> None:

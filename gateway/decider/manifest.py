@@ -201,12 +201,12 @@ def resolve(repository: str | Path, name: str, version: str = "latest") -> Path:
         if not available:
             raise ManifestError([f"no version of model {name!r} in {Path(repository) / name} "
                                  f"(build one with `make model`, or set the model repository path)"], str(repository))
-        stable = [v for v in available if channel_of(Path(repository) / name / v) == "stable"]
-        if not stable:
+        stable = next((v for v in reversed(available) if channel_of(Path(repository) / name / v) == "stable"), None)
+        if stable is None:
             raise ManifestError([f"no stable version of model {name!r} in {Path(repository) / name}: "
                                  f"{', '.join(available)} {'is' if len(available) == 1 else 'are'} opt-in; "
                                  f"name its version in the config to load it"], str(repository))
-        version = stable[-1]
+        version = stable
     directory = Path(repository) / name / version
     if not (directory / MANIFEST_FILE).is_file():
         available = versions(repository, name)
@@ -281,11 +281,11 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
     files = _files(raw.get("files"), directory, require, problems)
     temperature = _temperature(raw.get("temperature"), qids, problems)
 
-    channel = raw.get("channel", "stable")
-    if channel not in CHANNELS:
-        problems.append(f"channel: {channel!r} is not one of {', '.join(CHANNELS)}")
-        channel = "stable"
-    policy = _policy(raw.get("policy") or {}, problems)
+    channel, policy = raw.get("channel", "stable"), raw.get("policy") or {}
+    wrong = channel_problems(channel, "channel"), policy_problems(policy, "policy")
+    problems += [*wrong[0], *wrong[1]]
+    channel = "stable" if wrong[0] else channel
+    policy = {} if wrong[1] else {k: (None if v is None else float(v)) for k, v in policy.items()}
     opset = raw.get("opset")
     if opset is not None and (not isinstance(opset, int) or isinstance(opset, bool) or opset < 1):
         problems.append(f"opset: expected a positive integer, got {opset!r}")
@@ -322,25 +322,24 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
         channel=channel, policy=policy, raw=raw)
 
 
-def policy_problems(policy: Any) -> list[str]:
-    """What is wrong with a ``policy`` block (the training config's and the manifest's): ``key: message`` each."""
+def channel_problems(channel: Any, where: str) -> list[str]:
+    """``[where: message]`` when ``channel`` is not a release channel (manifests and the training config)."""
+    return [] if channel in CHANNELS else [f"{where}: {channel!r} is not one of {', '.join(CHANNELS)}"]
+
+
+def policy_problems(policy: Any, where: str) -> list[str]:
+    """What is wrong with a ``policy`` block of thresholds (manifests and the training config), ``where.key: message`` each."""
     if not isinstance(policy, Mapping):
-        return [f"expected an object of {', '.join(POLICY_KEYS)}, got {type(policy).__name__}"]
+        return [f"{where}: expected an object of {', '.join(POLICY_KEYS)}, got {type(policy).__name__}"]
     out = []
     for key, value in policy.items():
         if key not in POLICY_KEYS:
-            out.append(f"{key}: not a policy threshold ({', '.join(POLICY_KEYS)})")
+            out.append(f"{where}.{key}: not a policy threshold ({', '.join(POLICY_KEYS)})")
         elif value is None and key in ("block_risk", "block_attack_corroborated"):
             continue
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-            out.append(f"{key}: {value!r} is not a probability (0-1)")
+            out.append(f"{where}.{key}: {value!r} is not a probability (0-1)")
     return out
-
-
-def _policy(value: Any, problems: list[str]) -> dict[str, float | None]:
-    found = policy_problems(value)
-    problems.extend(f"policy.{p}" if isinstance(value, Mapping) else f"policy: {p}" for p in found)
-    return {} if found else {k: (None if v is None else float(v)) for k, v in value.items()}
 
 
 def _questions(value: Any, problems: list[str]) -> tuple[Question, ...]:
