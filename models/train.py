@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -121,6 +122,13 @@ class OptimConfig:
     member_seeds: list[int] = field(default_factory=list)
     # how many member runs at once (each with ``threads`` threads)
     member_parallel: int = 2
+    # knowledge distillation: the class target of every training row mixes its label with a teacher version's
+    # calibrated probabilities, ``(1 - distill_weight) * label + distill_weight * teacher``, for cross-entropy and
+    # Brier alike. ``distill_from`` names the teacher, ``"<name>@<version>"`` in export.repository (its fp32 file, on
+    # the CPU); "" (every version up to 1.6.0) trains on the labels alone. One network then learns what an
+    # ensemble answers, at one network's cost.
+    distill_from: str = ""
+    distill_weight: float = 0.5
 
 
 @dataclass
@@ -204,6 +212,12 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"train.member_parallel: {cfg.train.member_parallel} is not a number of runs (1 or more)")
     if not 0.0 <= cfg.train.select_max_text_blocked <= 1.0:
         problems.append(f"train.select_max_text_blocked: {cfg.train.select_max_text_blocked} is not a fraction (0-1)")
+    if not 0.0 < cfg.train.distill_weight <= 1.0:
+        problems.append(f"train.distill_weight: {cfg.train.distill_weight} is not a fraction in (0, 1]")
+    if cfg.train.distill_from and not re.fullmatch(r"[A-Za-z0-9._-]+@[A-Za-z0-9._-]+", cfg.train.distill_from):
+        problems.append(f"train.distill_from: {cfg.train.distill_from!r} is not <name>@<version> (e.g. clef-flash@1.6.0)")
+    if cfg.train.distill_from and cfg.model.members > 1:
+        problems.append("train.distill_from: distils into one network; model.members must be 1")
     if problems:
         raise SystemExit(f"{path}: {len(problems)} problem(s):\n" + "\n".join(f"  {p}" for p in problems))
     return cfg
@@ -340,17 +354,56 @@ def batches(enc: Encoded, batch_size: int, rng: random.Random | None) -> Iterato
                torch.from_numpy(enc.kinds[idx]), torch.from_numpy(enc.weights[idx]), torch.tensor(idx))
 
 
-def loss_fn(outs: tuple[torch.Tensor, ...], y: torch.Tensor, kind: torch.Tensor, w: torch.Tensor, opt: OptimConfig) -> torch.Tensor:
-    """Label-smoothed CE + Brier on class; CE on attack_kind for attack rows only."""
+def loss_fn(outs: tuple[torch.Tensor, ...], y: torch.Tensor, kind: torch.Tensor, w: torch.Tensor, opt: OptimConfig,
+            teacher: torch.Tensor | None = None) -> torch.Tensor:
+    """Label-smoothed CE + Brier on class; CE on attack_kind for attack rows only.
+
+    With ``teacher`` (its class probabilities for these rows) the class target is the label mixed with them by
+    ``opt.distill_weight``; without, the label alone, computed exactly as before distillation existed.
+    """
     cls_logits, kind_logits = outs
-    ce = F.cross_entropy(cls_logits, y, label_smoothing=opt.label_smoothing, reduction="none")
     p = torch.softmax(cls_logits, dim=-1)
-    br = ((p - F.one_hot(y, p.shape[-1]).to(p.dtype)) ** 2).sum(-1)
+    if teacher is None:
+        ce = F.cross_entropy(cls_logits, y, label_smoothing=opt.label_smoothing, reduction="none")
+        br = ((p - F.one_hot(y, p.shape[-1]).to(p.dtype)) ** 2).sum(-1)
+    else:
+        target = (1.0 - opt.distill_weight) * F.one_hot(y, p.shape[-1]).to(p.dtype) + opt.distill_weight * teacher
+        ce = F.cross_entropy(cls_logits, target, label_smoothing=opt.label_smoothing, reduction="none")
+        br = ((p - target) ** 2).sum(-1)
     loss = ((ce + opt.brier_weight * br) * w).sum() / w.sum()
     mask = kind >= 0
     if mask.any():
         loss = loss + opt.kind_weight * F.cross_entropy(kind_logits[mask], kind[mask], label_smoothing=opt.label_smoothing)
     return loss
+
+
+def teacher_probabilities(cfg: TrainConfig, enc: Encoded, log: Any, batch_size: int = 512) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The ``train.distill_from`` version's calibrated class probabilities for ``enc`` (rows in order, CLASSES order),
+    from its fp32 file on the CPU, and what to record about the teacher."""
+    from gateway.decider.onnx import ModelLoadError, OnnxOptions, OnnxScorer
+
+    name, version = cfg.train.distill_from.split("@", 1)
+    try:
+        teacher = OnnxScorer(OnnxOptions(repository=Path(cfg.export.repository), name=name, version=version, variant="fp32",
+                                         providers=("cpu",), intra_op_threads=cfg.train.threads, warmup_runs=0))
+    except (mf.ManifestError, ModelLoadError) as exc:
+        raise SystemExit(f"train.distill_from: {cfg.train.distill_from}: {exc}") from exc
+    options = teacher.questions.get("class")
+    if options is None or sorted(options) != sorted(CLASSES):
+        raise SystemExit(f"train.distill_from: {cfg.train.distill_from} answers class with {options}, not {', '.join(CLASSES)}")
+    order = [options.index(c) for c in CLASSES]
+    started = time.time()
+    probs = np.concatenate([teacher.probabilities(enc.inputs[lo:lo + batch_size])["class"][:, order]
+                            for lo in range(0, len(enc), batch_size)]).astype(np.float32)
+    teacher.close()
+    agree = float((probs.argmax(1) == enc.labels).mean()) if len(enc) else 0.0
+    log(f"distill: {cfg.train.distill_from} (fp32, T {teacher.manifest.temperature.get('class', 1.0):.3f}) scored {len(enc)} "
+        f"training rows in {time.time() - started:.1f}s; its top class is the label on {agree:.2%} of them; "
+        f"target = {1 - cfg.train.distill_weight:g} x label + {cfg.train.distill_weight:g} x teacher")
+    spec = teacher.manifest.files["fp32"]
+    info = {"model": cfg.train.distill_from, "weight": cfg.train.distill_weight, "file": spec.path, "sha256": spec.sha256,
+            "agreement_with_labels": round(agree, 5)}
+    return torch.from_numpy(probs), info
 
 
 @torch.no_grad()
@@ -397,6 +450,9 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     history: list[dict[str, Any]] = []
     bad_epochs = 0
     started = time.time()
+    soft = None
+    if opt_cfg.distill_from:
+        soft, splits.data_info["distilled_from"] = teacher_probabilities(cfg, splits.train, log)
     log(f"train: {sum(p.numel() for p in net.parameters()):,} parameters, {steps_per_epoch} steps per epoch, "
         f"up to {opt_cfg.epochs} epochs, {torch.get_num_threads()} threads")
     for epoch in range(opt_cfg.epochs):
@@ -404,8 +460,8 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
         running, seen = 0.0, 0
         bar = tqdm(batches(splits.train, opt_cfg.batch_size, rng), total=steps_per_epoch, desc=f"epoch {epoch + 1}/{opt_cfg.epochs}",
                    unit="batch", file=sys.stderr, leave=False, mininterval=2.0)
-        for ids, numeric, y, kind, w, _ in bar:
-            loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg)
+        for ids, numeric, y, kind, w, idx in bar:
+            loss = loss_fn(net(ids, numeric), y, kind, w, opt_cfg, None if soft is None else soft[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

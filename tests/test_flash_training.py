@@ -238,6 +238,83 @@ def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     assert "data.dev_questions: -0.2 is not a fraction" in message
 
 
+def test_distillation_options_are_checked(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.read_text().replace("  select: calibration", "  select: calibration\n  distill_from: clef-flash 1.6.0\n"
+                                            "  distill_weight: 1.5").replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
+                   .replace("  threads: 1", "  threads: 1\n  member_seeds: [3, 8]"), encoding="utf-8")
+    with pytest.raises(SystemExit) as err:
+        train.load_config(bad)
+    message = str(err.value)
+    assert "3 problem(s)" in message
+    assert "train.distill_weight: 1.5 is not a fraction in (0, 1]" in message
+    assert "train.distill_from: 'clef-flash 1.6.0' is not <name>@<version>" in message
+    assert "train.distill_from: distils into one network; model.members must be 1" in message
+
+
+def test_a_teacher_that_agrees_with_the_labels_changes_nothing() -> None:
+    """The distillation target mixes the label with the teacher: a teacher answering the labels leaves the loss as it was,
+    and a teacher that disagrees pulls the network towards its own answer."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, 4, requires_grad=True)
+    kind_logits = torch.randn(6, 6)
+    y = torch.tensor([0, 1, 2, 3, 0, 3])
+    kind = torch.tensor([-1, -1, -1, 2, -1, 5])
+    w = torch.ones(6)
+    opt = train.OptimConfig(distill_weight=0.7)
+    plain = train.loss_fn((logits, kind_logits), y, kind, w, opt)
+    agreeing = train.loss_fn((logits, kind_logits), y, kind, w, opt, torch.nn.functional.one_hot(y, 4).float())
+    assert torch.allclose(plain, agreeing, atol=1e-6)
+    teacher = torch.full((6, 4), 0.25)  # a teacher unsure of everything
+    (grad_label,) = torch.autograd.grad(plain, logits)
+    (grad_teacher,) = torch.autograd.grad(train.loss_fn((logits, kind_logits), y, kind, w, opt, teacher), logits)
+    rows = torch.arange(6)
+    # towards the label, less steeply: the unsure teacher asks for less confidence in it
+    assert (grad_label[rows, y] < 0).all() and (grad_teacher[rows, y] > grad_label[rows, y]).all()
+
+
+def test_a_student_learns_from_a_teacher_version(tiny: dict[str, Path], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """distill_from: the teacher's calibrated probabilities (its fp32 file) on the training rows; recorded in the manifest."""
+    repo = tmp_path / "repo"
+    shutil.copytree(tiny["repo"], repo)
+    config = tmp_path / "student.yaml"
+    config.write_text(TINY.read_text().replace("  select: calibration",
+                                               f"  select: calibration\n  distill_from: {NAME}@0.0.1\n  distill_weight: 0.6"),
+                      encoding="utf-8")
+    work = tmp_path / "work"
+    assert train.main(["--config", str(config), "--work-dir", str(work), "--repository", str(repo), "--version", "0.0.2",
+                       "--hide-eval"]) == 0
+    log = capfd.readouterr().err
+    assert f"distill: {NAME}@0.0.1 (fp32, T " in log and "target = 0.4 x label + 0.6 x teacher" in log
+    student = mf.load(repo / NAME / "0.0.2")
+    teacher = mf.load(repo / NAME / "0.0.1")
+    recorded = student.training_data["distilled_from"]
+    assert recorded["model"] == f"{NAME}@0.0.1" and recorded["weight"] == 0.6
+    assert recorded["sha256"] == teacher.files["fp32"].sha256 == mf.file_sha256(teacher.path("fp32"))
+    # the targets are what the gateway's scorer answers with the teacher
+    cfg = train.load_config(config)
+    cfg.export.repository = str(repo)
+    enc = train.encode(list(generate("train", 40, seed=5)))
+    probs, info = train.teacher_probabilities(cfg, enc, lambda msg: None, batch_size=16)
+    scorer = OnnxScorer(OnnxOptions(repository=repo, name=NAME, version="0.0.1", providers=("cpu",), variant="fp32"))
+    want = np.array([[p["class"][c] for c in train.CLASSES] for p in scorer.run_inputs(enc.inputs)])
+    assert np.allclose(probs.numpy(), want, atol=1e-6)
+    assert info["agreement_with_labels"] == round(float((want.argmax(1) == enc.labels).mean()), 5)
+    assert {k: v for k, v in info.items() if k != "agreement_with_labels"} == {k: recorded[k] for k in info if k != "agreement_with_labels"}
+    # a student trained on the labels alone differs: the teacher was used
+    plain = tmp_path / "plain"
+    assert train.main(["--config", str(TINY), "--work-dir", str(plain), "--no-export", "--hide-eval"]) == 0
+    a = torch.load(plain / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
+    b = torch.load(work / "model.pt", map_location="cpu", weights_only=False)["state_dict"]
+    assert (work / "train.jsonl").read_bytes() == (plain / "train.jsonl").read_bytes()
+    assert not all(torch.equal(a[k], b[k]) for k in a)
+    # a teacher that is not there is named, with the versions that are
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(config.read_text().replace("@0.0.1", "@9.9.9"), encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"(?s)train.distill_from: clef-flash-tiny@9.9.9: .*version .9.9.9. not found.*available: 0.0.1"):
+        train.main(["--config", str(missing), "--work-dir", str(tmp_path / "m"), "--repository", str(repo), "--no-export"])
+
+
 def test_the_choice_reads_markdown_text_when_asked(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """select_text_rows: people's Markdown text (never trained on) is scored every epoch and recorded with the data."""
     config = tmp_path / "tiny-text.yaml"
