@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model model-1.6.0 model-clef bench lint system-deps clean readme
+.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,15 @@ lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check gateway models loadtest tests
 	$(VENV)/bin/mypy
 
+# the shipped 1.7.0: two narrow runs, two at a time, one temperature for both (about 15 minutes on 2 cores), then its eval table
 model: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash.yaml
 	$(PY) -m gateway.evaluate --data models/work/clef-flash/eval.jsonl
+
+# earlier versions stay in models/repository and can be rebuilt:
+# 1.5.0, the default up to session 12 (one network, about 13 minutes)
+model-1.5.0: $(VENV)/.stamp-all
+	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash-1.5.0.yaml
 
 # the opt-in two-member 1.6.0 (models/README.md, Session 12): two runs, two at a time, about 20 minutes on 2 cores
 model-1.6.0: $(VENV)/.stamp-all

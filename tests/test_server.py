@@ -155,10 +155,10 @@ def test_dead_worker_is_restarted(demo_origin, start_gateway) -> None:
 
 
 def test_check_warns_when_the_policy_is_not_the_one_the_model_was_read_with(tmp_path: Path) -> None:
-    """Clef-flash 1.6.0 records challenge_risk 0.5 in its manifest: another value is allowed, and said."""
+    """Clef-flash 1.6.0 records challenge_risk 0.5 in its manifest (the default): another value is allowed, and said."""
     base = "backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nchallenge: {dev_generate_secret: true}\n" \
            "model: {enabled: true, version: '1.6.0'}\n"
-    for policy, warned in (("", True), ("policy: {challenge_risk: 0.5}\n", False)):
+    for policy, warned in (("policy: {challenge_risk: 0.6}\n", True), ("", False)):
         path = tmp_path / "c.yaml"
         path.write_text(base + policy, encoding="utf-8")
         proc = subprocess.run([sys.executable, "-m", "gateway", "check", "--config", str(path)], cwd=ROOT, capture_output=True,
