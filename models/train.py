@@ -125,7 +125,7 @@ class OptimConfig:
     # knowledge distillation: the class target of every training row mixes its label with a teacher version's
     # calibrated probabilities, ``(1 - distill_weight) * label + distill_weight * teacher``, for cross-entropy and
     # Brier alike. ``distill_from`` names the teacher, ``"<name>@<version>"`` in export.repository (its fp32 file, on
-    # the CPU); "" (every version up to 1.6.0) trains on the labels alone. One network then learns what an
+    # the CPU); "" (every shipped version so far) trains on the labels alone. One network then learns what an
     # ensemble answers, at one network's cost.
     distill_from: str = ""
     distill_weight: float = 0.5
@@ -449,10 +449,10 @@ def train_model(cfg: TrainConfig, splits: Splits, log: Any) -> tuple[FlashNet, d
     snapshots: list[dict[str, torch.Tensor]] = []
     history: list[dict[str, Any]] = []
     bad_epochs = 0
-    started = time.time()
     soft = None
-    if opt_cfg.distill_from:
+    if opt_cfg.distill_from:  # before the clock starts: max_minutes guards training, not the teacher's scoring
         soft, splits.data_info["distilled_from"] = teacher_probabilities(cfg, splits.train, log)
+    started = time.time()
     log(f"train: {sum(p.numel() for p in net.parameters()):,} parameters, {steps_per_epoch} steps per epoch, "
         f"up to {opt_cfg.epochs} epochs, {torch.get_num_threads()} threads")
     for epoch in range(opt_cfg.epochs):
