@@ -312,6 +312,9 @@ def _scenario(args: argparse.Namespace) -> Scenario | None:
         scenario = scenario.scaled(args.scale)
     if args.seconds:
         scenario = scenario.shortened(args.seconds)
+    if cut := scenario.cut_phases():
+        log(f"warning: scenario {scenario.name}: limits.max_duration_s ({scenario.max_duration_s:g}s) stops the run before the "
+            f"planned end of phase(s) {', '.join(cut)}")
     return scenario
 
 

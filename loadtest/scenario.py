@@ -96,6 +96,10 @@ class Scenario:
             t += p.duration_s
         return out
 
+    def cut_phases(self) -> tuple[str, ...]:
+        """Phases that ``max_duration_s`` stops before their planned end (the run never reaches all of them)."""
+        return tuple(p.name for p, _, end in self.phase_bounds() if end > self.max_duration_s + 1e-9)
+
     def phase_at(self, t: float) -> str:
         for p, start, end in self.phase_bounds():
             if start <= t < end:
