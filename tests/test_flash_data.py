@@ -46,13 +46,9 @@ def test_records_have_the_eval_shape_and_valid_labels() -> None:
 
 
 def test_sources_are_held_out() -> None:
-    def agents(split: Split) -> set[str]:
-        return ({a.ua for a in browsers_for(split)} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for(split, role)}
-                | {ua for _, ua in library_agents(split)})
-
-    seen = agents("train") | agents("calib")
-    assert seen.isdisjoint(agents("eval")) and len(agents("eval")) > 300
-    assert agents("train").isdisjoint(agents("calib"))
+    seen = _agents("train") | _agents("calib")
+    assert seen.isdisjoint(_agents("eval")) and len(_agents("eval")) > 300
+    assert _agents("train").isdisjoint(_agents("calib"))
     # payload productions: eval's are new, and every family has some on every side
     seen_p = {p.id for p in attacks.productions("train")} | {p.id for p in attacks.productions("calib")}
     assert seen_p.isdisjoint({p.id for p in attacks.productions("eval")})
@@ -64,6 +60,63 @@ def test_sources_are_held_out() -> None:
     seen_t = {t.id for t in site.templates("train")} | {t.id for t in site.templates("calib")}
     assert len({t.id for t in site.templates("eval")} - seen_t) >= 20
     assert side_of("x", "y") == side_of("x", "y") and held_out("x", "y") == (side_of("x", "y") == "eval")
+
+
+def _agents(split: Split) -> set[str]:
+    return ({a.ua for a in browsers_for(split)} | {a.ua for role in ("good", "bad", "library") for a in crawlers_for(split, role)}
+            | {ua for _, ua in library_agents(split)})
+
+
+def test_the_exam_draws_from_sources_no_side_has() -> None:
+    """The second exam (``--split exam``) has user agents, page shapes, texts, payload productions, probe paths and
+    scanners of its own: it measures a model on traffic that none of its training, calibration or evaluation sources
+    made."""
+    from models.data import generate as gen
+    from models.data.sources import browser_agents, crawler_agents
+
+    exam = _agents("exam")
+    assert len(exam) > 250
+    assert exam.isdisjoint(_agents("train") | _agents("calib") | _agents("eval"))
+    assert exam.isdisjoint({a.ua for a in browser_agents()} | {a.ua for a in crawler_agents()})
+    assert {a.engine for a in browsers_for("exam")} == {"chromium", "firefox", "webkit"}
+    assert any("googlebot" in a.ua.lower() for a in crawlers_for("exam", "good"))  # verified crawlers' new releases
+    assert set(gen._EXAM_SCANNER_UAS).isdisjoint(gen._SCANNER_UAS)
+    # pages: the exam's own shapes for every kind of request, plus the one-member groups every side shares
+    own = {t for t in site.templates("exam") if t.id.startswith("exam.")}
+    shared = set(site.templates("exam")) - own
+    assert len(own) >= 50 and {t.group for t in shared} <= {"home", "robots", "health"}
+    assert {t.group for t in own} >= {"page", "search", "asset", "xhr", "xhr_post", "form", "login", "download", "feed", "api", "git"}
+    sides = {t.id for split in SPLITS for t in site.templates(split, routes=True)}
+    assert not {t.id for t in own} & sides
+    for pool, exam_pool in ((site.QUERIES, site.EXAM_QUERIES), (site.HARD_QUERIES, site.EXAM_HARD_QUERIES),
+                            (site.REVIEW_TEXT, site.EXAM_REVIEW_TEXT), (site.FORUM_TEXT, site.EXAM_FORUM_TEXT)):
+        assert not set(pool) & set(exam_pool)
+    # attacks: new productions in every kind the sides have, new probe families, no probe that is one of its pages
+    assert not {p.id for p in attacks.EXAM_PRODUCTIONS} & {p.id for p in attacks.PRODUCTIONS}
+    assert {p.kind for p in attacks.productions("exam")} == {p.kind for p in attacks.PRODUCTIONS}
+    probes = set(attacks.probe_paths("exam"))
+    assert len(probes) > 100 and not probes & {p for _, paths in attacks.PROBE_PATHS for p in paths}
+    import random
+
+    rng = random.Random(6)
+    pages = {t.make(rng).target.split("?")[0] for t in own for _ in range(40)}
+    assert not {p.split("?")[0] for p in probes} & pages
+
+
+def test_exam_rows_are_reproducible_and_drawn_from_the_exam_alone() -> None:
+    rows = list(generate("exam", 900, seed=3))
+    assert rows == list(generate("exam", 900, seed=3)) and rows != list(generate("exam", 900, seed=4))
+    assert set(Counter(r["label"] for r in rows)) == set(CLASSES)
+    assert {r["attack_kind"] for r in rows if r["label"] == "attack"} == set(attacks.ATTACK_KINDS)
+    exam_browsers = {a.ua for a in browsers_for("exam")}
+    for r in rows:
+        model_input(from_record(r))
+        if r["label"] == "human":
+            ua = next(v for n, v in r["headers"] if n.lower() == "user-agent")
+            assert ua in exam_browsers
+            template = r["source"].split("/", 2)[2]
+            assert template.startswith("exam.") or template == "generic.home", template
+    assert any(r.get("verified") and r["label"] == "good_bot" for r in rows)
 
 
 def test_eval_rows_use_held_out_user_agents() -> None:
@@ -248,7 +301,8 @@ def test_settings_leave_the_shipped_models_data_as_it_was(tmp_path: Path) -> Non
     assert write_jsonl(generate("calib", 16000, seed=2), tmp_path / "c.jsonl")[1] == data["calibration"]["sha256"]
     assert data["eval"]["generator"].endswith("--split eval --rows 16000 --seed 7")
     assert write_jsonl(generate("eval", 16000, seed=7, dev_questions=1.0, routes=True), tmp_path / "e.jsonl")[1] == data["eval"]["sha256"]
-    for wrong in (["--split", "eval", "--dev-questions", "0.5"], ["--split", "calib", "--routes"], ["--dev-questions", "1.5"]):
+    for wrong in (["--split", "eval", "--dev-questions", "0.5"], ["--split", "calib", "--routes"], ["--dev-questions", "1.5"],
+                  ["--split", "exam", "--dev-questions", "0.5"], ["--split", "exam", "--routes"]):
         with pytest.raises(SystemExit) as err:
             main([*wrong, "--out", str(tmp_path / "x.jsonl")])
         assert err.value.code == 2, wrong

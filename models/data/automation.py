@@ -13,7 +13,7 @@ import functools
 import random
 
 from models.data.browsers import Headers
-from models.data.sources import Split, on_side
+from models.data.sources import EXAM, Split, on_side
 
 # Library and CLI user agents (name, versions): the clients of APIs, feeds, git and downloads.
 _LIBRARIES = (
@@ -41,9 +41,38 @@ _LIBRARIES = (
 )
 
 
+# The exam's libraries (``sources.EXAM``): releases after the newest above, in each family's own format, and new members
+# of the families (Bun and Deno speak for node). None is a string of ``_LIBRARIES``.
+_EXAM_LIBRARIES = (
+    ("curl", [f"curl/8.{m}.{p}" for m in range(12, 18) for p in (0, 1)]),
+    ("wget", ["Wget/1.25.1", "Wget/1.26.0", "Wget/1.26.1"]),
+    ("requests", [f"python-requests/2.{m}.{p}" for m in (33, 34, 35) for p in (3, 4)]),
+    ("httpx", ["python-httpx/0.29.0", "python-httpx/0.29.1", "python-httpx/1.0.0", "python-httpx/1.0.2"]),
+    ("aiohttp", [f"Python/3.{py} aiohttp/3.{m}.{p}" for py in (13, 14) for m in (12, 13) for p in (2, 7, 15)]),
+    ("urllib", ["Python-urllib/3.14", "Python-urllib/3.15"]),
+    ("go", [f"go-resty/3.0.{p} (https://resty.dev)" for p in range(0, 4)] + ["Go-http-client/3.0"]),
+    ("git", [f"git/2.{m}.{p}" for m in range(48, 53) for p in (0, 1, 3)] + [f"git/2.{m}.0.windows.2" for m in range(48, 53)]),
+    ("axios", [f"axios/1.{m}.{p}" for m in range(8, 14) for p in (1, 3)]),
+    ("node", ["Bun/1.2.21", "Bun/1.3.1", "Deno/2.4.5", "Deno/2.5.0", "node-fetch/3.3.3", "undici/7.16.0"]),
+    ("okhttp", [f"okhttp/5.{m}.{p}" for m in range(0, 3) for p in (0, 1)]),
+    ("java", ["Java-http-client/24.0.2", "Java-http-client/25", "Java-http-client/25.0.1"]
+     + [f"Apache-HttpClient/5.{m}.{p} (Java/21.0.{q})" for m in (4, 5) for p in (1, 4) for q in (7, 8)]),
+    ("postman", [f"PostmanRuntime/7.{m}.{p}" for m in range(43, 49) for p in (0, 2)]),
+    ("httpie", ["HTTPie/3.2.5", "HTTPie/3.3.0", "HTTPie/3.3.1"]),
+    ("ruby", [f"Faraday v2.{m}.{p}" for m in range(12, 15) for p in (0, 2)] + ["Ruby/3.4.0", "Ruby/3.5.0"]),
+    ("php", [f"GuzzleHttp/7 curl/8.{m}.0 PHP/8.4.{q}" for m in (10, 14) for q in (5, 13)]),
+    ("dotnet", ["RestSharp/112.1.0.0", "RestSharp/113.0.0.0", "Microsoft-WebDAV-MiniRedir/10.0.26100"]),
+    ("feedcli", ["Miniflux/2.2.10 (+https://miniflux.app)", "Miniflux/2.2.13 (+https://miniflux.app)", "FreshRSS/1.26.3 (Linux; https://freshrss.org)",
+                 "FreshRSS/1.27.1 (Linux; https://freshrss.org)", "CommaFeed/5.9.0 (https://github.com/Athou/commafeed)", "newsboat/2.40.0 (Linux x86_64)"]),
+)
+
+
 @functools.cache
 def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
-    """(family, user agent) of libraries and CLI tools on one side of the split."""
+    """(family, user agent) of libraries and CLI tools on one side of the split, or the exam's own."""
+    if split == EXAM:
+        known = {ua for _, uas in _LIBRARIES for ua in uas}
+        return tuple((fam, ua) for fam, uas in _EXAM_LIBRARIES for ua in uas if ua not in known)
     return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("ua", ua, split))
 
 

@@ -12,6 +12,13 @@ check (published crawler ranges, credentials), ``client`` (per-client window
 statistics) on part of the rows, and ``source`` (how the row was made, for
 per-source error analysis). The same seed, split and settings (``--dev-questions``,
 ``--routes``) always give the same rows.
+
+``--split exam`` draws the second exam: the same kinds of request in the same mix, built only
+from sources written for it (``sources.EXAM``) that no side of the split has — newer browser
+and library releases, crawlers, page shapes, texts, payload productions, probe families and
+scanners of its own. It exists to measure a model on traffic newer than all it was built from::
+
+    python -m models.data.generate --split exam --rows 16000 --seed 7 --out models/work/data/exam.jsonl
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import attacks, automation, browsers, site
 from models.data.site import Draw, Endpoint
-from models.data.sources import BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
+from models.data.sources import EXAM, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 DEFAULT_MIX = {"human": 0.42, "good_bot": 0.13, "bad_bot": 0.21, "attack": 0.24}
@@ -54,6 +61,12 @@ _SCANNER_UAS = ("sqlmap/1.7.2#stable (https://sqlmap.org)", "sqlmap/1.8.3#stable
                 "Mozilla/5.0 (Windows NT 6.1; WOW64; Trident/7.0; rv:11.0) like Gecko", "Nuclei - Open-source project (github.com/projectdiscovery/nuclei)",
                 "WPScan v3.8.25 (https://wpscan.com/wordpress-security-scanner)", "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)",
                 "ReactorNetty/dev", "l9explore/1.2.2", "Hello World", "Mozilla/5.0 zgrab/0.x", "xfa1", "Expanse, a Palo Alto Networks company, searches across the global IPv4 space multiple times per day to identify customers' presences on the Internet. If you would like to be excluded from our scans, please send IP addresses/domains to: scaninfo@paloaltonetworks.com")
+# the exam's scanners (``sources.EXAM``): newer releases of the tools above and tools none of the sides has
+_EXAM_SCANNER_UAS = ("sqlmap/1.9.8#stable (https://sqlmap.org)", "Mozilla/5.00 (Nikto/2.5.0) (Evasions:4) (Test:003175)", "feroxbuster/2.11.0",
+                     "Nuclei - Open-source project (github.com/projectdiscovery/nuclei) v3.4.7", "dirsearch/0.4.3", "katana/1.1.3",
+                     "Mozilla/5.0 (X11; Linux x86_64; rv:78.0) Gecko/20100101 Firefox/78.0", "Mozilla/5.0 (compatible; Hakai/2.0)",
+                     "Mozila/5.0 (Windows NT 10.0; Win64; x64)", "WPScan v3.8.28 (https://wpscan.com/wordpress-security-scanner)", "xray/1.9.11",
+                     "Mozilla/5.0 (Windows NT 6.3; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/79.0.3945.79 Safari/537.36 (httpx scan)")
 _PARAMS = ("q", "id", "search", "page", "name", "file", "url", "redirect", "next", "cat", "item", "user", "lang", "template", "path",
            "cmd", "host", "ip", "query", "sort", "order", "filter", "callback", "return", "dest", "view", "doc", "email", "debug")
 _HEADER_TARGETS = ("User-Agent", "Referer", "X-Api-Version", "X-Custom-Header", "Accept-Language", "X-Originating-URL", "Origin", "X-Client-Data")
@@ -368,7 +381,7 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
         family, ua = rng.choice([x for x in automation.library_agents(rng.split) if x[0] not in ("git", "feedcli")])
         head = automation.library_head(family, ua, host, rng, content_type=content_type, content_length=len(body or ""))
         return head, "1.1"
-    ua = rng.choice(_SCANNER_UAS)
+    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else _SCANNER_UAS)
     head = [["Host", host], ["User-Agent", ua], ["Accept", rng.choice(("*/*", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"))],
             ["Accept-Encoding", rng.choice(("gzip, deflate", "gzip", "identity"))], ["Connection", rng.choice(("close", "keep-alive"))]]
     if content_type:
@@ -482,7 +495,8 @@ def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.data.generate``: write one split as JSONL."""
     ap = argparse.ArgumentParser(prog="python -m models.data.generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "calib", "eval"), default="eval", help="side of the source split to draw from")
+    ap.add_argument("--split", choices=("train", "calib", "eval", "exam"), default="eval",
+                    help="side of the source split to draw from (exam: the second exam, from sources no side has)")
     ap.add_argument("--rows", type=int, default=16000, help="number of requests")
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
@@ -494,8 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
-    if args.dev_questions and args.split == "eval":
-        ap.error("--dev-questions: the eval side never draws developer questions")
+    if args.dev_questions and args.split in ("eval", "exam"):
+        ap.error(f"--dev-questions: the {args.split} side never draws developer questions")
     if args.routes and args.split != "train":
         ap.error("--routes: only the train side has ROUTES pages")
     n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes), args.out)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-Split = Literal["train", "calib", "eval"]
-SPLITS: tuple[Split, ...] = ("train", "calib", "eval")
+Split = Literal["train", "calib", "eval", "exam"]
+SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; ``exam`` (below) is outside it
 EVAL_SHARE = 0.25
 CALIB_SHARE = 0.15
 _SALT = "clef-flash/split/1"
@@ -197,11 +197,117 @@ def crawler_agents() -> tuple[CrawlerAgent, ...]:
 
 @functools.cache
 def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
-    """Browser agents of one side of the split (by user-agent string)."""
+    """Browser agents of one side of the split (by user-agent string), or the exam's own."""
+    if split == EXAM:
+        return exam_browser_agents()
     return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
-    """Crawler agents of one role and one side of the split (by user-agent string)."""
+    """Crawler agents of one role and one side of the split (by user-agent string), or the exam's own."""
+    if split == EXAM:
+        return tuple(a for a in exam_crawler_agents() if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
+
+
+# ---------------------------------------------------------------------------- the second exam
+#
+# ``exam`` is a fourth side outside the hash split: it draws from sources no other side has, written for it alone, so
+# that a model can be measured on traffic newer than anything its training, its calibration and the eleven reads of
+# the evaluation split were drawn from. Browsers are releases newer than any the packages ship (in the formats their
+# vendors publish); crawlers are new releases of the verified search engines and operators invented here. It is used
+# only to measure (``clefgate eval``): never to train, calibrate or choose.
+EXAM: Split = "exam"
+
+_CHROME_BUILDS = {137: 7151, 138: 7204, 139: 7258, 140: 7339, 141: 7390, 142: 7444, 143: 7499, 144: 7559}
+
+
+def _exam_browser_strings() -> list[tuple[str, float]]:
+    """(user agent, weight) of browser releases after the packages' newest, weighted roughly by share."""
+    out: list[tuple[str, float]] = []
+    for v in _CHROME_BUILDS:
+        tail = f"AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0"
+        out += [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36", 4.0),
+                (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36", 1.2),
+                (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4),
+                (f"Mozilla/5.0 (X11; CrOS x86_64 16328.65.0) {tail} Safari/537.36", 0.2),
+                (f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
+                (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 Edg/{v}.0.0.0", 1.0),
+                (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36 Edg/{v}.0.0.0", 0.2),
+                (f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36 EdgA/{v}.0.0.0", 0.1),
+                (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 OPR/{v - 16}.0.0.0", 0.2),
+                (f"Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/{v}.0.{_CHROME_BUILDS[v]}.{v % 7 * 13 + 40} Mobile/15E148 Safari/604.1", 0.4)]
+    for v in range(139, 147):
+        out += [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0", 0.6),
+                (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:{v}.0) Gecko/20100101 Firefox/{v}.0", 0.2),
+                (f"Mozilla/5.0 (X11; Linux x86_64; rv:{v}.0) Gecko/20100101 Firefox/{v}.0", 0.3),
+                (f"Mozilla/5.0 (Android 15; Mobile; rv:{v}.0) Gecko/{v}.0 Firefox/{v}.0", 0.1)]
+    for minor in ("26.0", "26.0.1", "26.1", "26.2"):  # Safari's numbering jumped from 18 to 26 in 2025; iOS 26 reports 18_6
+        out += [(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{minor} Safari/605.1.15", 1.0),
+                (f"Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{minor} Mobile/15E148 Safari/604.1", 5.0),
+                (f"Mozilla/5.0 (iPad; CPU OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{minor} Mobile/15E148 Safari/604.1", 0.8)]
+    for samsung, chrome in ((28, 130), (29, 136)):
+        out.append((f"Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/{samsung}.0 Chrome/{chrome}.0.0.0 Mobile Safari/537.36", 0.5))
+    return out
+
+
+@functools.cache
+def exam_browser_agents() -> tuple[BrowserAgent, ...]:
+    """The exam's browsers: none of them is a string of :func:`browser_agents`."""
+    known = {a.ua for a in browser_agents()}
+    out = []
+    for ua, weight in _exam_browser_strings():
+        kind = _classify(ua)
+        if kind is None or ua in known:
+            continue
+        engine, brand, major = kind
+        out.append(BrowserAgent(ua, engine, "Mobile" in ua or "Android" in ua or "iPhone" in ua, brand, major, _platform(ua), weight))
+    return tuple(out)
+
+
+def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
+    """(user agent, tags, role): this year's verified search-engine releases, and operators written for the exam."""
+    out: list[tuple[str, tuple[str, ...], str]] = []
+    for v, build in _CHROME_BUILDS.items():
+        chrome = f"Chrome/{v}.0.{build}.{v % 5 * 31 + 7}"
+        out += [(f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) {chrome} Safari/537.36", ("search-engine",), "good"),
+                (f"Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) {chrome} Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", ("search-engine",), "good"),
+                (f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) {chrome} Safari/537.36", ("search-engine",), "good"),
+                (f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
+    for version in ("17.4", "18.1", "18.5", "26.0"):
+        out.append((f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/{version} Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)", ("search-engine",), "good"))
+    invented = (
+        ("Lectern/3.1 (Feed Fetcher; +https://lectern.example/about; {n} subscribers)", ("feed-reader",), "good"),
+        ("Quire RSS/0.9.{n} (+https://quire.example/bot)", ("feed-reader",), "good"),
+        ("Mozilla/5.0 (compatible; Brookfeed/2.{n}; +https://brookfeed.example/crawler)", ("feed-reader",), "good"),
+        ("Vigilo-Uptime/1.{n} (+https://vigilo.example/monitoring)", ("monitoring",), "good"),
+        ("Mozilla/5.0 (compatible; StatusHarbor/4.{n}; +https://statusharbor.example/bot)", ("monitoring",), "good"),
+        ("Beaconly Health Check/2.{n}", ("monitoring",), "good"),
+        ("Mozilla/5.0 (compatible; Threadwave-LinkPreview/1.{n}; +https://threadwave.example/preview)", ("social-preview",), "good"),
+        ("Chorus-Unfurl/3.{n} (+https://chorus.example/unfurl)", ("social-preview",), "good"),
+        ("Mozilla/5.0 (compatible; Marlinbot/1.{n}; +https://marlin-search.example/bot)", ("search-engine",), "good"),
+        ("Wrenbot/0.{n} (+https://wren.example/search/crawler)", ("search-engine",), "good"),
+        ("Mozilla/5.0 (compatible; Stacksave-Archiver/1.{n}; +https://stacksave.example)", ("archiver",), "good"),
+        ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Corvidbot/1.{n}; +https://corvid.example/bot)", ("ai-crawler",), "bad"),
+        ("Mozilla/5.0 (compatible; LumenAI-Crawler/2.{n}; +https://lumen-ai.example/crawler)", ("ai-crawler",), "bad"),
+        ("TesseraBot/1.{n} (+https://tessera.example/training-data)", ("ai-crawler",), "bad"),
+        ("Mozilla/5.0 (compatible; Halyard-Agent/0.{n}; AI assistant fetch; +https://halyard.example/agent)", ("ai-crawler",), "bad"),
+        ("KestrelGPT-Fetcher/1.{n}", ("ai-crawler",), "bad"),
+        ("Mozilla/5.0 (compatible; RankLoomBot/3.{n}; +https://rankloom.example/bot.html)", ("seo",), "bad"),
+        ("Mozilla/5.0 (compatible; BacklinkHarvester/7.{n}; +http://blh.example/)", ("seo",), "bad"),
+        ("SerpLantern Site Audit/5.{n}", ("seo",), "bad"),
+        ("Mozilla/5.0 (compatible; SurfaceMapper/2.{n}; +https://surfacemapper.example/scanning)", ("scanner",), "bad"),
+        ("AttackSurfaceProbe/1.{n} (research; contact abuse@asp.example)", ("scanner",), "bad"),
+    )
+    for fmt, tags, role in invented:
+        out += [(fmt.format(n=n), tags, role) for n in (0, 3, 7, 12)]
+    return out
+
+
+@functools.cache
+def exam_crawler_agents() -> tuple[CrawlerAgent, ...]:
+    """The exam's crawlers: none of them is a string of :func:`crawler_agents`."""
+    known = {a.ua for a in crawler_agents()}
+    return tuple(CrawlerAgent(ua.split("/")[0].split("(")[-1], ua, tags, role)
+                 for ua, tags, role in _exam_crawler_strings() if ua not in known)
