@@ -66,6 +66,36 @@ def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
     assert (n, digest.hexdigest()) == GOLDEN
 
 
+def test_the_featurizer_caches_change_no_input() -> None:
+    """Header lines, header-name sets and user agents are coded once per distinct value (bounded LRUs): every
+    golden request's input is the same read cold, with every cache emptied, and warm, from the caches."""
+    from gateway.features import encoding, numeric
+
+    caches = (encoding._coded_header_line, numeric._name_facts, numeric._ua_facts)
+    assert all(0 < c.cache_info().maxsize <= 8192 for c in caches)
+    with gzip.open(Path(__file__).parent / "data" / "feature-golden.jsonl.gz", "rt", encoding="utf-8") as fh:
+        requests = [from_record(json.loads(line)) for line in fh]
+
+    def inputs(cold: bool) -> list[tuple[str, list[int], tuple[float, ...]]]:
+        out = []
+        for f in requests:
+            if cold:
+                for c in caches:
+                    c.cache_clear()
+            item = model_input(f)
+            out.append((item.text, item.ids.tolist(), item.numeric))
+        return out
+
+    first = inputs(cold=True)
+    assert inputs(cold=False) == first == inputs(cold=False)
+    assert encoding._coded_header_line.cache_info().hits > 1000 and numeric._ua_facts.cache_info().hits > 500
+    # coded line by line: no phrase spans a line, so a phrase at either end of one is found as in the whole text
+    text = "GET /a.html\nh 1.1 host user-agent accept\nu Mozilla/5.0 (X11; Linux x86_64)\nb https://x.com/.php"
+    whole = encoding._PHRASE_RE.sub(encoding._phrase_char, text)
+    assert encoding.decode_ids(encoding.encode(text)) == text
+    assert len(encoding.encode(text)) == len(whole)
+
+
 def test_from_record_reads_the_eval_shape() -> None:
     f = from_record({"method": "post", "path": "/search?q=a%20b", "http_version": "HTTP/1.0",
                      "headers": [["Host", "x.example"], ["User-Agent", "curl/8.5.0"], ["Content-Length", "3"]],

@@ -6,6 +6,7 @@ a FEATURE_VERSION bump and a retrained model.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -97,12 +98,29 @@ def _phrase_char(match: re.Match[str]) -> str:
     return _PHRASE_CHAR[match[0]]
 
 
+# No phrase spans a line, so a serialization can be coded line by line. The header lines (names,
+# user agent, accept*, client hints, fetch metadata, content type, credentials) repeat from
+# request to request of the same browser or client: their coded form is kept (a bounded LRU),
+# and the phrase scan, the costliest step of encoding, runs on the request's own lines only.
+assert not any("\n" in p for p in PHRASES)
+_REPEATING_LINES = frozenset("hualecftk")
+
+
+@functools.lru_cache(maxsize=8192)
+def _coded_header_line(line: str) -> str:
+    return _PHRASE_RE.sub(_phrase_char, line)
+
+
+def _coded_line(line: str) -> str:
+    return _coded_header_line(line) if line[:1] in _REPEATING_LINES else _PHRASE_RE.sub(_phrase_char, line)
+
+
 def encode(text: str) -> np.ndarray:
     """Token ids (int64) of a serialization: phrases first, then one id per byte."""
     if not text.isascii():
         # Characters above latin-1 only come from hand-made records; the wire is bytes.
         text = "".join(c if ord(c) < 256 else "\x00" for c in text)
-    coded = _PHRASE_RE.sub(_phrase_char, text)
+    coded = "\n".join(map(_coded_line, text.split("\n")))
     chars = np.frombuffer(coded.encode("utf-32-le"), dtype=np.uint32)[:MAX_TOKENS].astype(np.int64)
     return np.where(chars >= _PRIVATE_FIRST, chars - (_PRIVATE_FIRST - PHRASE_OFFSET), chars + BYTE_OFFSET)
 

@@ -6,6 +6,7 @@ a FEATURE_VERSION bump and a retrained model.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -117,6 +118,35 @@ def _log(x: float, scale: float) -> float:
     return math.log1p(max(0.0, x)) / scale
 
 
+# What depends only on the header names (in wire order) or only on the user agent is computed once per
+# distinct value: the same browser or client sends the same names and user agent request after request.
+# Both caches are bounded (LRU) and hold pure functions' results, so the vector is the same either way.
+@functools.lru_cache(maxsize=4096)
+def _name_facts(all_names: tuple[str, ...]) -> tuple[float, ...]:
+    """(header count, names length, lower-case share, host not first, one order score per template)."""
+    lowered = [n.lower() for n in all_names]
+    if INFRA_HEADERS.isdisjoint(lowered):
+        names, lower = list(all_names), lowered
+    else:
+        keep = [i for i, n in enumerate(lowered) if n not in INFRA_HEADERS]
+        names, lower = [all_names[i] for i in keep], [lowered[i] for i in keep]
+    n_headers = len(names)
+    return (n_headers, sum(map(len, all_names)), (sum(map(str.islower, names)) / n_headers) if n_headers else 0.0,
+            float(bool(lower) and lower[0] != "host"),
+            *(_order_score([ranks[n] for n in lower if n in ranks]) for ranks in _ORDER_RANKS.values()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ua_facts(ua: str) -> tuple[int, bool, bool, bool, bool, bool]:
+    """(Chromium major version, is Chromium, is Firefox, is Safari, is a library, looks like a bot)."""
+    ual = ua.lower()
+    chromium_major = _major(ua, "Chrome/") or _major(ua, "CriOS/")
+    is_chromium = chromium_major > 0 or "Chromium/" in ua
+    is_firefox = not is_chromium and ("Firefox/" in ua or "FxiOS/" in ua)
+    is_safari = not is_chromium and not is_firefox and "Safari/" in ua and "Version/" in ua
+    return (chromium_major, is_chromium, is_firefox, is_safari, ual.startswith(_LIBRARY_PREFIXES), _BOT_RE.search(ual) is not None)
+
+
 def numeric_vector(features: Features) -> list[float]:
     """The numeric features, in ``NUMERIC_NAMES`` order, each roughly within [0, 1]."""
     hm = features.header_map
@@ -124,21 +154,9 @@ def numeric_vector(features: Features) -> list[float]:
     ual = ua.lower()
     version = features.http_version
     method = features.method
-    all_names = list(map(_NAME, features.headers))
-    lowered = [n.lower() for n in all_names]
-    if INFRA_HEADERS.isdisjoint(lowered):
-        names, lower = all_names, lowered
-    else:
-        keep = [i for i, n in enumerate(lowered) if n not in INFRA_HEADERS]
-        names, lower = [all_names[i] for i in keep], [lowered[i] for i in keep]
-    n_headers = len(names)
+    n_headers, names_length, lowercase_share, host_not_first, *templates = _name_facts(tuple(map(_NAME, features.headers)))
 
-    chromium_major = _major(ua, "Chrome/") or _major(ua, "CriOS/")
-    is_chromium = chromium_major > 0 or "Chromium/" in ua
-    is_firefox = not is_chromium and ("Firefox/" in ua or "FxiOS/" in ua)
-    is_safari = not is_chromium and not is_firefox and "Safari/" in ua and "Version/" in ua
-    is_library = ual.startswith(_LIBRARY_PREFIXES)
-    is_botlike = _BOT_RE.search(ual) is not None
+    chromium_major, is_chromium, is_firefox, is_safari, is_library, is_botlike = _ua_facts(ua)
     is_browser = (is_chromium or is_firefox or is_safari) and not is_botlike and not is_library
 
     ch = hm.get("sec-ch-ua")
@@ -157,10 +175,6 @@ def numeric_vector(features: Features) -> list[float]:
     target = features.target
     body_len = features.content_length if features.content_length is not None else len(features.body_prefix)
 
-    templates = []
-    for ranks in _ORDER_RANKS.values():
-        templates.append(_order_score([ranks[n] for n in lower if n in ranks]))
-
     client = features.client
     if client is not None:
         stats = [1.0, _log(client.requests, 8.0), _log(client.rate_per_min, 7.0), min(1.0, client.error_ratio),
@@ -176,9 +190,9 @@ def numeric_vector(features: Features) -> list[float]:
     return [
         *map(float, flags),
         min(1.0, n_headers / 32.0),
-        _log(sum(map(len, all_names)) + sum(map(len, map(_VALUE, features.headers))) + 4 * n_headers, 9.0),
-        (sum(map(str.islower, names)) / n_headers) if n_headers else 0.0,
-        float(bool(lower) and lower[0] != "host"),
+        _log(names_length + sum(map(len, map(_VALUE, features.headers))) + 4 * n_headers, 9.0),
+        lowercase_share,
+        host_not_first,
         *templates,
         _log(len(features.path), 6.0), _log(len(features.query), 6.0), _log(body_len, 12.0), _log(len(ua), 6.0),
         min(1.0, features.path.count("/") / 10.0),
