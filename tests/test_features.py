@@ -88,7 +88,16 @@ def test_the_featurizer_caches_change_no_input() -> None:
 
     first = inputs(cold=True)
     assert inputs(cold=False) == first == inputs(cold=False)
-    assert encoding._coded_header_line.cache_info().hits > 1000 and numeric._ua_facts.cache_info().hits > 500
+    stats = feat.cache_stats()
+    assert stats["header_lines"][2] > 1000 and stats["user_agents"][2] > 500
+    assert all(0 < entries <= capacity for entries, capacity, _, _ in stats.values())
+    # measured: /metrics shows each cache's entries and lookups
+    from gateway import metrics
+    from gateway.decider import onnx
+
+    assert onnx.FEATURIZER_ENTRIES.get("header_lines") == stats["header_lines"][0]
+    assert onnx.FEATURIZER_LOOKUPS.get("user_agents", "hit") == stats["user_agents"][2]
+    assert b'clefgate_featurizer_cache_lookups{cache="header_names",result="miss"}' in metrics.REGISTRY.render()
     # coded line by line: no phrase spans a line, so a phrase at either end of one is found as in the whole text
     text = "GET /a.html\nh 1.1 host user-agent accept\nu Mozilla/5.0 (X11; Linux x86_64)\nb https://x.com/.php"
     whole = encoding._PHRASE_RE.sub(encoding._phrase_char, text)

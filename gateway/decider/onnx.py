@@ -57,6 +57,26 @@ LOAD_SECONDS = metrics.gauge("clefgate_model_load_seconds", "Seconds the last lo
                              merge="max")
 
 
+
+def _featurizer_entries() -> list[tuple[tuple[str, ...], float]]:
+    return [((name,), float(entries)) for name, (entries, _, _, _) in feat.cache_stats().items()]
+
+
+def _featurizer_lookups() -> list[tuple[tuple[str, ...], float]]:
+    return [((name, result), float(n)) for name, (_, _, hits, misses) in feat.cache_stats().items()
+            for result, n in (("hit", hits), ("miss", misses))]
+
+
+FEATURIZER_ENTRIES = metrics.gauge("clefgate_featurizer_cache_entries",
+                                   "Entries in the featurizer's bounded caches (header_lines 8192, header_names and user_agents "
+                                   "4096 each): what repeats from request to request is coded once.", ("cache",),
+                                   callback=_featurizer_entries)
+FEATURIZER_LOOKUPS = metrics.gauge("clefgate_featurizer_cache_lookups",
+                                   "Featurizer cache lookups since each worker started, by cache and result (hit, miss); "
+                                   "a low hit share means many user agents and header sets never seen before.",
+                                   ("cache", "result"), callback=_featurizer_lookups)
+
+
 class ModelLoadError(Exception):
     """A model could not be loaded on any configured provider; ``problems`` says why, per provider."""
 

@@ -10,7 +10,7 @@
   serving and training alike so they can never disagree.
 """
 
-from gateway.features.contract import FEATURE_FINGERPRINT, FEATURE_VERSION, ModelInput, model_input, pad_batch
+from gateway.features.contract import FEATURE_FINGERPRINT, FEATURE_VERSION, ModelInput, cache_stats, model_input, pad_batch
 from gateway.features.encoding import (
     BUCKET,
     BYTE_OFFSET,
@@ -32,6 +32,6 @@ from gateway.features.serialization import INFRA_HEADERS, OWN_LINE_HEADERS, deco
 __all__ = [
     "BUCKET", "BYTE_OFFSET", "FEATURE_FINGERPRINT", "FEATURE_VERSION", "INFRA_HEADERS", "MAX_TOKENS", "NUMERIC_NAMES",
     "NUM_FEATURES", "ORDER_TEMPLATES", "OWN_LINE_HEADERS", "PAD_ID", "PATCH", "PHRASES", "PHRASE_OFFSET", "UNKNOWN_ID",
-    "VOCAB_SIZE", "ClientStats", "Features", "ModelInput", "bucket_length", "decode_ids", "decoded_target", "encode",
+    "VOCAB_SIZE", "ClientStats", "Features", "ModelInput", "bucket_length", "cache_stats", "decode_ids", "decoded_target", "encode",
     "from_record", "make_header_map", "model_input", "numeric_vector", "pad_batch", "serialize",
 ]

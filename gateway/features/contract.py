@@ -67,6 +67,18 @@ class ModelInput:
         return ModelInput(text, encode(text), tuple(float(v) for v in numeric))
 
 
+def cache_stats() -> dict[str, tuple[int, int, int, int]]:
+    """The featurizer's bounded caches: name -> (entries, capacity, hits, misses) since the process started."""
+    from gateway.features import encoding, numeric
+
+    out = {}
+    for name, cached in (("header_lines", encoding._coded_header_line), ("header_names", numeric._name_facts),
+                         ("user_agents", numeric._ua_facts)):
+        info = cached.cache_info()
+        out[name] = (info.currsize, info.maxsize or 0, info.hits, info.misses)
+    return out
+
+
 def model_input(features: Features) -> ModelInput:
     """Serialize, encode and vectorize one request (the only path from Features to the model)."""
     text = serialize(features)
