@@ -57,7 +57,6 @@ LOAD_SECONDS = metrics.gauge("clefgate_model_load_seconds", "Seconds the last lo
                              merge="max")
 
 
-
 def _featurizer_entries() -> list[tuple[tuple[str, ...], float]]:
     return [((name,), float(entries)) for name, (entries, _, _, _) in feat.cache_stats().items()]
 

@@ -102,7 +102,8 @@ def _phrase_char(match: re.Match[str]) -> str:
 # user agent, accept*, client hints, fetch metadata, content type, credentials) repeat from
 # request to request of the same browser or client: their coded form is kept (a bounded LRU),
 # and the phrase scan, the costliest step of encoding, runs on the request's own lines only.
-assert not any("\n" in p for p in PHRASES)
+if any("\n" in p for p in PHRASES):
+    raise AssertionError("a phrase spans a line: encode cannot code the serialization line by line")
 _REPEATING_LINES = frozenset("hualecftk")
 
 
