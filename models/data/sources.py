@@ -309,5 +309,5 @@ def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
 def exam_crawler_agents() -> tuple[CrawlerAgent, ...]:
     """The exam's crawlers: none of them is a string of :func:`crawler_agents`."""
     known = {a.ua for a in crawler_agents()}
-    return tuple(CrawlerAgent(ua.split("/")[0].split("(")[-1], ua, tags, role)
+    return tuple(CrawlerAgent(re.escape(ua), ua, tags, role)
                  for ua, tags, role in _exam_crawler_strings() if ua not in known)
