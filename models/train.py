@@ -82,6 +82,10 @@ class DataConfig:
     dev_questions: float = 0.0
     # add the training-only page shapes of models.data.site.ROUTES (false before 1.6.0)
     routes: bool = False
+    # add people's PUT/PATCH/DELETE XHR (models.data.site.REST_WRITES) to the training side (false up to 1.7.0)
+    rest_writes: bool = False
+    # share of the training side's injections written in an evasion encoding (models.data.attacks.evade; 0 up to 1.7.0)
+    evasions: float = 0.0
 
 
 @dataclass
@@ -201,6 +205,8 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"train.select_text_rows: {cfg.train.select_text_rows} is negative")
     if not 0.0 <= cfg.data.dev_questions <= 1.0:
         problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
+    if not 0.0 <= cfg.data.evasions < 1.0:
+        problems.append(f"data.evasions: {cfg.data.evasions} is not a fraction below 1")
     if cfg.model.members < 1:
         problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
     elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
@@ -276,7 +282,8 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
     for side, rows, seed in (("train", cfg.data.generated_rows, cfg.seed), ("calib", cfg.data.calibration_rows, cfg.seed + 1),
                              ("eval", cfg.data.eval_rows, cfg.data.eval_seed)):
         path = work / f"{side}.jsonl"
-        n, digest = write_jsonl(generate(side, rows, seed, dev_questions=cfg.data.dev_questions, routes=cfg.data.routes), path)
+        n, digest = write_jsonl(generate(side, rows, seed, dev_questions=cfg.data.dev_questions, routes=cfg.data.routes,
+                                         rest_writes=cfg.data.rest_writes, evasions=cfg.data.evasions), path)
         written[side] = (path, n, digest, seed)
     log(f"data: generated {written['train'][1]} training-side rows (sha256 {written['train'][2][:12]}), "
         f"{written['calib'][1]} calibration-side rows, {written['eval'][1]} held-out rows in {written['eval'][0]}")
@@ -318,6 +325,8 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
         _, n, digest, seed = written[side]
         share = cfg.data.dev_questions if side != "eval" else 0.0  # the held-out side draws none
         flag = (f" --dev-questions {share!r}" if share else "") + (" --routes" if cfg.data.routes and side == "train" else "")
+        if side == "train":
+            flag += (" --rest-writes" if cfg.data.rest_writes else "") + (f" --evasions {cfg.data.evasions!r}" if cfg.data.evasions else "")
         return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}{flag}"}
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,

@@ -119,6 +119,32 @@ def test_exam_rows_are_reproducible_and_drawn_from_the_exam_alone() -> None:
     assert any(r.get("verified") and r["label"] == "good_bot" for r in rows)
 
 
+def test_rest_writes_and_evasions_change_the_training_side_only(tmp_path: Path) -> None:
+    """``rest_writes`` adds people's PUT/PATCH/DELETE XHR and ``evasions`` writes a share of injections in an evasion
+    encoding, both on the training side only: with them off, or on another side, the rows are what they were."""
+    plain = list(generate("train", 1500, seed=8))
+    both = list(generate("train", 1500, seed=8, rest_writes=True, evasions=0.3))
+    assert plain != both
+    writes = [r for r in both if r["label"] == "human" and r["method"] in ("PUT", "PATCH", "DELETE")]
+    assert writes and all(r["source"].split("/")[2].startswith("rest.") for r in writes)
+    assert not [r for r in plain if r["label"] == "human" and r["method"] in ("PUT", "PATCH", "DELETE")]
+    evaded = Counter(r["source"].rsplit("/", 1)[1] for r in both if r["label"] == "attack" and r["source"].count("/") == 3)
+    assert set(evaded) <= {name for name, _ in attacks.EVASIONS} and sum(evaded.values()) > 20
+    for split in ("calib", "eval", "exam"):
+        assert list(generate(split, 300, seed=8, rest_writes=True, evasions=0.3)) == list(generate(split, 300, seed=8)), split
+    # the people's writes are shapes of their own: no held-out template and no probe has them
+    rest = {t.id for t in site.REST_WRITES}
+    assert not rest & {t.id for split in ("calib", "eval", "exam") for t in site.templates(split)}
+    name, payload = attacks.evade(__import__("random").Random(3), "../../etc/passwd")
+    assert payload != "../../etc/passwd" and name in {n for n, _ in attacks.EVASIONS}
+    from models.data.generate import main
+
+    for wrong in (["--split", "calib", "--rest-writes"], ["--split", "eval", "--evasions", "0.1"], ["--evasions", "1.5"]):
+        with pytest.raises(SystemExit) as err:
+            main([*wrong, "--out", str(tmp_path / "x.jsonl")])
+        assert err.value.code == 2, wrong
+
+
 def test_eval_rows_use_held_out_user_agents() -> None:
     train_ua = {a.ua for a in browsers_for("train")}
     for r in generate("eval", 300, seed=9):

@@ -404,6 +404,40 @@ def _assign(items: tuple[Production, ...]) -> dict[str, tuple[Production, ...]]:
 _SIDES = _assign(PRODUCTIONS)
 
 
+# ---------------------------------------------------------------------------- evasion encodings
+#
+# Filters that look for ``../`` or ``<script`` miss the same syntax written another way: full-width forms that
+# servers fold to ASCII, overlong UTF-8, IIS ``%u`` escapes, HTML character references, JavaScript ``\u`` escapes,
+# percent-escapes in mixed case. ``evade`` rewrites some of a payload's syntax characters in one of them; the
+# generator applies it to a share of the training side's injections only (``data.evasions``), so the other sides'
+# files stay as they were.
+_SYNTAX = frozenset("./\\<>'\"();=|&$`{}*-")
+
+
+def _overlong(c: str) -> str:
+    return {".": "%c0%ae", "/": "%c0%af", "\\": "%c1%9c"}.get(c, c)
+
+
+def _mixed_hex(c: str, rng: random.Random) -> str:
+    return "%" + "".join(ch.upper() if rng.random() < 0.5 else ch for ch in f"{ord(c):02x}")
+
+
+EVASIONS: tuple[tuple[str, Callable[[str, random.Random], str]], ...] = (
+    ("fullwidth", lambda c, r: chr(ord(c) + 0xFEE0)),
+    ("overlong", lambda c, r: _overlong(c)),
+    ("iis_unicode", lambda c, r: f"%u{ord(c):04x}"),
+    ("html_entity", lambda c, r: f"&#x{ord(c):x};" if r.random() < 0.5 else f"&#{ord(c)};"),
+    ("js_escape", lambda c, r: f"\\u{ord(c):04x}"),
+    ("mixed_hex", _mixed_hex),
+)
+
+
+def evade(rng: random.Random, payload: str) -> tuple[str, str]:
+    """(encoding name, the payload with about two thirds of its syntax characters written in that encoding)."""
+    name, encode = rng.choice(EVASIONS)
+    out = [encode(c, rng) if c in _SYNTAX and rng.random() < 0.67 else c for c in payload]
+    return name, "".join(out)
+
 # ---------------------------------------------------------------------------- the second exam
 #
 # The exam's own attacks (``sources.EXAM``): productions and probe families written for it alone, in the families the

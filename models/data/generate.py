@@ -161,8 +161,8 @@ def _fix_length(headers: list[list[str]], body: str | None) -> None:
 
 def _templates(rng: Draw, site_name: str, groups: tuple[str, ...]) -> tuple[site.Template, ...]:
     """The draw's templates of ``groups`` on ``site_name`` (its pages when it has none of them)."""
-    return (site.templates(rng.split, site_name, groups, routes=rng.routes)
-            or site.templates(rng.split, site_name, ("page",), routes=rng.routes))
+    return (site.templates(rng.split, site_name, groups, routes=rng.routes, rest_writes=rng.rest_writes)
+            or site.templates(rng.split, site_name, ("page",), routes=rng.routes, rest_writes=rng.rest_writes))
 
 
 def _browser_request(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str) -> tuple[list[list[str]], str]:
@@ -402,6 +402,9 @@ def attack(rng: Draw) -> dict[str, Any]:
     prod = rng.choice(attacks.productions(rng.split))
     payload = prod.make(rng)
     where = rng.choice(prod.where)
+    evasion = ""
+    if rng.evasions and where in ("query", "path", "form", "json") and rng.random() < rng.evasions:
+        evasion, payload = attacks.evade(rng, payload)
     if where == "xml":
         ep, _, _ = _page_endpoint(rng, ("api", "xhr_post", "form"))
         target, body, ctype, method = ep.target.split("?")[0], payload, rng.choice(("application/xml", "text/xml")), "POST"
@@ -451,27 +454,31 @@ def attack(rng: Draw) -> dict[str, Any]:
             head.insert(rng.randint(1, len(head)), [name, value])
     _fix_length(head, body)
     stats = _client(rng, "scanner")
-    return _record(method, target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack", f"attack/{prod.id}/{where}",
-                   version=version, kind=prod.kind, client=stats)
+    return _record(method, target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack",
+                   f"attack/{prod.id}/{where}" + (f"/{evasion}" if evasion else ""), version=version, kind=prod.kind, client=stats)
 
 
 BUILDERS = {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": attack}
 
 
 def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None = None, *,
-             dev_questions: float = 0.0, routes: bool = False) -> Iterator[dict[str, Any]]:
+             dev_questions: float = 0.0, routes: bool = False, rest_writes: bool = False,
+             evasions: float = 0.0) -> Iterator[dict[str, Any]]:
     """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i).
 
     ``dev_questions``: the share of hard-negative searches drawn from the pools (people's
     and bots'; on the training side after real text) that are developer questions
     (``devqueries``) on the training and calibration sides; the held-out side is the same
-    whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages.
+    whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages,
+    ``rest_writes`` people's ``site.REST_WRITES``, and ``evasions`` is the share of the
+    training side's injections (query, path, form, JSON) written in an evasion encoding
+    (``attacks.evade``). The last three change only the training side.
     """
     weights = dict(mix or DEFAULT_MIX)
     classes = list(weights)
     base = int.from_bytes(hashlib.sha256(f"{seed}/{split}".encode()).digest()[:6], "big")
     for i in range(rows):
-        rng = Draw(base + i, split, dev_questions, routes)
+        rng = Draw(base + i, split, dev_questions, routes, rest_writes=rest_writes, evasions=evasions)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
         if label == "attack":
             rng.real_text = rng.lang_text = rng.dev_questions = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
@@ -505,6 +512,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "calibration sides only; the training config's data.dev_questions)")
     ap.add_argument("--routes", action="store_true",
                     help="add site.ROUTES to the training side's pages (training side only; the training config's data.routes)")
+    ap.add_argument("--rest-writes", action="store_true",
+                    help="add people's PUT/PATCH/DELETE XHR (site.REST_WRITES) to the training side (the training config's "
+                         "data.rest_writes)")
+    ap.add_argument("--evasions", type=float, default=0.0, metavar="SHARE",
+                    help="share of the training side's injections written in an evasion encoding (the training config's "
+                         "data.evasions)")
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
@@ -512,7 +525,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--dev-questions: the {args.split} side never draws developer questions")
     if args.routes and args.split != "train":
         ap.error("--routes: only the train side has ROUTES pages")
-    n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes), args.out)
+    if args.rest_writes and args.split != "train":
+        ap.error("--rest-writes: only the train side has REST_WRITES pages")
+    if not 0.0 <= args.evasions < 1.0:
+        ap.error(f"--evasions {args.evasions} is not a fraction below 1")
+    if args.evasions and args.split != "train":
+        ap.error("--evasions: only the train side writes injections in evasion encodings")
+    n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes,
+                                     rest_writes=args.rest_writes, evasions=args.evasions), args.out)
     print(f"wrote {n} {args.split} rows to {args.out} (sha256 {digest[:16]})", file=sys.stderr)
     return 0
 

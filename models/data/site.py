@@ -204,13 +204,18 @@ class Draw(random.Random):
     (people's and bots') are developer questions about code (``devqueries``, its
     fragments split between those two sides). The held-out side draws exactly as without
     any of them (no extra random numbers), and ``generate`` sets all three to 0 for attack
-    rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side.
+    rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side, ``rest_writes``
+    people's ``REST_WRITES``, and ``evasions`` is the share of the training side's injections written in an
+    evasion encoding (``attacks.evade``); every other side draws as without them.
     """
 
-    def __init__(self, seed: int, split: Split, dev_questions: float = 0.0, routes: bool = False) -> None:
+    def __init__(self, seed: int, split: Split, dev_questions: float = 0.0, routes: bool = False, *,
+                 rest_writes: bool = False, evasions: float = 0.0) -> None:
         super().__init__(seed)
         self.split = split
         self.routes = routes  # ``templates`` adds them on the training side only
+        self.rest_writes = rest_writes  # likewise
+        self.evasions = evasions if split == "train" else 0.0
         self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
         self.lang_text = LANG_TEXT_SHARE if split == "train" else 0.0
         self.dev_questions = dev_questions if split in ("train", "calib") else 0.0
@@ -699,6 +704,41 @@ EXAM: tuple[Template, ...] = (
 )
 
 
+# People's writes from single-page apps: JSON PUT, PATCH and DELETE XHR to a site's own API (edit a post, change an
+# address, remove a wish-list item). On the training side only, and only when the generator is asked for them
+# (``rest_writes``: the training config's ``data.rest_writes``), so the other sides' files stay as they were. No side
+# had a person's PUT, PATCH or DELETE before (session 14); the second exam's own PUT shape is not among these.
+def _rest(method: str, target: Callable[[random.Random], str], body: Callable[[random.Random], object] | None = None) -> Maker:
+    def make(rng: random.Random) -> Endpoint:
+        if body is None:
+            return Endpoint(method, target(rng), "xhr", "xhr")
+        return Endpoint(method, target(rng), "xhr", "xhr_post", json.dumps(body(rng), separators=(",", ":")), "application/json")
+    return make
+
+
+REST_WRITES: tuple[Template, ...] = (
+    Template("rest.shop_address", "shop", "xhr_post", _rest("PATCH", lambda r: f"/api/account/addresses/{r.randint(1, 9999)}",
+                                                            lambda r: {"line1": f"{r.randint(1, 300)} {r.choice(WORDS).title()} Rd", "city": r.choice(("Leeds", "Porto", "Osaka")), "default": r.random() < 0.5})),
+    Template("rest.shop_wishlist", "shop", "xhr_post", _rest("DELETE", lambda r: f"/api/wishlist/items/{r.randint(1, 99999)}")),
+    Template("rest.shop_shipping", "shop", "xhr_post", _rest("PUT", lambda r: f"/api/checkout/{_hex(r, 16)}/shipping-method",
+                                                             lambda r: {"method": r.choice(("standard", "express", "pickup"))})),
+    Template("rest.forum_edit", "forum", "xhr_post", _rest("PUT", lambda r: f"/posts/{r.randint(100, 999999)}",
+                                                           lambda r: {"post": {"raw": _text(r, FORUM_TEXT), "edit_reason": r.choice(("", "typo", "formatting"))}})),
+    Template("rest.forum_delete", "forum", "xhr_post", _rest("DELETE", lambda r: f"/posts/{r.randint(100, 999999)}")),
+    Template("rest.forum_title", "forum", "xhr_post", _rest("PUT", lambda r: f"/t/{r.choice(TOPICS)}/{r.randint(100, 99999)}",
+                                                            lambda r: {"title": r.choice(TOPICS).replace("-", " "), "category_id": r.randint(1, 40)})),
+    Template("rest.forge_issue", "forge", "xhr_post", _rest("PATCH", lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues/{r.randint(1, 3000)}",
+                                                            lambda r: {"state": r.choice(("closed", "open")), "assignee": r.choice(USERS)})),
+    Template("rest.forge_label", "forge", "xhr_post", _rest("DELETE", lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/issues/{r.randint(1, 3000)}/labels/{r.choice(('bug', 'docs', 'question'))}")),
+    Template("rest.forge_comment", "forge", "xhr_post", _rest("PATCH", lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/comments/{r.randint(1, 99999)}",
+                                                              lambda r: {"body": _text(r, COMMENT_MARKDOWN)})),
+    Template("rest.blog_draft", "blog", "xhr_post", _rest("PATCH", lambda r: f"/api/drafts/{_hex(r, 12)}",
+                                                          lambda r: {"title": r.choice(TOPICS).replace("-", " "), "body": _text(r, FORUM_TEXT)})),
+    Template("rest.docs_preference", "docs", "xhr_post", _rest("PUT", lambda r: f"/api/preferences/{r.choice(('theme', 'language', 'version'))}",
+                                                               lambda r: {"value": r.choice(("dark", "light", "en", "de", "stable", "latest"))})),
+)
+
+
 def _assign() -> dict[str, tuple[Template, ...]]:
     """Templates per side; each (site, group) keeps members on every side (``sources.assign``); the exam has its own."""
     sides: dict[str, list[Template]] = {"train": [], "calib": [], "eval": []}
@@ -717,8 +757,10 @@ _SIDES = _assign()
 
 
 def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | None = None, *,
-              routes: bool = False) -> tuple[Template, ...]:
+              routes: bool = False, rest_writes: bool = False) -> tuple[Template, ...]:
     """Templates of one split, optionally of one site (plus shared ones) and some groups; ``routes`` adds ``ROUTES``
-    on the training side."""
-    pool = _SIDES[split] + ROUTES if routes and split == "train" else _SIDES[split]
+    and ``rest_writes`` ``REST_WRITES`` on the training side."""
+    pool = _SIDES[split]
+    if split == "train":
+        pool += (ROUTES if routes else ()) + (REST_WRITES if rest_writes else ())
     return tuple(t for t in pool if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))
