@@ -1,0 +1,39 @@
+"""models.data.restwrites: people's PUT/PATCH/DELETE XHR in shapes neither the training side nor an exam has."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from gateway.features import from_record, model_input
+from models.data import restwrites, site
+
+
+def _shape(target: str) -> str:
+    """A path with its numbers and hex ids replaced, for comparing shapes."""
+    return "/".join("#" if part.isdigit() or (len(part) >= 8 and all(c in "0123456789abcdef" for c in part)) else part
+                    for part in target.split("?")[0].split("/"))
+
+
+def test_restwrites_are_people_writing_from_held_out_browsers(tmp_path: Path) -> None:
+    out = tmp_path / "restwrites.jsonl"
+    assert restwrites.main(["--rows", "90", "--seed", "3", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 90 and {r["label"] for r in rows} == {"human"}
+    assert {r["method"] for r in rows} == {"PUT", "PATCH", "DELETE"}
+    for r in rows:
+        names = {n.lower(): v for n, v in r["headers"]}
+        assert (r["body"] is None) == (r["method"] == "DELETE")
+        assert r["body"] is None or names["content-type"] == "application/json"
+        assert names.get("sec-fetch-mode", "cors") != "navigate"  # a script's request, not a page load
+        model_input(from_record(r))
+    assert rows == list(restwrites.rows(90, 3))
+
+
+def test_restwrite_shapes_are_on_no_side_and_in_no_exam() -> None:
+    rng = random.Random(2)
+    measured = {_shape(make(site.Draw(i, "eval")).target) for i, (_, _, make) in enumerate(restwrites.WRITES)}
+    templates = site.REST_WRITES + tuple(t for split in ("train", "calib", "eval", "exam") for t in site.templates(split))
+    known = {_shape(t.make(rng).target) for t in templates for _ in range(30)}
+    assert len(measured) == len(restwrites.WRITES) and not measured & known
