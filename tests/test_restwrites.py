@@ -1,4 +1,4 @@
-"""models.data.restwrites: people's PUT/PATCH/DELETE XHR in shapes neither the training side nor an exam has."""
+"""models.data.restwrites and models.data.evasions: measurement sets (people's REST writes in unseen shapes; injections in evasion encodings)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,20 @@ def test_restwrite_shapes_are_on_no_side_and_in_no_exam() -> None:
     templates = site.REST_WRITES + tuple(t for split in ("train", "calib", "eval", "exam") for t in site.templates(split))
     known = {_shape(t.make(rng).target) for t in templates for _ in range(30)}
     assert len(measured) == len(restwrites.WRITES) and not measured & known
+
+
+def test_evasion_set_rewrites_the_calibration_sides_injections(tmp_path: Path) -> None:
+    from collections import Counter
+
+    from models.data import attacks, evasions
+
+    out = tmp_path / "evasions.jsonl"
+    assert evasions.main(["--rows", "300", "--seed", "2", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["label"] for r in rows} == {"attack"} and rows == list(evasions.rows(300, 2))
+    kinds = Counter(r["source"].rsplit("/", 1)[1] for r in rows if r["source"].count("/") == 3)
+    assert set(kinds) == {name for name, _ in attacks.EVASIONS}
+    calib = {p.id for p in attacks.productions("calib")}
+    assert all(r["source"].split("/")[1] in calib for r in rows if r["source"] != "attack/probe")
+    for r in rows[:50]:
+        model_input(from_record(r))
