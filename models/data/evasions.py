@@ -15,13 +15,11 @@ training side when ``data.evasions`` is on. Never training data; rows depend onl
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from models.data.generate import BUILDERS, write_jsonl
+from models.data.generate import BUILDERS, measurement_main
 from models.data.site import Draw
 
 
@@ -36,15 +34,7 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m models.data.evasions", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=4000, help="number of attacks")
-    ap.add_argument("--seed", type=int, default=1, help="seed")
-    ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    args = ap.parse_args(argv)
-    n, digest = write_jsonl(rows(args.rows, args.seed), args.out)
-    print(f"wrote {n} attacks to {args.out} (sha256 {digest[:16]})")
-    return 0
-
+    return measurement_main(argv, "python -m models.data.evasions", __doc__, rows, 4000, "number of attacks", "evaded attacks")
 
 if __name__ == "__main__":
     raise SystemExit(main())

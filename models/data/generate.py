@@ -29,7 +29,7 @@ import ipaddress
 import json
 import random
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
@@ -483,6 +483,19 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
         if label == "attack":
             rng.real_text = rng.lang_text = rng.dev_questions = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
         yield BUILDERS[label](rng)
+
+
+def measurement_main(argv: Sequence[str] | None, prog: str, doc: str | None, rows: Callable[[int, int], Iterator[dict[str, Any]]],
+                     default_rows: int, rows_help: str, what: str) -> int:
+    """The command line of a measurement set (``oneclick``, ``restwrites``, ``evasions``): ``--rows``, ``--seed``, ``--out``."""
+    ap = argparse.ArgumentParser(prog=prog, description=(doc or "").split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=default_rows, help=rows_help)
+    ap.add_argument("--seed", type=int, default=1, help="seed")
+    ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
+    args = ap.parse_args(argv)
+    n, digest = write_jsonl(rows(args.rows, args.seed), args.out)
+    print(f"wrote {n} rows of {what} to {args.out} (sha256 {digest[:16]})")
+    return 0
 
 
 def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str]:

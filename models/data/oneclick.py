@@ -20,14 +20,12 @@ is a measurement of false positives, never training data; rows depend only on th
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from models.data import site
-from models.data.generate import _weighted, person, write_jsonl
+from models.data.generate import _weighted, measurement_main, person
 from models.data.site import Draw, _form, _hex
 from models.data.sources import browsers_for
 
@@ -58,15 +56,7 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m models.data.oneclick", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=4000, help="number of requests (the forms in turn)")
-    ap.add_argument("--seed", type=int, default=1, help="seed")
-    ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    args = ap.parse_args(argv)
-    n, digest = write_jsonl(rows(args.rows, args.seed), args.out)
-    print(f"wrote {n} rows of {len(FORMS)} one-click forms to {args.out} (sha256 {digest[:16]})")
-    return 0
-
+    return measurement_main(argv, "python -m models.data.oneclick", __doc__, rows, 4000, "number of requests (the forms in turn)", f"{len(FORMS)} one-click forms")
 
 if __name__ == "__main__":
     raise SystemExit(main())

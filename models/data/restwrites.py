@@ -16,15 +16,13 @@ data; rows depend only on the seed (and the installed ``fake-useragent``, as the
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from models.data import site
-from models.data.generate import _weighted, person, write_jsonl
+from models.data.generate import _weighted, measurement_main, person
 from models.data.site import Draw, Endpoint, _hex, _text
 from models.data.sources import browsers_for
 
@@ -61,15 +59,7 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m models.data.restwrites", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=3000, help="number of requests (the writes in turn)")
-    ap.add_argument("--seed", type=int, default=1, help="seed")
-    ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
-    args = ap.parse_args(argv)
-    n, digest = write_jsonl(rows(args.rows, args.seed), args.out)
-    print(f"wrote {n} rows of {len(WRITES)} REST writes to {args.out} (sha256 {digest[:16]})")
-    return 0
-
+    return measurement_main(argv, "python -m models.data.restwrites", __doc__, rows, 3000, "number of requests (the writes in turn)", f"{len(WRITES)} REST writes")
 
 if __name__ == "__main__":
     raise SystemExit(main())
