@@ -193,6 +193,7 @@ class Recorder:
         self.per_second: list[collections.Counter[str]] = []
         self.requests = 0
         self.errors = 0
+        self.stopped_by = "max_duration_s"  # or "max_requests", when the request budget ended the run
         self.end: float | None = None
 
     def now(self) -> float:
@@ -239,6 +240,7 @@ class Recorder:
             "clock_start": self.start,
             "wall_start": self.wall_start,
             "duration_s": duration,
+            "stopped_by": self.stopped_by,
             "requests": self.requests,
             "errors": self.errors,
             "latency": summarize(self.total),
@@ -391,6 +393,7 @@ class Simulation:
     # ---- bounds
     def count_request(self) -> None:
         if self.recorder.requests >= self.scenario.max_requests:
+            self.recorder.stopped_by = "max_requests"
             self.stop()
 
     def stop(self) -> None:

@@ -263,10 +263,8 @@ async def test_the_121st_request_in_a_minute_gets_the_rate_limit_action(gateway:
     # is: far less than the half second the bucket would need to refill one more token.
     req = (b"GET /catalogue/item HTTP/1.1\r\nHost: shop.example\r\nUser-Agent: " + UA.encode() +
            b"\r\nAccept: text/html\r\nX-Forwarded-For: 192.0.2.121\r\nConnection: close\r\n\r\n")
-    start = time.perf_counter()
     statuses = await _simultaneous(gateway.port, req, 121)
-    elapsed = time.perf_counter() - start
-    assert (statuses.count(200), statuses.count(429)) == (120, 1), f"{elapsed:.3f} s for 121 requests"
+    assert (statuses.count(200), statuses.count(429)) == (120, 1)
     # right after: still limited; another address has its own budget
     assert await _simultaneous(gateway.port, req, 1) == [429]
     assert await _simultaneous(gateway.port, req.replace(b"192.0.2.121", b"192.0.2.122"), 1) == [200]
