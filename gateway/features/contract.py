@@ -18,8 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from gateway.features.encoding import BUCKET, MAX_TOKENS, PATCH, PHRASE_OFFSET, PHRASES, VOCAB_SIZE, bucket_length, encode
-from gateway.features.numeric import NUM_FEATURES, NUMERIC_NAMES, ORDER_TEMPLATES, numeric_vector
+from gateway.features.encoding import (
+    BUCKET,
+    MAX_TOKENS,
+    PATCH,
+    PHRASE_OFFSET,
+    PHRASES,
+    VOCAB_SIZE,
+    _coded_header_line,
+    bucket_length,
+    encode,
+)
+from gateway.features.numeric import NUM_FEATURES, NUMERIC_NAMES, ORDER_TEMPLATES, _name_facts, _ua_facts, numeric_vector
 from gateway.features.request import Features
 from gateway.features.serialization import INFRA_HEADERS, OWN_LINE_HEADERS, serialize
 
@@ -69,11 +79,8 @@ class ModelInput:
 
 def cache_stats() -> dict[str, tuple[int, int, int, int]]:
     """The featurizer's bounded caches: name -> (entries, capacity, hits, misses) since the process started."""
-    from gateway.features import encoding, numeric
-
     out = {}
-    for name, cached in (("header_lines", encoding._coded_header_line), ("header_names", numeric._name_facts),
-                         ("user_agents", numeric._ua_facts)):
+    for name, cached in (("header_lines", _coded_header_line), ("header_names", _name_facts), ("user_agents", _ua_facts)):
         info = cached.cache_info()
         out[name] = (info.currsize, info.maxsize or 0, info.hits, info.misses)
     return out

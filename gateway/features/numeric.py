@@ -137,26 +137,26 @@ def _name_facts(all_names: tuple[str, ...]) -> tuple[float, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _ua_facts(ua: str) -> tuple[int, bool, bool, bool, bool, bool]:
-    """(Chromium major version, is Chromium, is Firefox, is Safari, is a library, looks like a bot)."""
+def _ua_facts(ua: str) -> tuple[int, bool, bool, bool, bool, bool, bool]:
+    """(Chromium major version, is Chromium, is Firefox, is Safari, is a library, looks like a bot, names a headless browser)."""
     ual = ua.lower()
     chromium_major = _major(ua, "Chrome/") or _major(ua, "CriOS/")
     is_chromium = chromium_major > 0 or "Chromium/" in ua
     is_firefox = not is_chromium and ("Firefox/" in ua or "FxiOS/" in ua)
     is_safari = not is_chromium and not is_firefox and "Safari/" in ua and "Version/" in ua
-    return (chromium_major, is_chromium, is_firefox, is_safari, ual.startswith(_LIBRARY_PREFIXES), _BOT_RE.search(ual) is not None)
+    return (chromium_major, is_chromium, is_firefox, is_safari, ual.startswith(_LIBRARY_PREFIXES), _BOT_RE.search(ual) is not None,
+            "headless" in ual or "phantomjs" in ual)
 
 
 def numeric_vector(features: Features) -> list[float]:
     """The numeric features, in ``NUMERIC_NAMES`` order, each roughly within [0, 1]."""
     hm = features.header_map
     ua = features.user_agent or hm.get("user-agent", "")
-    ual = ua.lower()
     version = features.http_version
     method = features.method
     n_headers, names_length, lowercase_share, host_not_first, *templates = _name_facts(tuple(map(_NAME, features.headers)))
 
-    chromium_major, is_chromium, is_firefox, is_safari, is_library, is_botlike = _ua_facts(ua)
+    chromium_major, is_chromium, is_firefox, is_safari, is_library, is_botlike, is_headless = _ua_facts(ua)
     is_browser = (is_chromium or is_firefox or is_safari) and not is_botlike and not is_library
 
     ch = hm.get("sec-ch-ua")
@@ -205,7 +205,7 @@ def numeric_vector(features: Features) -> list[float]:
         float("cookie" in hm), float("authorization" in hm), float("origin" in hm), float("x-requested-with" in hm),
         float("content-type" in hm), float("upgrade-insecure-requests" in hm), float("connection" in hm),
         float(is_chromium), float(is_firefox), float(is_safari), float("Mobile" in ua or "Android" in ua),
-        float(is_botlike), float(is_library), float("headless" in ual or "phantomjs" in ual),
+        float(is_botlike), float(is_library), float(is_headless),
         float(is_chromium and ch_major > 0 and chromium_major > 0 and ch_major != chromium_major),
         float(ch is not None and not is_chromium),
         float(is_browser and is_chromium and chromium_major >= 90 and ch is None),

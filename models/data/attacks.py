@@ -11,6 +11,7 @@ model's ``attack_kind`` options: sqli, xss, traversal, cmdi, probe and other
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -573,6 +574,7 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
     return tuple(p for p in pool if kind is None or p.kind == kind)
 
 
+@functools.cache
 def probe_paths(split: Split) -> tuple[str, ...]:
     """Scanner probe paths of one side (held out path by path within each family), or the exam's own."""
     if split == EXAM:

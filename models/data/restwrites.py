@@ -17,34 +17,26 @@ data; rows depend only on the seed (and the installed ``fake-useragent``, as the
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from models.data import site
 from models.data.generate import _weighted, measurement_main, person
-from models.data.site import Draw, Endpoint, _hex, _text
+from models.data.site import Draw, Endpoint, _hex, _text, rest_write
 from models.data.sources import browsers_for
-
-
-def _write(method: str, target: str, body: object | None = None) -> Endpoint:
-    if body is None:
-        return Endpoint(method, target, "xhr", "xhr")
-    return Endpoint(method, target, "xhr", "xhr_post", json.dumps(body, separators=(",", ":")), "application/json")
-
 
 # (name, site, request): what the page's script sends.
 WRITES: tuple[tuple[str, str, Callable[[Draw], Endpoint]], ...] = (
-    ("preferences", "shop", lambda r: _write("PATCH", "/api/me/preferences", {"newsletter": r.random() < 0.5, "currency": r.choice(("EUR", "USD"))})),
-    ("saved_search", "shop", lambda r: _write("DELETE", f"/api/saved-searches/{r.randint(1, 9999)}")),
-    ("review_edit", "shop", lambda r: _write("PUT", f"/api/reviews/{r.randint(1, 99999)}", {"rating": r.randint(1, 5), "text": _text(r, site.REVIEW_TEXT)})),
-    ("notification_read", "forum", lambda r: _write("PUT", f"/notifications/{r.randint(1, 10**6)}/read", {"read": True})),
-    ("profile_bio", "forum", lambda r: _write("PATCH", f"/u/{r.choice(site.USERS)}/preferences/profile", {"bio_raw": _text(r, site.FORUM_TEXT)})),
-    ("branch_delete", "forge", lambda r: _write("DELETE", f"/{r.choice(site.USERS)}/{r.choice(site.REPOS)}/branches/{r.choice(('fix-typo', 'old-ui', 'wip'))}")),
-    ("merge", "forge", lambda r: _write("PUT", f"/{r.choice(site.USERS)}/{r.choice(site.REPOS)}/pulls/{r.randint(1, 900)}/merge",
+    ("preferences", "shop", lambda r: rest_write("PATCH", "/api/me/preferences", {"newsletter": r.random() < 0.5, "currency": r.choice(("EUR", "USD"))})),
+    ("saved_search", "shop", lambda r: rest_write("DELETE", f"/api/saved-searches/{r.randint(1, 9999)}")),
+    ("review_edit", "shop", lambda r: rest_write("PUT", f"/api/reviews/{r.randint(1, 99999)}", {"rating": r.randint(1, 5), "text": _text(r, site.REVIEW_TEXT)})),
+    ("notification_read", "forum", lambda r: rest_write("PUT", f"/notifications/{r.randint(1, 10**6)}/read", {"read": True})),
+    ("profile_bio", "forum", lambda r: rest_write("PATCH", f"/u/{r.choice(site.USERS)}/preferences/profile", {"bio_raw": _text(r, site.FORUM_TEXT)})),
+    ("branch_delete", "forge", lambda r: rest_write("DELETE", f"/{r.choice(site.USERS)}/{r.choice(site.REPOS)}/branches/{r.choice(('fix-typo', 'old-ui', 'wip'))}")),
+    ("merge", "forge", lambda r: rest_write("PUT", f"/{r.choice(site.USERS)}/{r.choice(site.REPOS)}/pulls/{r.randint(1, 900)}/merge",
                                         {"merge_method": r.choice(("squash", "rebase")), "commit_title": r.choice(site.TOPICS).replace("-", " ")})),
-    ("comment_delete", "blog", lambda r: _write("DELETE", f"/api/comments/{r.randint(1, 99999)}")),
-    ("bookmark_note", "docs", lambda r: _write("PATCH", f"/api/bookmarks/{_hex(r, 10)}", {"note": f"{r.choice(site.WORDS)} {r.choice(site.WORDS)}"})),
+    ("comment_delete", "blog", lambda r: rest_write("DELETE", f"/api/comments/{r.randint(1, 99999)}")),
+    ("bookmark_note", "docs", lambda r: rest_write("PATCH", f"/api/bookmarks/{_hex(r, 10)}", {"note": f"{r.choice(site.WORDS)} {r.choice(site.WORDS)}"})),
 )
 
 

@@ -708,11 +708,17 @@ EXAM: tuple[Template, ...] = (
 # address, remove a wish-list item). On the training side only, and only when the generator is asked for them
 # (``rest_writes``: the training config's ``data.rest_writes``), so the other sides' files stay as they were. No side
 # had a person's PUT, PATCH or DELETE before (session 14); the second exam's own PUT shape is not among these.
+def rest_write(method: str, target: str, body: object | None = None) -> Endpoint:
+    """A page script's write: ``method`` with a JSON ``body`` (none for a DELETE)."""
+    if body is None:
+        return Endpoint(method, target, "xhr", "xhr")
+    return Endpoint(method, target, "xhr", "xhr_post", json.dumps(body, separators=(",", ":")), "application/json")
+
+
 def _rest(method: str, target: Callable[[random.Random], str], body: Callable[[random.Random], object] | None = None) -> Maker:
     def make(rng: random.Random) -> Endpoint:
-        if body is None:
-            return Endpoint(method, target(rng), "xhr", "xhr")
-        return Endpoint(method, target(rng), "xhr", "xhr_post", json.dumps(body(rng), separators=(",", ":")), "application/json")
+        path = target(rng)
+        return rest_write(method, path, None if body is None else body(rng))
     return make
 
 
