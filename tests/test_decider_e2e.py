@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -69,6 +71,20 @@ def test_an_injection_is_blocked_and_repeats_come_from_the_cache(gateway: Gatewa
     assert 'clefgate_decision_cache_requests_total{result="hit"}' in metrics
     assert "clefgate_model_batch_size_bucket" in metrics
     assert 'clefgate_breaker_state{model="clef-flash@' in metrics
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
+@pytest.mark.parametrize("target", ["/static/%c0%ae%c0%ae/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd",
+                                    "/files/%EF%BC%8E%EF%BC%8E%EF%BC%8F%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd",
+                                    "/view?page=%u002e%u002e%u002f%u002e%u002e%u002fwin.ini"])
+def test_encoding_evasions_are_blocked_before_the_model(gateway: Gateway, target: str) -> None:
+    """curl sends the target as written (--path-as-is): a browser's headers, and an encoding no browser writes."""
+    args = ["curl", "-sS", "--path-as-is", "-o", "/dev/null", "-D", "-", "-H", "X-Forwarded-For: 198.51.100.80"]
+    for name, value in BROWSER.items():
+        args += ["-H", f"{name}: {value}"]
+    out = subprocess.run([*args, gateway.url + target], capture_output=True, text=True, timeout=30, check=True).stdout.lower()
+    assert out.startswith("http/1.1 403"), out
+    assert "x-clefgate-rule: block-encoding-evasions" in out and "x-clefgate-source: rule" in out and "x-request-id:" in out
 
 
 def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:

