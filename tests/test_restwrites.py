@@ -27,6 +27,8 @@ def test_restwrites_are_people_writing_from_held_out_browsers(tmp_path: Path) ->
         assert (r["body"] is None) == (r["method"] == "DELETE")
         assert r["body"] is None or names["content-type"] == "application/json"
         assert names.get("sec-fetch-mode", "cors") != "navigate"  # a script's request, not a page load
+        # browsers send Origin on every request whose method is neither GET nor HEAD (Fetch standard), body or not
+        assert names["origin"] == "https://" + names["host"]
         model_input(from_record(r))
     assert rows == list(restwrites.rows(90, 3))
 

@@ -58,6 +58,8 @@ class Context:
     reload: bool = False
     requested_with: bool = False
     accept_json: bool = False
+    # the method is neither GET nor HEAD: the Fetch standard has browsers send Origin then, body or not
+    origin: bool = False
 
 
 def sec_ch_ua(brand: str, major: int, *, grease_seed: int | None = None) -> str:
@@ -109,7 +111,7 @@ def chromium(agent: BrowserAgent, ctx: Context, rng: random.Random) -> Headers:
             h.append(ch[1])
             if ctx.requested_with:
                 h.append(["X-Requested-With", "XMLHttpRequest"])
-            if kind == "xhr_post":
+            if kind == "xhr_post" or ctx.origin:
                 h.append(["Origin", f"https://{ctx.host}"])
         else:
             h += [ch[0], ch[1]]
@@ -145,6 +147,8 @@ def firefox(agent: BrowserAgent, ctx: Context, rng: random.Random) -> Headers:
     if kind in ("form", "xhr_post"):
         h += [["Content-Type", ctx.content_type or ("application/x-www-form-urlencoded" if kind == "form" else "application/json")],
               ["Content-Length", str(ctx.content_length or 0)], ["Origin", f"https://{ctx.host}"]]
+    elif ctx.origin:
+        h.append(["Origin", f"https://{ctx.host}"])
     if kind in ("xhr", "xhr_post") and ctx.requested_with:
         h.append(["X-Requested-With", "XMLHttpRequest"])
     h.append(["Connection", "keep-alive"])
@@ -182,6 +186,8 @@ def webkit(agent: BrowserAgent, ctx: Context, rng: random.Random) -> Headers:
     if kind in ("form", "xhr_post"):
         h += [["Content-Type", ctx.content_type or ("application/x-www-form-urlencoded" if kind == "form" else "application/json")],
               ["Origin", f"https://{ctx.host}"]]
+    elif ctx.origin:
+        h.append(["Origin", f"https://{ctx.host}"])
     h.append(["Accept", accept])
     dest = {"navigate": "document", "form": "document", "xhr": "empty", "xhr_post": "empty"}.get(kind, kind)
     mode = "navigate" if kind in ("navigate", "form") else ("cors" if kind in ("xhr", "xhr_post", "font") else "no-cors")

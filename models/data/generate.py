@@ -185,7 +185,7 @@ def _browser_request(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str) ->
                            cookie=_cookie(rng) if rng.random() < 0.6 else None, content_type=ep.content_type,
                            content_length=len(ep.body.encode()) if ep.body else None, locale=rng.randrange(len(browsers.LOCALES)),
                            lowercase=rng.random() < 0.15, reload=rng.random() < 0.08, requested_with=rng.random() < 0.2,
-                           accept_json=rng.random() < 0.5)
+                           accept_json=rng.random() < 0.5, origin=ep.kind == "xhr" and ep.method not in ("GET", "HEAD"))
     head = browsers.browser_head(agent, ctx, rng)
     if rng.random() < 0.08:
         head.append(["DNT" if rng.random() < 0.5 else "Sec-GPC", "1"])
