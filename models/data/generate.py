@@ -181,6 +181,8 @@ def _browser_request(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str) ->
                               "https://news.ycombinator.com/", "https://www.reddit.com/", "android-app://com.google.android.gm/"))
     else:
         referer = None
+    # Origin on a body-less write: people's script writes only (REST writes). A browser-shaped attacker's body-less
+    # POST probe keeps the head the shipped versions were trained on, so the sides generate as before.
     ctx = browsers.Context(host=host, kind=kind, site=site_kind, referer=referer,
                            cookie=_cookie(rng) if rng.random() < 0.6 else None, content_type=ep.content_type,
                            content_length=len(ep.body.encode()) if ep.body else None, locale=rng.randrange(len(browsers.LOCALES)),
