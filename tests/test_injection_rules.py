@@ -158,18 +158,6 @@ def test_full_width_forms_are_read_folded_to_ascii(shipped: RuleTable) -> None:
     assert inputs_text(in_query("plain ascii")).count("plain ascii") == 1  # no copy without full-width forms
 
 
-CJK_TEXT = ["東京／大阪（２０２５年）の価格＜１０００円", "新的翻譯檔應該含有您的電子信箱位址，這樣使用者就可以對您的翻譯提出意見。",
-            "ｉＰｈｏｎｅ　１５（１２８ＧＢ）＆ケース", "错误：无法监视 non-message-bus 连接；请重试！", "設定：ｈｏｓｔ＝ｌｏｃａｌｈｏｓｔ"]
-
-
-@pytest.mark.parametrize("place", sorted(PLACES))
-@pytest.mark.parametrize("text", CJK_TEXT)
-def test_full_width_punctuation_in_people_text_matches_nothing(shipped: RuleTable, text: str, place: str) -> None:
-    f = TEXT_PLACES[place](text)
-    assert injection_rule(shipped, f) is None
-    assert matching(f) == set()
-
-
 BENIGN = [
     "union select meaning",
     "order by date",
@@ -198,6 +186,12 @@ BENIGN = [
     "curl http://localhost:9200/_cat/indices returns nothing",
     "set redirect_uri=http://localhost:3000/callback for local testing",
     "the cat /etc/passwd trick only shows local users",
+    # full-width punctuation, as people type it in Chinese and Japanese (the signatures also read it folded to ASCII)
+    "東京／大阪（２０２５年）の価格＜１０００円",
+    "新的翻譯檔應該含有您的電子信箱位址，這樣使用者就可以對您的翻譯提出意見。",
+    "ｉＰｈｏｎｅ　１５（１２８ＧＢ）＆ケース",
+    "错误：无法监视 non-message-bus 连接；请重试！",
+    "設定：ｈｏｓｔ＝ｌｏｃａｌｈｏｓｔ",
 ]
 
 
