@@ -156,6 +156,10 @@ def test_full_width_forms_are_read_folded_to_ascii(shipped: RuleTable) -> None:
     text = inputs_text(in_query("ｉＰｈｏｎｅ（１２８ＧＢ）"))
     assert "ｉｐｈｏｎｅ（１２８ｇｂ）" in text and "iphone(128gb)" in text  # as sent, and folded in a copy appended after it
     assert inputs_text(in_query("plain ascii")).count("plain ascii") == 1  # no copy without full-width forms
+    # raw UTF-8 in the request line and headers (read as Latin-1 off the wire) is read as UTF-8, like escapes
+    wire = request("/x?q=" + "１＇ ＯＲ ＇１＇＝＇１".encode().decode("latin-1"), [("Referer", "https://e.example/ｑ".encode().decode("latin-1"))])
+    assert injection_rule(shipped, wire) == "block-sql-injection" and "https://e.example/q" in inputs_text(wire)
+    assert "café" in inputs_text(in_form("café"))  # a body is decoded as UTF-8 once, not twice
 
 
 BENIGN = [

@@ -1,7 +1,8 @@
 """What an ``inputs`` rule condition searches: every value a client controls, decoded once.
 
 Injection signatures must see a payload the way the application behind the gateway
-will: after percent-decoding (twice, since scanners double-encode to slip past one
+will: raw bytes of the request line and headers read as UTF-8, like percent-escapes,
+after percent-decoding (twice, since scanners double-encode to slip past one
 decoding), ``+`` as space in queries and form bodies, JSON string escapes undone,
 HTML character references resolved, and empty SQL comments (``/**/``) read as the
 whitespace they stand for. Full-width forms (``＇``, ``＜``, ``．``: U+FF01 to U+FF5E) are
@@ -58,6 +59,20 @@ def _unjson(m: re.Match[str]) -> str:
     return chr(int(m.group(1), 16)) if m.group(1) else _JSON_SIMPLE[m.group(2)]
 
 
+def _wire_utf8(text: str) -> str:
+    """Raw bytes of the request line or a header (read as Latin-1 off the wire) decoded as UTF-8, as escapes are.
+
+    A client may send ``．．／`` as raw UTF-8 instead of escaped. Text that already holds characters above
+    U+00FF (a test fixture) is left as it is; the body is decoded as UTF-8 where it is read.
+    """
+    if text.isascii():
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text
+
+
 def _twice(text: str, decode: Callable[[str], str]) -> str:
     """Percent-decoded twice (the second time only when the first left escapes)."""
     if "%" not in text and ("+" not in text or decode is unquote):
@@ -68,9 +83,9 @@ def _twice(text: str, decode: Callable[[str], str]) -> str:
 
 def inputs_text(f: Features) -> str:
     """The lower-cased, decoded text of the path, query, body prefix and data-carrying header values."""
-    parts = [_twice(f.path, unquote)]
+    parts = [_twice(_wire_utf8(f.path), unquote)]
     if f.query:
-        parts.append(_twice(f.query, unquote_plus))
+        parts.append(_twice(_wire_utf8(f.query), unquote_plus))
     if f.body_prefix:
         body = f.body_prefix.decode("utf-8", "replace")
         ctype = f.header_map.get("content-type", "")
@@ -86,7 +101,7 @@ def inputs_text(f: Features) -> str:
         parts.append(body.replace("\r\n", "\f").replace("\n", "\f") if "\n" in body else body)
     for name, value in f.headers:
         if name.lower() not in STRUCTURAL_HEADERS:
-            parts.append(_twice(value, unquote))
+            parts.append(_twice(_wire_utf8(value), unquote))
     text = _SEPARATOR.join(parts)
     if "&#" in text or "&lt" in text or "&gt" in text:
         text = html.unescape(text)
