@@ -74,13 +74,14 @@ def test_an_injection_is_blocked_and_repeats_come_from_the_cache(gateway: Gatewa
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
-@pytest.mark.parametrize("target", ["/static/%c0%ae%c0%ae/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd",
-                                    "/files/%EF%BC%8E%EF%BC%8E%EF%BC%8F%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd",
-                                    "/view?page=%u002e%u002e%u002f%u002e%u002e%u002fwin.ini"])
-def test_encoding_evasions_are_blocked_before_the_model(gateway: Gateway, target: str) -> None:
+@pytest.mark.parametrize("target,header", [("/static/%c0%ae%c0%ae/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd", None),
+                                           ("/files/%EF%BC%8E%EF%BC%8E%EF%BC%8F%EF%BC%8E%EF%BC%8E%EF%BC%8Fetc%EF%BC%8Fpasswd", None),
+                                           ("/view?page=%u002e%u002e%u002f%u002e%u002e%u002fwin.ini", None),
+                                           ("/download", "X-File: ．．／．．／windows／win.ini")])  # a header's UTF-8, unescaped
+def test_encoding_evasions_are_blocked_before_the_model(gateway: Gateway, target: str, header: str | None) -> None:
     """curl sends the target as written (--path-as-is): a browser's headers, and an encoding no browser writes."""
     args = ["curl", "-sS", "--path-as-is", "-o", "/dev/null", "-D", "-", "-H", "X-Forwarded-For: 198.51.100.80"]
-    for name, value in BROWSER.items():
+    for name, value in [*BROWSER.items(), *([header.split(": ", 1)] if header else [])]:
         args += ["-H", f"{name}: {value}"]
     out = subprocess.run([*args, gateway.url + target], capture_output=True, text=True, timeout=30, check=True).stdout.lower()
     assert out.startswith("http/1.1 403"), out

@@ -62,8 +62,9 @@ def _unjson(m: re.Match[str]) -> str:
 def _wire_utf8(text: str) -> str:
     """Raw bytes of the request line or a header (read as Latin-1 off the wire) decoded as UTF-8, as escapes are.
 
-    A client may send ``．．／`` as raw UTF-8 instead of escaped. Text that already holds characters above
-    U+00FF (a test fixture) is left as it is; the body is decoded as UTF-8 where it is read.
+    A header value may carry ``．．／`` as raw UTF-8 (HTTP allows such bytes there; the proxy answers a raw
+    non-ASCII request target with 400, but replayed logs and evaluated records can hold one). Text that already
+    holds characters above U+00FF (a test fixture) is left as it is; the body is decoded as UTF-8 where it is read.
     """
     if text.isascii():
         return text
