@@ -78,6 +78,7 @@ SHIPPED_CASES = [
     ("overlong utf-8 double-encoded in the path", req("/a/%25C0%25AE%25C0%25AE/x"), "block-encoding-evasions", "block"),
     ("overlong utf-8 in the query", req("/download?file=..%c0%af..%c0%afetc%c0%afpasswd"), "block-encoding-evasions", "block"),
     ("overlong utf-8 double-encoded in the query", req("/d?f=%25c0%25ae%25c0%25ae%25c0%25afetc"), "block-encoding-evasions", "block"),
+    ("three-byte overlong utf-8 double-encoded in the path", req("/a/%25e0%2580%25ae%25e0%2580%25ae/x"), "block-encoding-evasions", "block"),
     ("three-byte overlong utf-8", req("/d?f=%e0%80%ae%e0%80%ae%e0%80%afetc%e0%80%afpasswd"), "block-encoding-evasions", "block"),
     ("iis %u escapes of ascii", req("/search?q=%u003cscript%u003ealert(1)"), "block-encoding-evasions", "block"),
     ("iis %u escapes in a form", req("/comments", method="POST", headers=[("Content-Type", "application/x-www-form-urlencoded")],
