@@ -1,8 +1,8 @@
 """What an ``inputs`` rule condition searches: every value a client controls, decoded once.
 
 Injection signatures must see a payload the way the application behind the gateway
-will: raw bytes of the request line and headers read as UTF-8, like percent-escapes,
-after percent-decoding (twice, since scanners double-encode to slip past one
+will: raw bytes of the request line and headers read as UTF-8 (as escapes are), then
+percent-decoded (twice, since scanners double-encode to slip past one
 decoding), ``+`` as space in queries and form bodies, JSON string escapes undone,
 HTML character references resolved, and empty SQL comments (``/**/``) read as the
 whitespace they stand for. Full-width forms (``＇``, ``＜``, ``．``: U+FF01 to U+FF5E) are
