@@ -152,7 +152,7 @@ def test_encodings_are_seen_through(shipped: RuleTable) -> None:
 def test_full_width_forms_are_read_folded_to_ascii(shipped: RuleTable) -> None:
     assert injection_rule(shipped, in_query("１＇ ＯＲ ＇１＇＝＇１")) == "block-sql-injection"
     assert injection_rule(shipped, in_form("＜ｓｃｒｉｐｔ＞ａｌｅｒｔ（１）＜／ｓｃｒｉｐｔ＞")) == "block-xss"
-    assert injection_rule(shipped, in_json("x＇｜｜（ｓｅｌｅｃｔ ｐｇ＿ｓｌｅｅｐ（５）") ) == "block-sql-injection"
+    assert injection_rule(shipped, in_json("x＇｜｜（ｓｅｌｅｃｔ ｐｇ＿ｓｌｅｅｐ（５）")) == "block-sql-injection"
     text = inputs_text(in_query("ｉＰｈｏｎｅ（１２８ＧＢ）"))
     assert "ｉｐｈｏｎｅ（１２８ｇｂ）" in text and "iphone(128gb)" in text  # as sent, and folded in a copy appended after it
     assert inputs_text(in_query("plain ascii")).count("plain ascii") == 1  # no copy without full-width forms
