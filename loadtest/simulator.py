@@ -193,7 +193,8 @@ class Recorder:
         self.per_second: list[collections.Counter[str]] = []
         self.requests = 0
         self.errors = 0
-        self.stopped_by = "max_duration_s"  # or "max_requests", when the request budget ended the run
+        # what ends the run unless the request budget does first ("max_requests"): the last phase, or the duration cap
+        self.stopped_by = "max_duration_s" if scenario.cut_phases() else "phases"
         self.end: float | None = None
 
     def now(self) -> float:

@@ -299,6 +299,14 @@ def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path
     assert result["latency"]["count"] == result["requests"] - no_response
 
 
+def test_a_run_says_what_would_end_it() -> None:
+    from loadtest.simulator import Recorder
+
+    raw = {"name": "t", "phases": [{"name": "a", "duration_s": 5, "flood": True}], "clients": {"flood": {"concurrency": 1}}}
+    assert Recorder(scenario.parse({**raw, "limits": {"max_requests": 100, "max_duration_s": 30}})).stopped_by == "phases"
+    assert Recorder(scenario.parse({**raw, "limits": {"max_requests": 100, "max_duration_s": 2}})).stopped_by == "max_duration_s"
+
+
 def test_runs_stop_at_their_request_budget(tmp_path: Path) -> None:
     origin = Origin(tmp_path / "origin", "demo")
     try:

@@ -36,5 +36,6 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     return measurement_main(argv, "python -m models.data.evasions", __doc__, rows, 4000, "number of attacks", "evaded attacks")
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

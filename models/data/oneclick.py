@@ -58,5 +58,6 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     return measurement_main(argv, "python -m models.data.oneclick", __doc__, rows, 4000, "number of requests (the forms in turn)", f"{len(FORMS)} one-click forms")
 
+
 if __name__ == "__main__":
     raise SystemExit(main())

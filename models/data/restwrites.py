@@ -53,5 +53,6 @@ def rows(n: int, seed: int) -> Iterator[dict[str, Any]]:
 def main(argv: Sequence[str] | None = None) -> int:
     return measurement_main(argv, "python -m models.data.restwrites", __doc__, rows, 3000, "number of requests (the writes in turn)", f"{len(WRITES)} REST writes")
 
+
 if __name__ == "__main__":
     raise SystemExit(main())
