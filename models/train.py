@@ -86,6 +86,9 @@ class DataConfig:
     rest_writes: bool = False
     # share of the training side's injections written in an evasion encoding (models.data.attacks.evade; 0 up to 1.7.0)
     evasions: float = 0.0
+    # share of the training side's site pages drawn under a directory sites mount apps at (models.data.site.MOUNTS;
+    # 0 up to 1.7.0)
+    mounts: float = 0.0
 
 
 @dataclass
@@ -207,6 +210,8 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"data.dev_questions: {cfg.data.dev_questions} is not a fraction (0-1)")
     if not 0.0 <= cfg.data.evasions < 1.0:
         problems.append(f"data.evasions: {cfg.data.evasions} is not a fraction below 1")
+    if not 0.0 <= cfg.data.mounts < 1.0:
+        problems.append(f"data.mounts: {cfg.data.mounts} is not a fraction below 1")
     if cfg.model.members < 1:
         problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
     elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
@@ -283,7 +288,7 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
                              ("eval", cfg.data.eval_rows, cfg.data.eval_seed)):
         path = work / f"{side}.jsonl"
         n, digest = write_jsonl(generate(side, rows, seed, dev_questions=cfg.data.dev_questions, routes=cfg.data.routes,
-                                         rest_writes=cfg.data.rest_writes, evasions=cfg.data.evasions), path)
+                                         rest_writes=cfg.data.rest_writes, evasions=cfg.data.evasions, mounts=cfg.data.mounts), path)
         written[side] = (path, n, digest, seed)
     log(f"data: generated {written['train'][1]} training-side rows (sha256 {written['train'][2][:12]}), "
         f"{written['calib'][1]} calibration-side rows, {written['eval'][1]} held-out rows in {written['eval'][0]}")
@@ -327,6 +332,7 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
         flag = (f" --dev-questions {share!r}" if share else "") + (" --routes" if cfg.data.routes and side == "train" else "")
         if side == "train":
             flag += (" --rest-writes" if cfg.data.rest_writes else "") + (f" --evasions {cfg.data.evasions!r}" if cfg.data.evasions else "")
+            flag += f" --mounts {cfg.data.mounts!r}" if cfg.data.mounts else ""
         return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}{flag}"}
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,

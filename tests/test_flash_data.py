@@ -363,6 +363,39 @@ def _path_words(target: str) -> set[str]:
     return {w for w in re.split(r"[^a-z]+", target.lower()) if len(w) > 2 and not re.fullmatch(r"[a-f]+", w)}
 
 
+def test_mounts_put_training_pages_under_the_directories_scanners_guess(tmp_path: Path) -> None:
+    """``mounts`` draws a share of the training side's site pages (everyone's, attacks' too) under a directory sites
+    mount apps at, so that a directory scanners also guess is no evidence alone; every other side, and the training
+    side without it, draws as before, and no mount is a word only held-out templates have."""
+    import random
+
+    plain = list(generate("train", 2000, seed=4))
+    mounted = list(generate("train", 2000, seed=4, mounts=0.3))
+    for split in ("calib", "eval", "exam"):
+        assert list(generate(split, 300, seed=4, mounts=0.3)) == list(generate(split, 300, seed=4)), split
+    first = {label: Counter(r["path"].split("/")[1].split("?")[0] for r in mounted if r["label"] == label) for label in CLASSES}
+    under = {label: sum(c[m] for m in site.MOUNTS) for label, c in first.items()}
+    assert under["human"] > 100 and under["good_bot"] > 10 and under["bad_bot"] > 40 and under["attack"] > 100, under
+    assert not [r for r in plain if r["label"] == "human" and r["path"].split("/")[1] in ("blog", "admin", "wp", "cms", "public")]
+    guessed = {p.strip("/") for p in attacks._PROBE_PREFIXES if p}
+    assert len(guessed & set(site.MOUNTS)) >= 10, guessed & set(site.MOUNTS)
+    assert not [r for r in mounted if r["path"] in {f"/{m}/robots.txt" for m in site.MOUNTS}]  # robots.txt stays at the root
+    held_out: set[str] = set()
+    trained: set[str] = set()
+    for split, out, n in (("calib", held_out, 60), ("eval", held_out, 60), ("train", trained, 60)):
+        for t in site.templates(split):
+            rng = random.Random(1)
+            for _ in range(n):
+                out |= _path_words(t.make(rng).target)
+    assert not (set(site.MOUNTS) - trained) & held_out, sorted((set(site.MOUNTS) - trained) & held_out)
+    from models.data.generate import main
+
+    for wrong in (["--split", "calib", "--mounts", "0.1"], ["--mounts", "1.0"]):
+        with pytest.raises(SystemExit) as err:
+            main([*wrong, "--out", str(tmp_path / "x.jsonl")])
+        assert err.value.code == 2, wrong
+
+
 def test_routes_are_training_pages_that_add_no_held_out_word() -> None:
     """The URL conventions of ``site.ROUTES`` widen the training side's pages when asked for (``routes``) without
     copying a held-out shape: on the training side only, the other sides' rows the same with or without them, and

@@ -11,7 +11,7 @@ read — ``method``, ``path`` (with query), ``http_version``, ``headers`` (wire 
 check (published crawler ranges, credentials), ``client`` (per-client window
 statistics) on part of the rows, and ``source`` (how the row was made, for
 per-source error analysis). The same seed, split and settings (``--dev-questions``,
-``--routes``) always give the same rows.
+``--routes``, ``--rest-writes``, ``--evasions``, ``--mounts``) always give the same rows.
 
 ``--split exam`` draws the second exam: the same kinds of request in the same mix, built only
 from sources written for it (``sources.EXAM``) that no side of the split has — newer browser
@@ -24,6 +24,7 @@ scanners of its own. It exists to measure a model on traffic newer than all it w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -165,6 +166,15 @@ def _templates(rng: Draw, site_name: str, groups: tuple[str, ...]) -> tuple[site
             or site.templates(rng.split, site_name, ("page",), routes=rng.routes, rest_writes=rng.rest_writes))
 
 
+def _make(rng: Draw, tpl: site.Template) -> Endpoint:
+    """``tpl``'s endpoint; on the training side with ``mounts``, that share of them under a directory of
+    ``site.MOUNTS`` (robots and health checks stay at the root, where clients look for them)."""
+    ep = tpl.make(rng)
+    if rng.mounts and tpl.group not in ("robots", "health") and rng.random() < rng.mounts:
+        return dataclasses.replace(ep, target=f"/{rng.choice(site.MOUNTS)}{ep.target}")
+    return ep
+
+
 def _browser_request(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str) -> tuple[list[list[str]], str]:
     """Headers a real browser sends for ``ep`` (referer, cookies, fetch site chosen plausibly)."""
     kind = ep.fetch if ep.fetch in browsers.KINDS else "navigate"
@@ -206,7 +216,7 @@ def human(rng: Draw) -> dict[str, Any]:
                         weights=(0.32, 0.04, 0.22, 0.09, 0.04, 0.14, 0.08, 0.03, 0.02, 0.02))[0]
     options = _templates(rng, site_name, (group,))
     tpl = rng.choice(options)
-    return person(rng, agent, tpl.make(rng), host, f"human/{agent.engine}/{tpl.id}")
+    return person(rng, agent, _make(rng, tpl), host, f"human/{agent.engine}/{tpl.id}")
 
 
 def person(rng: Draw, agent: BrowserAgent, ep: Endpoint, host: str, source: str) -> dict[str, Any]:
@@ -232,7 +242,7 @@ def _crawler_endpoint(rng: Draw, tags: tuple[str, ...]) -> tuple[Endpoint, str]:
     group = rng.choice(groups)
     options = _templates(rng, site_name, (group,))
     tpl = rng.choice(options)
-    return tpl.make(rng), site.HOSTS[site_name]
+    return _make(rng, tpl), site.HOSTS[site_name]
 
 
 def _crawler_ip(rng: random.Random, agent: CrawlerAgent) -> tuple[str, bool]:
@@ -284,7 +294,7 @@ def good_bot(rng: Draw) -> dict[str, Any]:
 def _page_endpoint(rng: Draw, groups: tuple[str, ...] = ("page", "search", "home")) -> tuple[Endpoint, str, str]:
     site_name = rng.choice(site.SITES[:5])
     tpl = rng.choice(_templates(rng, site_name, groups))
-    return tpl.make(rng), site.HOSTS[site_name], tpl.id
+    return _make(rng, tpl), site.HOSTS[site_name], tpl.id
 
 
 def bad_bot(rng: Draw) -> dict[str, Any]:
@@ -335,7 +345,7 @@ def bad_bot(rng: Draw) -> dict[str, Any]:
     if r < 0.93:  # credential stuffing against login forms
         site_name = rng.choice(site.SITES[:5])
         tpl = rng.choice(site.templates(rng.split, site_name, ("login",)))
-        ep = tpl.make(rng)
+        ep = _make(rng, tpl)
         host = site.HOSTS[site_name]
         if rng.random() < 0.5:
             agent = _weighted(rng, browsers_for(rng.split))
@@ -465,22 +475,24 @@ BUILDERS = {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": 
 
 def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None = None, *,
              dev_questions: float = 0.0, routes: bool = False, rest_writes: bool = False,
-             evasions: float = 0.0) -> Iterator[dict[str, Any]]:
+             evasions: float = 0.0, mounts: float = 0.0) -> Iterator[dict[str, Any]]:
     """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i).
 
     ``dev_questions``: the share of hard-negative searches drawn from the pools (people's
     and bots'; on the training side after real text) that are developer questions
     (``devqueries``) on the training and calibration sides; the held-out side is the same
     whatever it is. ``routes`` adds ``site.ROUTES`` to the training side's pages,
-    ``rest_writes`` people's ``site.REST_WRITES``, and ``evasions`` is the share of the
+    ``rest_writes`` people's ``site.REST_WRITES``, ``evasions`` is the share of the
     training side's injections (query, path, form, JSON) written in an evasion encoding
-    (``attacks.evade``). The last three change only the training side.
+    (``attacks.evade``), and ``mounts`` the share of its site pages (people's, crawlers',
+    bots' and attacks') drawn under a directory of ``site.MOUNTS``. The last four change
+    only the training side.
     """
     weights = dict(mix or DEFAULT_MIX)
     classes = list(weights)
     base = int.from_bytes(hashlib.sha256(f"{seed}/{split}".encode()).digest()[:6], "big")
     for i in range(rows):
-        rng = Draw(base + i, split, dev_questions, routes, rest_writes=rest_writes, evasions=evasions)
+        rng = Draw(base + i, split, dev_questions, routes, rest_writes=rest_writes, evasions=evasions, mounts=mounts)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
         if label == "attack":
             rng.real_text = rng.lang_text = rng.dev_questions = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
@@ -533,6 +545,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--evasions", type=float, default=0.0, metavar="SHARE",
                     help="share of the training side's injections written in an evasion encoding (the training config's "
                          "data.evasions)")
+    ap.add_argument("--mounts", type=float, default=0.0, metavar="SHARE",
+                    help="share of the training side's site pages drawn under a directory sites mount apps at (site.MOUNTS; "
+                         "the training config's data.mounts)")
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
@@ -546,8 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--evasions {args.evasions} is not a fraction below 1")
     if args.evasions and args.split != "train":
         ap.error("--evasions: only the train side writes injections in evasion encodings")
+    if not 0.0 <= args.mounts < 1.0:
+        ap.error(f"--mounts {args.mounts} is not a fraction below 1")
+    if args.mounts and args.split != "train":
+        ap.error("--mounts: only the train side draws pages under MOUNTS")
     n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes,
-                                     rest_writes=args.rest_writes, evasions=args.evasions), args.out)
+                                     rest_writes=args.rest_writes, evasions=args.evasions, mounts=args.mounts), args.out)
     print(f"wrote {n} {args.split} rows to {args.out} (sha256 {digest[:16]})", file=sys.stderr)
     return 0
 

@@ -205,17 +205,19 @@ class Draw(random.Random):
     fragments split between those two sides). The held-out side draws exactly as without
     any of them (no extra random numbers), and ``generate`` sets all three to 0 for attack
     rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side, ``rest_writes``
-    people's ``REST_WRITES``, and ``evasions`` is the share of the training side's injections written in an
-    evasion encoding (``attacks.evade``); every other side draws as without them.
+    people's ``REST_WRITES``, ``evasions`` is the share of the training side's injections written in an
+    evasion encoding (``attacks.evade``), and ``mounts`` the share of its site pages drawn under one of the
+    directories of ``MOUNTS``; every other side draws as without them.
     """
 
     def __init__(self, seed: int, split: Split, dev_questions: float = 0.0, routes: bool = False, *,
-                 rest_writes: bool = False, evasions: float = 0.0) -> None:
+                 rest_writes: bool = False, evasions: float = 0.0, mounts: float = 0.0) -> None:
         super().__init__(seed)
         self.split = split
         self.routes = routes  # ``templates`` adds them on the training side only
         self.rest_writes = rest_writes  # likewise
         self.evasions = evasions if split == "train" else 0.0
+        self.mounts = mounts if split == "train" else 0.0
         self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
         self.lang_text = LANG_TEXT_SHARE if split == "train" else 0.0
         self.dev_questions = dev_questions if split in ("train", "calib") else 0.0
@@ -244,7 +246,7 @@ _POOLS: dict[tuple[int, str], tuple[str, ...]] = {}
 
 
 def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
-    """``pool``'s items on ``split``'s side; the exam reads the held-out side of pools it has no text of its own for."""
+    """``pool``'s items on ``split``'s side; an exam reads the held-out side of pools it has no text of its own for."""
     key = (id(pool), split)
     if key not in _POOLS:
         sides = assign(list(pool), "text", str)
@@ -580,12 +582,25 @@ ROUTES: tuple[Template, ...] = (
         f"/manual/{r.choice(LOCALE_CODES)}/function.{r.choice(WORDS)}-{r.choice(NOUNS)}.php",
         f"/{r.choice(('handbook', 'kb', 'knowledgebase'))}/{r.randint(100, 99999)}-{_slug(r)}",
         f"/kb/article.aspx?id={r.randint(100, 999999)}&lang={r.choice(LOCALE_CODES)}")),
+    _route("java", lambda r: (
+        f"/{r.choice(CATEGORIES)}/{r.choice(WORDS)}{r.choice(NOUNS).title()}.do?method={r.choice(('view', 'list', 'edit', 'search'))}&{r.choice(NOUNS)}Id={r.randint(1, 99999)}",
+        f"/{r.choice(NOUNS)}/{r.choice(('Detail', 'List', 'Overview', 'Search'))}.jsp;jsessionid={_hex(r, 32).upper()}{r.choice(('', '?id=' + str(r.randint(1, 99999))))}",
+        f"/{r.choice(NOUNS)}/{r.choice(('show', 'view', 'browse'))}{r.choice(NOUNS).title()}.action?{r.choice(NOUNS)}Id={r.randint(1, 99999)}",
+        f"/{r.choice(PAGES)}.jsp?{r.choice(('tab', 'section', 'step'))}={r.randint(1, 9)}{r.choice(('', '&locale=' + r.choice(LOCALE_CODES)))}")),
     _route("portal", lambda r: (
         f"/{r.choice(('intranet', 'extranet', 'students'))}/{r.choice(('SitePages', 'sites'))}/{r.choice(PAGES).title()}.aspx",
         f"/{r.choice(('students', 'staff', 'library'))}/{r.choice(('catalogue', 'timetables', 'notices'))}/{r.randint(1, 999)}{_params(r, 0, 2)}",
         f"/cgi/{r.choice(('library', 'catalogue'))}.pl?{r.choice(('isbn', 'record', 'title'))}={r.randint(10**9, 10**10)}")),
 )
 
+# Directories sites mount an application under (a blog at /blog/, a shop at /shop/, an admin panel at /admin/, a
+# web app at /app/). Scanners put their probes under the same guesses (``attacks._PROBE_PREFIXES``), so while no
+# page of anyone else is drawn under them, a directory alone would tell an attack. On the training side only, and
+# only when the generator is asked for them (``mounts``, the training config's ``data.mounts``): that share of the
+# site pages people, crawlers, bots and attacks draw is placed under one of these. No word of them is new to the
+# training side and also in a calibration or evaluation template (``web``, ``bank`` are left out for that).
+MOUNTS = ("app", "apps", "www", "site", "new", "public", "cms", "blog", "admin", "portal", "community", "shop", "store",
+          "beta", "intranet", "wp", "old")
 
 # ---------------------------------------------------------------------------- the second exam
 #
