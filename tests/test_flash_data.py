@@ -67,35 +67,53 @@ def _agents(split: Split) -> set[str]:
             | {ua for _, ua in library_agents(split)})
 
 
-def test_the_exam_draws_from_sources_no_side_has() -> None:
+def _exam_sources(split: str) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], tuple[str, ...], tuple[str, ...]]:
+    """(ids of its own productions, (side pool, its pool) text pairs, its scanners, the scanners before it) of an exam."""
+    from models.data import exam3
+    from models.data import generate as gen
+
+    if split == "exam":
+        return (tuple(p.id for p in attacks.EXAM_PRODUCTIONS),
+                ((site.QUERIES, site.EXAM_QUERIES), (site.HARD_QUERIES, site.EXAM_HARD_QUERIES), (site.REVIEW_TEXT, site.EXAM_REVIEW_TEXT),
+                 (site.FORUM_TEXT, site.EXAM_FORUM_TEXT)), gen._EXAM_SCANNER_UAS, gen._SCANNER_UAS)
+    return (tuple(p.id for p in exam3.PRODUCTIONS),
+            ((site.QUERIES + site.EXAM_QUERIES, exam3.QUERIES), (site.HARD_QUERIES + site.EXAM_HARD_QUERIES, exam3.HARD_QUERIES),
+             (site.REVIEW_TEXT + site.EXAM_REVIEW_TEXT, exam3.REVIEW_TEXT), (site.FORUM_TEXT + site.EXAM_FORUM_TEXT, exam3.FORUM_TEXT),
+             (site.COMMENT_MARKDOWN + site.EXAM_COMMENT_MARKDOWN, exam3.COMMENT_MARKDOWN)),
+            exam3.SCANNER_UAS, gen._SCANNER_UAS + gen._EXAM_SCANNER_UAS)
+
+
+@pytest.mark.parametrize("split", ["exam", "exam3"])
+def test_an_exam_draws_from_sources_no_side_has(split: Split) -> None:
     """The second exam (``--split exam``) has user agents, page shapes, texts, payload productions, probe paths and
     scanners of its own: it measures a model on traffic that none of its training, calibration or evaluation sources
-    made."""
-    from models.data import generate as gen
+    made. The third (``--split exam3``) has none of the second's either."""
     from models.data.sources import browser_agents, crawler_agents
 
-    exam = _agents("exam")
+    before = _agents("train") | _agents("calib") | _agents("eval") | (_agents("exam") if split == "exam3" else set())
+    exam = _agents(split)
     assert len(exam) > 250
-    assert exam.isdisjoint(_agents("train") | _agents("calib") | _agents("eval"))
+    assert exam.isdisjoint(before)
     assert exam.isdisjoint({a.ua for a in browser_agents()} | {a.ua for a in crawler_agents()})
-    assert {a.engine for a in browsers_for("exam")} == {"chromium", "firefox", "webkit"}
-    assert any("googlebot" in a.ua.lower() for a in crawlers_for("exam", "good"))  # verified crawlers' new releases
-    assert set(gen._EXAM_SCANNER_UAS).isdisjoint(gen._SCANNER_UAS)
+    assert {a.engine for a in browsers_for(split)} == {"chromium", "firefox", "webkit"}
+    assert any("googlebot" in a.ua.lower() for a in crawlers_for(split, "good"))  # verified crawlers' new releases
+    productions, texts, scanners, old_scanners = _exam_sources(split)
+    assert set(scanners).isdisjoint(old_scanners) and len(scanners) >= 10
     # pages: the exam's own shapes for every kind of request, plus the one-member groups every side shares
-    own = {t for t in site.templates("exam") if t.id.startswith("exam.")}
-    shared = set(site.templates("exam")) - own
+    own = {t for t in site.templates(split) if t.id.startswith(f"{split}.")}
+    shared = set(site.templates(split)) - own
     assert len(own) >= 50 and {t.group for t in shared} <= {"home", "robots", "health"}
     assert {t.group for t in own} >= {"page", "search", "asset", "xhr", "xhr_post", "form", "login", "download", "feed", "api", "git"}
-    sides = {t.id for split in SPLITS for t in site.templates(split, routes=True)}
-    assert not {t.id for t in own} & sides
-    for pool, exam_pool in ((site.QUERIES, site.EXAM_QUERIES), (site.HARD_QUERIES, site.EXAM_HARD_QUERIES),
-                            (site.REVIEW_TEXT, site.EXAM_REVIEW_TEXT), (site.FORUM_TEXT, site.EXAM_FORUM_TEXT)):
-        assert not set(pool) & set(exam_pool)
+    earlier = {t.id for s in (*SPLITS, *(("exam",) if split == "exam3" else ())) for t in site.templates(s, routes=True, rest_writes=True)}
+    assert not {t.id for t in own} & earlier
+    for pool, exam_pool in texts:
+        assert exam_pool and not set(pool) & set(exam_pool)
     # attacks: new productions in every kind the sides have, new probe families, no probe that is one of its pages
-    assert not {p.id for p in attacks.EXAM_PRODUCTIONS} & {p.id for p in attacks.PRODUCTIONS}
-    assert {p.kind for p in attacks.productions("exam")} == {p.kind for p in attacks.PRODUCTIONS}
-    probes = set(attacks.probe_paths("exam"))
-    assert len(probes) > 100 and not probes & {p for _, paths in attacks.PROBE_PATHS for p in paths}
+    assert not set(productions) & {p.id for p in attacks.PRODUCTIONS + (attacks.EXAM_PRODUCTIONS if split == "exam3" else ())}
+    assert {p.kind for p in attacks.productions(split)} == {p.kind for p in attacks.PRODUCTIONS}
+    probes = set(attacks.probe_paths(split))
+    known = {p for _, paths in attacks.PROBE_PATHS + (attacks.EXAM_PROBE_PATHS if split == "exam3" else ()) for p in paths}
+    assert len(probes) > 90 and not probes & known
     import random
 
     rng = random.Random(6)
@@ -103,19 +121,20 @@ def test_the_exam_draws_from_sources_no_side_has() -> None:
     assert not {p.split("?")[0] for p in probes} & pages
 
 
-def test_exam_rows_are_reproducible_and_drawn_from_the_exam_alone() -> None:
-    rows = list(generate("exam", 900, seed=3))
-    assert rows == list(generate("exam", 900, seed=3)) and rows != list(generate("exam", 900, seed=4))
+@pytest.mark.parametrize("split", ["exam", "exam3"])
+def test_exam_rows_are_reproducible_and_drawn_from_the_exam_alone(split: Split) -> None:
+    rows = list(generate(split, 900, seed=3))
+    assert rows == list(generate(split, 900, seed=3)) and rows != list(generate(split, 900, seed=4))
     assert set(Counter(r["label"] for r in rows)) == set(CLASSES)
     assert {r["attack_kind"] for r in rows if r["label"] == "attack"} == set(attacks.ATTACK_KINDS)
-    exam_browsers = {a.ua for a in browsers_for("exam")}
+    exam_browsers = {a.ua for a in browsers_for(split)}
     for r in rows:
         model_input(from_record(r))
         if r["label"] == "human":
             ua = next(v for n, v in r["headers"] if n.lower() == "user-agent")
             assert ua in exam_browsers
             template = r["source"].split("/", 2)[2]
-            assert template.startswith("exam.") or template == "generic.home", template
+            assert template.startswith(f"{split}.") or template == "generic.home", template
     assert any(r.get("verified") and r["label"] == "good_bot" for r in rows)
 
 
@@ -130,7 +149,7 @@ def test_rest_writes_and_evasions_change_the_training_side_only(tmp_path: Path) 
     assert not [r for r in plain if r["label"] == "human" and r["method"] in ("PUT", "PATCH", "DELETE")]
     evaded = Counter(r["source"].rsplit("/", 1)[1] for r in both if r["label"] == "attack" and r["source"].count("/") == 3)
     assert set(evaded) <= {name for name, _ in attacks.EVASIONS} and sum(evaded.values()) > 20
-    for split in ("calib", "eval", "exam"):
+    for split in ("calib", "eval", "exam", "exam3"):
         assert list(generate(split, 300, seed=8, rest_writes=True, evasions=0.3)) == list(generate(split, 300, seed=8)), split
     # the people's writes are shapes of their own: no held-out template and no probe has them
     rest = {t.id for t in site.REST_WRITES}
@@ -371,7 +390,7 @@ def test_mounts_put_training_pages_under_the_directories_scanners_guess(tmp_path
 
     plain = list(generate("train", 2000, seed=4))
     mounted = list(generate("train", 2000, seed=4, mounts=0.3))
-    for split in ("calib", "eval", "exam"):
+    for split in ("calib", "eval", "exam", "exam3"):
         assert list(generate(split, 300, seed=4, mounts=0.3)) == list(generate(split, 300, seed=4)), split
     first = {label: Counter(r["path"].split("/")[1].split("?")[0] for r in mounted if r["label"] == label) for label in CLASSES}
     under = {label: sum(c[m] for m in site.MOUNTS) for label, c in first.items()}

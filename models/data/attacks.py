@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import EXAM, Split, assign
+from models.data.sources import EXAM, EXAM3, Split, assign
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -570,7 +570,12 @@ EXAM_PROBE_PATHS = (
 
 def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
     """Payload productions of one split (and kind), or the exam's own."""
-    pool = EXAM_PRODUCTIONS if split == EXAM else _SIDES[split]
+    if split == EXAM3:
+        from models.data import exam3
+
+        pool = exam3.PRODUCTIONS
+    else:
+        pool = EXAM_PRODUCTIONS if split == EXAM else _SIDES[split]
     return tuple(p for p in pool if kind is None or p.kind == kind)
 
 
@@ -580,6 +585,11 @@ def probe_paths(split: Split) -> tuple[str, ...]:
     if split == EXAM:
         known = {p for _, paths in PROBE_PATHS for p in paths}
         return tuple(p for _, paths in EXAM_PROBE_PATHS for p in paths if p not in known)
+    if split == EXAM3:
+        from models.data import exam3
+
+        known = {p for _, paths in PROBE_PATHS + EXAM_PROBE_PATHS for p in paths}
+        return tuple(p for _, paths in exam3.PROBE_PATHS for p in paths if p not in known)
     out: list[str] = []
     for name, paths in PROBE_PATHS:
         out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]

@@ -19,6 +19,10 @@ and library releases, crawlers, page shapes, texts, payload productions, probe f
 scanners of its own. It exists to measure a model on traffic newer than all it was built from::
 
     python -m models.data.generate --split exam --rows 16000 --seed 7 --out models/work/data/exam.jsonl
+
+``--split exam3`` draws the third exam the same way, from sources neither the sides nor the second
+exam has (``models.data.exam3``): it measures models whose training data was chosen after the
+second exam had been read.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import attacks, automation, browsers, site
 from models.data.site import Draw, Endpoint
-from models.data.sources import EXAM, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
+from models.data.sources import EXAM, EXAM3, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 DEFAULT_MIX = {"human": 0.42, "good_bot": 0.13, "bad_bot": 0.21, "attack": 0.24}
@@ -71,6 +75,12 @@ _EXAM_SCANNER_UAS = ("sqlmap/1.9.8#stable (https://sqlmap.org)", "Mozilla/5.00 (
 _PARAMS = ("q", "id", "search", "page", "name", "file", "url", "redirect", "next", "cat", "item", "user", "lang", "template", "path",
            "cmd", "host", "ip", "query", "sort", "order", "filter", "callback", "return", "dest", "view", "doc", "email", "debug")
 _HEADER_TARGETS = ("User-Agent", "Referer", "X-Api-Version", "X-Custom-Header", "Accept-Language", "X-Originating-URL", "Origin", "X-Client-Data")
+
+
+def _exam3_scanners() -> tuple[str, ...]:
+    from models.data import exam3
+
+    return exam3.SCANNER_UAS
 
 
 def _ip(rng: random.Random, ranges: Sequence[str]) -> str:
@@ -393,7 +403,7 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
         family, ua = rng.choice([x for x in automation.library_agents(rng.split) if x[0] not in ("git", "feedcli")])
         head = automation.library_head(family, ua, host, rng, content_type=content_type, content_length=len(body or ""))
         return head, "1.1"
-    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else _SCANNER_UAS)
+    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else _exam3_scanners() if rng.split == EXAM3 else _SCANNER_UAS)
     head = [["Host", host], ["User-Agent", ua], ["Accept", rng.choice(("*/*", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"))],
             ["Accept-Encoding", rng.choice(("gzip, deflate", "gzip", "identity"))], ["Connection", rng.choice(("close", "keep-alive"))]]
     if content_type:
@@ -529,8 +539,9 @@ def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.data.generate``: write one split as JSONL."""
     ap = argparse.ArgumentParser(prog="python -m models.data.generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "calib", "eval", "exam"), default="eval",
-                    help="side of the source split to draw from (exam: the second exam, from sources no side has)")
+    ap.add_argument("--split", choices=("train", "calib", "eval", "exam", "exam3"), default="eval",
+                    help="side of the source split to draw from (exam: the second exam, from sources no side has; exam3: the "
+                         "third, from sources neither the sides nor the second exam has)")
     ap.add_argument("--rows", type=int, default=16000, help="number of requests")
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")
@@ -551,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
-    if args.dev_questions and args.split in ("eval", "exam"):
+    if args.dev_questions and args.split in ("eval", "exam", "exam3"):
         ap.error(f"--dev-questions: the {args.split} side never draws developer questions")
     if args.routes and args.split != "train":
         ap.error("--routes: only the train side has ROUTES pages")

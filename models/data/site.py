@@ -10,6 +10,7 @@ snippets in forum posts — benign requests that a pattern-matching WAF flags.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import string
@@ -239,6 +240,8 @@ class Draw(random.Random):
             return devqueries.query(self, self.split)
         if self.split == "exam" and id(pool) in _EXAM_TEXT:
             return self.choice(_EXAM_TEXT[id(pool)])
+        if self.split == "exam3" and id(pool) in _exam3_text():
+            return self.choice(_exam3_text()[id(pool)])
         return self.choice(_side(pool, self.split))
 
 
@@ -250,7 +253,7 @@ def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
     key = (id(pool), split)
     if key not in _POOLS:
         sides = assign(list(pool), "text", str)
-        _POOLS[key] = tuple(sides["eval" if split == "exam" else split])
+        _POOLS[key] = tuple(sides["eval" if split in ("exam", "exam3") else split])
     return _POOLS[key]
 
 
@@ -640,6 +643,23 @@ _EXAM_TEXT = {id(QUERIES): EXAM_QUERIES, id(HARD_QUERIES): EXAM_HARD_QUERIES, id
               id(FORUM_TEXT): EXAM_FORUM_TEXT, id(COMMENT_MARKDOWN): EXAM_COMMENT_MARKDOWN}
 
 
+@functools.cache
+def _exam3_text() -> dict[int, tuple[str, ...]]:
+    """The third exam's text in place of each pool (``models.data.exam3``, imported when first drawn from)."""
+    from models.data import exam3
+
+    return {id(QUERIES): exam3.QUERIES, id(HARD_QUERIES): exam3.HARD_QUERIES, id(REVIEW_TEXT): exam3.REVIEW_TEXT,
+            id(FORUM_TEXT): exam3.FORUM_TEXT, id(COMMENT_MARKDOWN): exam3.COMMENT_MARKDOWN}
+
+
+@functools.cache
+def _exam3_templates() -> tuple[Template, ...]:
+    """The third exam's pages (``models.data.exam3``), with the held-out side's home, robots and health checks."""
+    from models.data import exam3
+
+    return tuple(exam3.TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
+
+
 def _uuid(rng: random.Random) -> str:
     return f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 12)}"
 
@@ -781,7 +801,7 @@ def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | N
               routes: bool = False, rest_writes: bool = False) -> tuple[Template, ...]:
     """Templates of one split, optionally of one site (plus shared ones) and some groups; ``routes`` adds ``ROUTES``
     and ``rest_writes`` ``REST_WRITES`` on the training side."""
-    pool = _SIDES[split]
+    pool = _exam3_templates() if split == "exam3" else _SIDES[split]
     if split == "train":
         pool += (ROUTES if routes else ()) + (REST_WRITES if rest_writes else ())
     return tuple(t for t in pool if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))

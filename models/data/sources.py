@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-Split = Literal["train", "calib", "eval", "exam"]
+Split = Literal["train", "calib", "eval", "exam", "exam3"]
 SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; ``exam`` (below) is outside it
 EVAL_SHARE = 0.25
 CALIB_SHARE = 0.15
@@ -200,14 +200,16 @@ def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
     """Browser agents of one side of the split (by user-agent string), or the exam's own."""
     if split == EXAM:
         return exam_browser_agents()
+    if split == EXAM3:
+        return exam3_browser_agents()
     return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
     """Crawler agents of one role and one side of the split (by user-agent string), or the exam's own."""
-    if split == EXAM:
-        return tuple(a for a in exam_crawler_agents() if a.role == role)
+    if split in (EXAM, EXAM3):
+        return tuple(a for a in (exam_crawler_agents() if split == EXAM else exam3_crawler_agents()) if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
 
 
@@ -252,18 +254,22 @@ def _exam_browser_strings() -> list[tuple[str, float]]:
     return out
 
 
-@functools.cache
-def exam_browser_agents() -> tuple[BrowserAgent, ...]:
-    """The exam's browsers: none of them is a string of :func:`browser_agents`."""
-    known = {a.ua for a in browser_agents()}
+def _agents(strings: list[tuple[str, float]], known: set[str]) -> tuple[BrowserAgent, ...]:
+    """Browser agents of (user agent, weight) pairs, leaving out the unclassifiable and the ``known``."""
     out = []
-    for ua, weight in _exam_browser_strings():
+    for ua, weight in strings:
         kind = _classify(ua)
         if kind is None or ua in known:
             continue
         engine, brand, major = kind
         out.append(BrowserAgent(ua, engine, "Mobile" in ua or "Android" in ua or "iPhone" in ua, brand, major, _platform(ua), weight))
     return tuple(out)
+
+
+@functools.cache
+def exam_browser_agents() -> tuple[BrowserAgent, ...]:
+    """The exam's browsers: none of them is a string of :func:`browser_agents`."""
+    return _agents(_exam_browser_strings(), {a.ua for a in browser_agents()})
 
 
 def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
@@ -311,3 +317,28 @@ def exam_crawler_agents() -> tuple[CrawlerAgent, ...]:
     known = {a.ua for a in crawler_agents()}
     return tuple(CrawlerAgent(re.escape(ua), ua, tags, role)
                  for ua, tags, role in _exam_crawler_strings() if ua not in known)
+
+
+# ---------------------------------------------------------------------------- the third exam
+#
+# ``exam3`` is a fifth side outside the hash split, built like the second exam but from sources neither the sides nor
+# the second exam has (``models.data.exam3``), after the second exam had been read to choose training data: a model
+# trained on what the second exam showed is measured on this one. Used only to measure, never to train or choose.
+EXAM3: Split = "exam3"
+
+
+@functools.cache
+def exam3_browser_agents() -> tuple[BrowserAgent, ...]:
+    """The third exam's browsers: none of them is a string of the sides' or the second exam's."""
+    from models.data import exam3
+
+    return _agents(list(exam3.BROWSER_STRINGS), {a.ua for a in browser_agents() + exam_browser_agents()})
+
+
+@functools.cache
+def exam3_crawler_agents() -> tuple[CrawlerAgent, ...]:
+    """The third exam's crawlers: none of them is a string of the sides' or the second exam's."""
+    from models.data import exam3
+
+    known = {a.ua for a in crawler_agents() + exam_crawler_agents()}
+    return tuple(CrawlerAgent(re.escape(ua), ua, tags, role) for ua, tags, role in exam3.CRAWLER_STRINGS if ua not in known)
