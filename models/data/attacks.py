@@ -569,7 +569,7 @@ EXAM_PROBE_PATHS = (
 
 
 def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
-    """Payload productions of one split (and kind), or the exam's own."""
+    """Payload productions of one split (and kind), or an exam's own."""
     if split == EXAM3:
         from models.data import exam3
 
@@ -581,7 +581,7 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
 
 @functools.cache
 def probe_paths(split: Split) -> tuple[str, ...]:
-    """Scanner probe paths of one side (held out path by path within each family), or the exam's own."""
+    """Scanner probe paths of one side (held out path by path within each family), or an exam's own."""
     if split == EXAM:
         known = {p for _, paths in PROBE_PATHS for p in paths}
         return tuple(p for _, paths in EXAM_PROBE_PATHS for p in paths if p not in known)

@@ -69,7 +69,7 @@ _EXAM_LIBRARIES = (
 
 @functools.cache
 def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
-    """(family, user agent) of libraries and CLI tools on one side of the split, or the exam's own."""
+    """(family, user agent) of libraries and CLI tools on one side of the split, or an exam's own."""
     if split == EXAM:
         known = {ua for _, uas in _LIBRARIES for ua in uas}
         return tuple((fam, ua) for fam, uas in _EXAM_LIBRARIES for ua in uas if ua not in known)

@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any, Literal
 
 Split = Literal["train", "calib", "eval", "exam", "exam3"]
-SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; ``exam`` (below) is outside it
+SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; the exams (below) are outside it
 EVAL_SHARE = 0.25
 CALIB_SHARE = 0.15
 _SALT = "clef-flash/split/1"
@@ -197,7 +197,7 @@ def crawler_agents() -> tuple[CrawlerAgent, ...]:
 
 @functools.cache
 def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
-    """Browser agents of one side of the split (by user-agent string), or the exam's own."""
+    """Browser agents of one side of the split (by user-agent string), or an exam's own."""
     if split == EXAM:
         return exam_browser_agents()
     if split == EXAM3:
@@ -207,7 +207,7 @@ def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
-    """Crawler agents of one role and one side of the split (by user-agent string), or the exam's own."""
+    """Crawler agents of one role and one side of the split (by user-agent string), or an exam's own."""
     if split in (EXAM, EXAM3):
         return tuple(a for a in (exam_crawler_agents() if split == EXAM else exam3_crawler_agents()) if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
