@@ -57,6 +57,7 @@ from models.data.site import (
     _uuid,
     _version,
 )
+from models.data.sources import chrome_desktop
 
 # ---------------------------------------------------------------------------- browsers
 #
@@ -73,10 +74,8 @@ def _browsers() -> list[tuple[str, float]]:
     out: list[tuple[str, float]] = []
     for v, build in _CHROME_BUILDS.items():
         tail = f"AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0"
-        out += [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36", 4.0),
-                (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36", 1.2),
-                (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4),
-                (f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
+        out += chrome_desktop(tail)
+        out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
                 (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 Edg/{v}.0.0.0", 1.0),
                 (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} CriOS/{v}.0.{build}.{v % 6 * 17 + 31} Mobile/15E148 Safari/604.1", 0.4)]
         if v % 2:

@@ -225,15 +225,21 @@ EXAM: Split = "exam"
 _CHROME_BUILDS = {137: 7151, 138: 7204, 139: 7258, 140: 7339, 141: 7390, 142: 7444, 143: 7499, 144: 7559}
 
 
+def chrome_desktop(tail: str) -> list[tuple[str, float]]:
+    """(user agent, weight) of one Chrome release on Windows, macOS and Linux in the reduced format (``tail``: its
+    engine and version part), weighted roughly by share; both exams start their Chrome releases with these."""
+    return [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36", 4.0),
+            (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36", 1.2),
+            (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4)]
+
+
 def _exam_browser_strings() -> list[tuple[str, float]]:
     """(user agent, weight) of browser releases after the packages' newest, weighted roughly by share."""
     out: list[tuple[str, float]] = []
     for v in _CHROME_BUILDS:
         tail = f"AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0"
-        out += [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36", 4.0),
-                (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36", 1.2),
-                (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4),
-                (f"Mozilla/5.0 (X11; CrOS x86_64 16328.65.0) {tail} Safari/537.36", 0.2),
+        out += chrome_desktop(tail)
+        out += [(f"Mozilla/5.0 (X11; CrOS x86_64 16328.65.0) {tail} Safari/537.36", 0.2),
                 (f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
                 (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 Edg/{v}.0.0.0", 1.0),
                 (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36 Edg/{v}.0.0.0", 0.2),
