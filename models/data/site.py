@@ -240,8 +240,6 @@ class Draw(random.Random):
             return devqueries.query(self, self.split)
         if self.split == "exam" and id(pool) in _EXAM_TEXT:
             return self.choice(_EXAM_TEXT[id(pool)])
-        if self.split == "exam3" and id(pool) in _exam3_text():
-            return self.choice(_exam3_text()[id(pool)])
         return self.choice(_side(pool, self.split))
 
 
@@ -641,15 +639,6 @@ EXAM_COMMENT_MARKDOWN = (
 )
 _EXAM_TEXT = {id(QUERIES): EXAM_QUERIES, id(HARD_QUERIES): EXAM_HARD_QUERIES, id(REVIEW_TEXT): EXAM_REVIEW_TEXT,
               id(FORUM_TEXT): EXAM_FORUM_TEXT, id(COMMENT_MARKDOWN): EXAM_COMMENT_MARKDOWN}
-
-
-@functools.cache
-def _exam3_text() -> dict[int, tuple[str, ...]]:
-    """The third exam's text in place of each pool (``models.data.exam3``, imported when first drawn from)."""
-    from models.data import exam3
-
-    return {id(QUERIES): exam3.QUERIES, id(HARD_QUERIES): exam3.HARD_QUERIES, id(REVIEW_TEXT): exam3.REVIEW_TEXT,
-            id(FORUM_TEXT): exam3.FORUM_TEXT, id(COMMENT_MARKDOWN): exam3.COMMENT_MARKDOWN}
 
 
 @functools.cache

@@ -320,9 +320,12 @@ def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
 @functools.cache
 def exam_crawler_agents() -> tuple[CrawlerAgent, ...]:
     """The exam's crawlers: none of them is a string of :func:`crawler_agents`."""
-    known = {a.ua for a in crawler_agents()}
-    return tuple(CrawlerAgent(re.escape(ua), ua, tags, role)
-                 for ua, tags, role in _exam_crawler_strings() if ua not in known)
+    return _crawlers(_exam_crawler_strings(), {a.ua for a in crawler_agents()})
+
+
+def _crawlers(strings: list[tuple[str, tuple[str, ...], str]], known: set[str]) -> tuple[CrawlerAgent, ...]:
+    """Crawler agents of (user agent, tags, role) triples, leaving out the ``known``."""
+    return tuple(CrawlerAgent(re.escape(ua), ua, tags, role) for ua, tags, role in strings if ua not in known)
 
 
 # ---------------------------------------------------------------------------- the third exam
@@ -346,5 +349,4 @@ def exam3_crawler_agents() -> tuple[CrawlerAgent, ...]:
     """The third exam's crawlers: none of them is a string of the sides' or the second exam's."""
     from models.data import exam3
 
-    known = {a.ua for a in crawler_agents() + exam_crawler_agents()}
-    return tuple(CrawlerAgent(re.escape(ua), ua, tags, role) for ua, tags, role in exam3.CRAWLER_STRINGS if ua not in known)
+    return _crawlers(list(exam3.CRAWLER_STRINGS), {a.ua for a in crawler_agents() + exam_crawler_agents()})
