@@ -3,6 +3,7 @@
     clefgate bench model                                   # the shipped model, CPU, fp32 and int8
     clefgate bench model --providers cpu,cuda --variants fp32,int8,fp16 --batches 1,8,64,256
     clefgate bench model --repository models/work/repository --name clef-flash-tiny --json out.json
+    clefgate bench model --variants int8 --batches 1,64 --runtimes tuned,plain   # the CPU tuning's gain, side by side
 
 It loads the model exactly as the gateway does (``gateway.decider.onnx.OnnxScorer``,
 one session per provider and variant, ``--threads`` intra-op threads) and feeds it a
@@ -13,6 +14,10 @@ fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
   (the gateway's per-request cost when nothing batches), with decisions/s;
 * *batched*: decisions/s at each batch size, inference alone (pre-tokenized inputs)
   and tokenize + infer.
+
+``--runtimes plain`` loads the session without the runtime's CPU tuning (denormals
+flushed to zero, slow fusions left out; see ``gateway.decider.onnx``), so
+``tuned,plain`` measures what the tuning buys in one run, as a ratio.
 
 The process is pinned to one CPU (``--cpu``) so per-core figures mean what they say. A
 provider that cannot run here (no CUDA device) is reported, not fatal. It is a
@@ -102,11 +107,23 @@ def bench_cell(scorer: Any, features: Sequence[feat.Features], *, batches: Seque
     return out
 
 
-def load_scorer(repository: Path, name: str, version: str, provider: str, variant: str, threads: int) -> Any:
+RUNTIMES = ("tuned", "plain")
+
+
+def _runtimes(value: str) -> str:
+    bad = [r for r in value.split(",") if r.strip() not in RUNTIMES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown runtime {', '.join(bad)} (choose from {', '.join(RUNTIMES)})")
+    return value
+
+
+def load_scorer(repository: Path, name: str, version: str, provider: str, variant: str, threads: int, runtime: str = "tuned") -> Any:
+    """The scorer the gateway loads (``tuned``), or the same without its CPU tuning (``plain``)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
+    plain = {"flush_denormals": False, "cpu_disabled_optimizers": ()} if runtime == "plain" else {}
     return OnnxScorer(OnnxOptions(repository=repository, name=name, version=version, variant=variant, providers=(provider,),
-                                  intra_op_threads=threads))
+                                  intra_op_threads=threads, **plain))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -121,23 +138,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     lengths = [len(feat.model_input(f).ids) for f in sample[:500]]
     result: dict[str, Any] = {"repository": str(repository), "name": args.name, "version": args.version, "threads": args.threads,
                               "cpu": args.cpu, "requests": len(sample), "mean_ids": statistics.mean(lengths), "cells": []}
-    for provider in args.providers.split(","):
-        for variant in args.variants.split(","):
-            cell: dict[str, Any] = {"provider": provider, "variant": variant}
-            try:
-                scorer = load_scorer(repository, args.name, args.version, provider.strip(), variant.strip(), args.threads)
-            except Exception as exc:  # no such provider here, or no such file: reported, the others still run
-                problems = getattr(exc, "problems", None)
-                cell["error"] = "; ".join(problems) if problems else str(exc).splitlines()[0]
-                print(f"{provider}/{variant}: not measured: {cell['error']}", file=sys.stderr, flush=True)
-                result["cells"].append(cell)
-                continue
-            result["model"] = scorer.label
-            cell["session_provider"] = scorer.session.get_providers()[0]
-            print(f"{provider}/{variant}: measuring {scorer.label} on {cell['session_provider']}...", file=sys.stderr, flush=True)
-            cell.update(bench_cell(scorer, sample, batches=[int(b) for b in args.batches.split(",")], seconds=args.seconds))
-            scorer.close()
+    cells = [(p.strip(), v.strip(), r.strip()) for p in args.providers.split(",") for v in args.variants.split(",")
+             for r in args.runtimes.split(",")]
+    for provider, variant, runtime in cells:
+        cell: dict[str, Any] = {"provider": provider, "variant": variant, "runtime": runtime}
+        try:
+            scorer = load_scorer(repository, args.name, args.version, provider, variant, args.threads, runtime)
+        except Exception as exc:  # no such provider here, or no such file: reported, the others still run
+            problems = getattr(exc, "problems", None)
+            cell["error"] = "; ".join(problems) if problems else str(exc).splitlines()[0]
+            print(f"{provider}/{variant}/{runtime}: not measured: {cell['error']}", file=sys.stderr, flush=True)
             result["cells"].append(cell)
+            continue
+        result["model"] = scorer.label
+        cell["session_provider"] = scorer.session.get_providers()[0]
+        print(f"{provider}/{variant}/{runtime}: measuring {scorer.label} on {cell['session_provider']}...", file=sys.stderr, flush=True)
+        cell.update(bench_cell(scorer, sample, batches=[int(b) for b in args.batches.split(",")], seconds=args.seconds))
+        scorer.close()
+        result["cells"].append(cell)
     return result
 
 
@@ -146,23 +164,40 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"model {result.get('model', result['name'])} from {result['repository']}; {result['threads']} intra-op thread(s); "
              f"CPU {result['cpu'] if result['cpu'] is not None else 'unpinned'}; {result['requests']} sample requests "
              f"(mean {result['mean_ids']:.0f} token ids)", ""]
-    head = (f"{'provider':<8} {'variant':<7} {'tokenize p50/p99 us':>20} {'infer p50/p99 ms':>17} {'tok+infer p50/p99 ms':>21} "
+    head = (f"{'provider':<8} {'variant':<7} {'runtime':<7} {'tokenize p50/p99 us':>20} {'infer p50/p99 ms':>17} {'tok+infer p50/p99 ms':>21} "
             f"{'single dec/s':>12}" + "".join(f" {f'b{b} infer/s':>11} {f'b{b} tok+inf/s':>13}" for b in batches))
     lines.append(head)
     for c in result["cells"]:
         if "error" in c:
-            lines.append(f"{c['provider']:<8} {c['variant']:<7} not measured: {c['error']}")
+            lines.append(f"{c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} not measured: {c['error']}")
             continue
-        row = (f"{c['provider']:<8} {c['variant']:<7} {c['tokenize_p50_us']:>9.1f} / {c['tokenize_p99_us']:<8.1f} "
+        row = (f"{c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} {c['tokenize_p50_us']:>9.1f} / {c['tokenize_p99_us']:<8.1f} "
                f"{c['single_infer_p50_ms']:>7.3f} / {c['single_infer_p99_ms']:<7.3f} {c['single_p50_ms']:>9.3f} / {c['single_p99_ms']:<9.3f} "
                f"{c['single_decisions_per_s']:>12,.0f}")
         for b in batches:
             cell = c["batches"].get(str(b))
             row += f" {cell['infer_decisions_per_s']:>11,.0f} {cell['tokenize_infer_decisions_per_s']:>13,.0f}" if cell else " " * 26
         lines.append(row)
+    lines += _ratios(result["cells"], batches)
     lines += ["", f"targets (issue 4, one CPU core): tokenize + infer p50 <= {TARGETS['single_p50_ms']:g} ms single request; "
               f">= {TARGETS['batch64_decisions_per_s']:,.0f} decisions/s at batch 64"]
     return "\n".join(lines)
+
+
+def _ratios(cells: Sequence[dict[str, Any]], batches: Sequence[int]) -> list[str]:
+    """``tuned / plain`` per provider, variant and batch size, where both runtimes were measured."""
+    by = {(c["provider"], c["variant"], c.get("runtime", "tuned")): c for c in cells if "error" not in c}
+    lines = []
+    for (provider, variant, runtime), tuned in by.items():
+        plain = by.get((provider, variant, "plain"))
+        if runtime != "tuned" or plain is None:
+            continue
+        parts = [f"b{b} tok+inf {tuned['batches'][str(b)]['tokenize_infer_decisions_per_s'] / plain['batches'][str(b)]['tokenize_infer_decisions_per_s']:.2f}x"
+                 for b in batches if str(b) in tuned["batches"] and str(b) in plain["batches"]
+                 and plain["batches"][str(b)]["tokenize_infer_decisions_per_s"] > 0]
+        lines.append(f"tuned / plain runtime, {provider} {variant}: single {tuned['single_decisions_per_s'] / plain['single_decisions_per_s']:.2f}x, "
+                     + ", ".join(parts))
+    return ["", *lines] if lines else []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -173,6 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--providers", default="cpu", help="comma-separated providers to try: cpu, cuda (default cpu)")
     p.add_argument("--variants", default="fp32,int8", help="comma-separated model files: fp32, int8, fp16 (default fp32,int8)")
     p.add_argument("--batches", default="1,8,64,256", help="batch sizes (default 1,8,64,256)")
+    p.add_argument("--runtimes", default="tuned", type=_runtimes,
+                   help="comma-separated: tuned (the gateway's CPU tuning, default), plain (without it); both prints their ratio")
     p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default 1, as the gateway)")
     p.add_argument("--seconds", type=float, default=6.0, help="measuring time per provider/variant (default 6)")
     p.add_argument("--requests", type=int, default=2000, help="sample requests (default 2000)")

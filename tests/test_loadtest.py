@@ -8,6 +8,7 @@ import contextlib
 import ipaddress
 import json
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -432,6 +433,23 @@ def test_model_bench_measures_the_runtime(tmp_path: Path, capsys: pytest.Capture
     assert "no int8 file" in int8["error"]
     assert "cpu      fp32" in capsys.readouterr().out
     assert modelbench.main(["--repository", str(tmp_path / "none")]) == 2
+
+
+def test_model_bench_compares_the_tuned_runtime_with_the_plain_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = write_toy_model(tmp_path / "repo")
+    out = tmp_path / "model.json"
+    code = modelbench.main(["--repository", str(repo), "--name", "clef-flash-toy", "--variants", "fp32", "--runtimes", "tuned,plain",
+                            "--batches", "1,8", "--seconds", "0.6", "--requests", "60", "--cpu", "0", "--json", str(out)])
+    assert code == 0
+    tuned, plain = json.loads(out.read_text())["cells"]
+    assert (tuned["runtime"], plain["runtime"]) == ("tuned", "plain")
+    assert plain["batches"]["8"]["tokenize_infer_decisions_per_s"] > 0
+    text = capsys.readouterr().out
+    assert "cpu      fp32    plain" in text
+    assert re.search(r"tuned / plain runtime, cpu fp32: single \d+\.\d\dx, b1 tok\+inf \d+\.\d\dx, b8 tok\+inf \d+\.\d\dx", text)
+    with pytest.raises(SystemExit):
+        modelbench.main(["--runtimes", "tuned,fast"])
+    assert "unknown runtime fast" in capsys.readouterr().err
 
 
 def _cuda_device_present() -> bool:
