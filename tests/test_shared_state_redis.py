@@ -62,6 +62,10 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 def replica(server: RedisServer, **redis_kw: float) -> ClientState:
+    """A worker's shared state on ``server``. Redis calls get a generous deadline unless a test sets one: on a busy machine
+    a first connection can take longer than the production 0.25 s, and a timed-out call decides on local state (the
+    fallback, which its own test covers) where these tests mean to check what the replicas share."""
+    redis_kw.setdefault("timeout_s", 5.0)
     return ClientState(ClientsConfig(window_s=60), RedisConfig(url=server.url, key_prefix=f"t{server.port}:", **redis_kw))
 
 
@@ -137,6 +141,7 @@ async def test_a_solved_challenge_cannot_be_replayed_on_another_replica(redis_se
         counter = solve(re.search(r'data-nonce="([^"]+)"', html).group(1), 6)  # type: ignore[union-attr]
         assert (await _answer(svc_a, token, counter)).status == 303
         replayed = await _answer(svc_b, token, counter)
+        assert a.shared_up and b.shared_up  # both claims went to Redis, none fell back to local state
         assert replayed.status == 403 and b"replayed" in replayed.body
     finally:
         await a.close()
