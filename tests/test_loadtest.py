@@ -420,14 +420,18 @@ def test_bench_smoke_runs_every_step_and_writes_the_report(tmp_path: Path) -> No
     assert (out / "summary.md").read_text() == summary
 
 
-def test_model_bench_measures_the_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def run_model_bench(tmp_path: Path, *options: str) -> dict[str, Any]:
+    """``clefgate bench model`` on a toy model, briefly; its JSON results (the run must succeed)."""
     repo = write_toy_model(tmp_path / "repo")
     out = tmp_path / "model.json"
-    code = modelbench.main(["--repository", str(repo), "--name", "clef-flash-toy", "--providers", "cpu", "--variants", "fp32,int8",
-                            "--batches", "1,8", "--seconds", "0.6", "--requests", "60", "--cpu", "0", "--json", str(out)])
+    code = modelbench.main(["--repository", str(repo), "--name", "clef-flash-toy", "--batches", "1,8", "--seconds", "0.6",
+                            "--requests", "60", "--cpu", "0", "--json", str(out), *options])
     assert code == 0
-    result = json.loads(out.read_text())
-    fp32, int8 = result["cells"]
+    return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
+def test_model_bench_measures_the_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fp32, int8 = run_model_bench(tmp_path, "--providers", "cpu", "--variants", "fp32,int8")["cells"]
     assert fp32["session_provider"] == "CPUExecutionProvider"
     assert fp32["single_decisions_per_s"] > 0 and fp32["batches"]["8"]["infer_decisions_per_s"] > 0
     assert "no int8 file" in int8["error"]
@@ -436,12 +440,7 @@ def test_model_bench_measures_the_runtime(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_model_bench_compares_the_tuned_runtime_with_the_plain_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    repo = write_toy_model(tmp_path / "repo")
-    out = tmp_path / "model.json"
-    code = modelbench.main(["--repository", str(repo), "--name", "clef-flash-toy", "--variants", "fp32", "--runtimes", "tuned,plain",
-                            "--batches", "1,8", "--seconds", "0.6", "--requests", "60", "--cpu", "0", "--json", str(out)])
-    assert code == 0
-    tuned, plain = json.loads(out.read_text())["cells"]
+    tuned, plain = run_model_bench(tmp_path, "--variants", "fp32", "--runtimes", "tuned,plain")["cells"]
     assert (tuned["runtime"], plain["runtime"]) == ("tuned", "plain")
     assert plain["batches"]["8"]["tokenize_infer_decisions_per_s"] > 0
     text = capsys.readouterr().out
