@@ -313,10 +313,9 @@ class OnnxScorer:
     def run_inputs(self, inputs: Sequence[ModelInput]) -> list[Probabilities]:
         """Probabilities for already-encoded inputs, one mapping per row."""
         probs = self.probabilities(inputs)
-        rows: list[Probabilities] = []
-        for i in range(len(inputs)):
-            rows.append({q: dict(zip(opts, probs[q][i].tolist(), strict=True)) for q, opts, _ in self._questions})
-        return rows
+        # one tolist() per question, not per row: the per-row numpy indexing cost ~5 µs a request at batch 64
+        columns = [(q, opts, probs[q].tolist()) for q, opts, _ in self._questions]
+        return [{q: dict(zip(opts, values[i], strict=True)) for q, opts, values in columns} for i in range(len(inputs))]
 
     def run_batch(self, batch: list[Features]) -> list[Probabilities]:
         """Score requests: ``{"class": {"human": p, …}, "attack_kind": {…}}`` per request, in order."""
