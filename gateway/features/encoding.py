@@ -90,8 +90,12 @@ def _trie_pattern(words: Sequence[str]) -> str:
 
 
 _PHRASE_RE = re.compile(_trie_pattern(PHRASES))
-_PHRASE_CHAR = {p: chr(0xE000 + i) for i, p in enumerate(PHRASES)}
-_PRIVATE_FIRST = 0xE000
+# A phrase is coded as the character whose code point is its id less BYTE_OFFSET, just past the
+# bytes (text reaching the coder is latin-1, below 256), so every coded character becomes its id
+# by adding BYTE_OFFSET, and the coded text fits UTF-16 code units.
+_PHRASE_CHAR = {p: chr(PHRASE_OFFSET - BYTE_OFFSET + i) for i, p in enumerate(PHRASES)}
+if PHRASE_OFFSET - BYTE_OFFSET + len(PHRASES) > min(VOCAB_SIZE, 0xD800):
+    raise AssertionError("the phrase vocabulary does not fit below VOCAB_SIZE")
 
 
 def _phrase_char(match: re.Match[str]) -> str:
@@ -122,8 +126,8 @@ def encode(text: str) -> np.ndarray:
         # Characters above latin-1 only come from hand-made records; the wire is bytes.
         text = "".join(c if ord(c) < 256 else "\x00" for c in text)
     coded = "\n".join(map(_coded_line, text.split("\n")))
-    chars = np.frombuffer(coded.encode("utf-32-le"), dtype=np.uint32)[:MAX_TOKENS].astype(np.int64)
-    return np.where(chars >= _PRIVATE_FIRST, chars - (_PRIVATE_FIRST - PHRASE_OFFSET), chars + BYTE_OFFSET)
+    units = np.frombuffer(coded.encode("utf-16-le"), dtype=np.uint16)[:MAX_TOKENS]
+    return np.add(units, BYTE_OFFSET, dtype=np.int64)
 
 
 def decode_ids(ids: np.ndarray) -> str:

@@ -43,8 +43,9 @@ _LIBRARY_PREFIXES = ("curl/", "wget/", "python-", "python/", "go-http-client", "
                      "http.rb", "faraday", "dart", "rest-client", "restsharp", "winhttp", "libcurl")
 _BOT_RE = re.compile(r"bot|crawl|spider|slurp|scan|fetch|https?://|archiv|monitor|preview|feed|rss|check")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-# Characters that carry injections; counted with str.count (C speed) rather than a loop.
-_SUSPICIOUS = tuple("'\"<>;|`$(){}\\*")
+# Characters that carry injections; counted as what str.translate deletes (one C pass) rather than a loop.
+_SUSPICIOUS = "'\"<>;|`$(){}\\*"
+_DROP_SUSPICIOUS = str.maketrans("", "", _SUSPICIOUS)
 
 NUMERIC_NAMES: tuple[str, ...] = (
     "http_1.0", "http_1.1", "http_2+",
@@ -85,7 +86,7 @@ def _entropy(text: str) -> float:
 def _suspicious(text: str) -> float:
     if not text:
         return 0.0
-    return sum(map(text.count, _SUSPICIOUS)) / len(text)
+    return (len(text) - len(text.translate(_DROP_SUSPICIOUS))) / len(text)
 
 
 def _order_score(ranks: list[int]) -> float:
