@@ -185,6 +185,24 @@ def test_flushing_denormals_changes_no_output_of_any_shipped_version(version: st
         assert np.array_equal(values, flushed[question]), (version, question)
 
 
+def test_the_flush_is_scoped_to_runs_even_with_onnxruntime_pool_threads(held_out_inputs: list[feat.ModelInput]) -> None:
+    """With two intra-op threads the caller flushes and the pool threads do not: outputs stay bit for bit, and neither
+    loading nor scoring leaves flush-to-zero on in the thread that did it (onnxruntime's session.set_denormal_as_zero
+    would: it is not used)."""
+    from gateway.decider import fpenv
+
+    def control() -> int | None:
+        value = fpenv.mxcsr()
+        return None if value is None else value & ~0x3F  # the low six bits are sticky exception flags
+
+    before = control()
+    base = {"providers": ("cpu",), "intra_op_threads": 2, "warmup_runs": 1}
+    flushed = OnnxScorer(OnnxOptions(**base)).logits(held_out_inputs)
+    ieee = OnnxScorer(OnnxOptions(**base, flush_denormals=False)).logits(held_out_inputs)
+    assert all(np.array_equal(ieee[q], flushed[q]) for q in ieee)
+    assert control() == before
+
+
 def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(scorer: OnnxScorer,
                                                                               held_out_inputs: list[feat.ModelInput]) -> None:
     """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (session 17:

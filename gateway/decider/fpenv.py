@@ -8,6 +8,9 @@ x86 cores handle a denormal result or operand with a microcode assist that costs
 whole Clef-flash 1.7.0 batch-64 run 10-13% slower). onnxruntime's own
 ``session.set_denormal_as_zero`` only applies to its thread-pool threads, and with one
 intra-op thread (the per-core setting) there are none: the session runs on the caller.
+The runtime does not set that option: it also leaves flush-to-zero on, for good, on the
+thread that creates the session (found in session 17, when this module's tests ran after
+such a session), so with more intra-op threads the pool threads keep IEEE denormals.
 
 What: :func:`flush_denormals` sets the SSE control register's flush-to-zero (FTZ) and
 denormals-are-zero (DAZ) bits for the duration of a ``with`` block, on this thread only,
