@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import EXAM, EXAM3, Split, assign
+from models.data.sources import EXAM, EXAM3, EXAM4, Split, assign
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -574,6 +574,10 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
         from models.data import exam3
 
         pool = exam3.PRODUCTIONS
+    elif split == EXAM4:
+        from models.data import exam4
+
+        pool = exam4.PRODUCTIONS
     elif split == EXAM:
         pool = EXAM_PRODUCTIONS
     else:
@@ -592,6 +596,11 @@ def probe_paths(split: Split) -> tuple[str, ...]:
 
         known = {p for _, paths in PROBE_PATHS + EXAM_PROBE_PATHS for p in paths}
         return tuple(p for _, paths in exam3.PROBE_PATHS for p in paths if p not in known)
+    if split == EXAM4:
+        from models.data import exam3, exam4
+
+        known = {p for _, paths in PROBE_PATHS + EXAM_PROBE_PATHS + exam3.PROBE_PATHS for p in paths}
+        return tuple(p for _, paths in exam4.PROBE_PATHS for p in paths if p not in known)
     out: list[str] = []
     for name, paths in PROBE_PATHS:
         out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]

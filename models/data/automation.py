@@ -13,7 +13,7 @@ import functools
 import random
 
 from models.data.browsers import Headers
-from models.data.sources import EXAM, EXAM3, Split, on_side
+from models.data.sources import EXAM, EXAM3, EXAM4, Split, on_side
 
 # Library and CLI user agents (name, versions): the clients of APIs, feeds, git and downloads.
 _LIBRARIES = (
@@ -78,6 +78,11 @@ def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
 
         known = {ua for _, uas in _LIBRARIES + _EXAM_LIBRARIES for ua in uas}
         return tuple((fam, ua) for fam, uas in exam3.LIBRARIES for ua in uas if ua not in known)
+    if split == EXAM4:
+        from models.data import exam3, exam4
+
+        known = {ua for _, uas in _LIBRARIES + _EXAM_LIBRARIES for ua in uas} | {ua for _, uas in exam3.LIBRARIES for ua in uas}
+        return tuple((fam, ua) for fam, uas in exam4.LIBRARIES for ua in uas if ua not in known)
     return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("ua", ua, split))
 
 

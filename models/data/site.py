@@ -251,7 +251,7 @@ def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
     key = (id(pool), split)
     if key not in _POOLS:
         sides = assign(list(pool), "text", str)
-        _POOLS[key] = tuple(sides["eval" if split in ("exam", "exam3") else split])
+        _POOLS[key] = tuple(sides["eval" if split in ("exam", "exam3", "exam4") else split])
     return _POOLS[key]
 
 
@@ -649,6 +649,14 @@ def _exam3_templates() -> tuple[Template, ...]:
     return tuple(exam3.TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
 
 
+@functools.cache
+def _exam4_templates() -> tuple[Template, ...]:
+    """The fourth exam's pages (``models.data.exam4``), with the held-out side's home, robots and health checks."""
+    from models.data import exam4
+
+    return tuple(exam4.TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
+
+
 def _uuid(rng: random.Random) -> str:
     return f"{_hex(rng, 8)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 4)}-{_hex(rng, 12)}"
 
@@ -790,7 +798,7 @@ def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | N
               routes: bool = False, rest_writes: bool = False) -> tuple[Template, ...]:
     """Templates of one split, optionally of one site (plus shared ones) and some groups; ``routes`` adds ``ROUTES``
     and ``rest_writes`` ``REST_WRITES`` on the training side."""
-    pool = _exam3_templates() if split == "exam3" else _SIDES[split]
+    pool = _exam3_templates() if split == "exam3" else _exam4_templates() if split == "exam4" else _SIDES[split]
     if split == "train":
         pool += (ROUTES if routes else ()) + (REST_WRITES if rest_writes else ())
     return tuple(t for t in pool if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))

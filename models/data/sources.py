@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-Split = Literal["train", "calib", "eval", "exam", "exam3"]
+Split = Literal["train", "calib", "eval", "exam", "exam3", "exam4"]
 SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; the exams (below) are outside it
 EVAL_SHARE = 0.25
 CALIB_SHARE = 0.15
@@ -202,6 +202,8 @@ def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
         return exam_browser_agents()
     if split == EXAM3:
         return exam3_browser_agents()
+    if split == EXAM4:
+        return exam4_browser_agents()
     return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
@@ -210,6 +212,8 @@ def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
     """Crawler agents of one role and one side of the split (by user-agent string), or an exam's own."""
     if split in (EXAM, EXAM3):
         return tuple(a for a in (exam_crawler_agents() if split == EXAM else exam3_crawler_agents()) if a.role == role)
+    if split == EXAM4:
+        return tuple(a for a in exam4_crawler_agents() if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
 
 
@@ -350,3 +354,27 @@ def exam3_crawler_agents() -> tuple[CrawlerAgent, ...]:
     from models.data import exam3
 
     return _crawlers(list(exam3.CRAWLER_STRINGS), {a.ua for a in crawler_agents() + exam_crawler_agents()})
+
+
+# ---------------------------------------------------------------------------- the fourth exam
+#
+# ``exam4`` is a sixth side outside the hash split, built like the third but from sources none of the sides, the second
+# exam or the third has (``models.data.exam4``), after the third exam had been read twice: a model whose training data
+# was chosen with the third exam in view is measured on this one. Used only to measure, never to train or choose.
+EXAM4: Split = "exam4"
+
+
+@functools.cache
+def exam4_browser_agents() -> tuple[BrowserAgent, ...]:
+    """The fourth exam's browsers: none of them is a string of the sides', the second exam's or the third's."""
+    from models.data import exam4
+
+    return _agents(list(exam4.BROWSER_STRINGS), {a.ua for a in browser_agents() + exam_browser_agents() + exam3_browser_agents()})
+
+
+@functools.cache
+def exam4_crawler_agents() -> tuple[CrawlerAgent, ...]:
+    """The fourth exam's crawlers: none of them is a string of the sides', the second exam's or the third's."""
+    from models.data import exam4
+
+    return _crawlers(list(exam4.CRAWLER_STRINGS), {a.ua for a in crawler_agents() + exam_crawler_agents() + exam3_crawler_agents()})
