@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import random
 from urllib.parse import quote, quote_plus, urlencode
 
@@ -44,19 +43,34 @@ from models.data.site import (
     Endpoint,
     Template,
     _asset,
+    _b62,
+    _b64url,
+    _compact,
     _email,
     _form,
     _hex,
     _json,
     _page,
     _password,
+    _pkt,
     _q,
     _rest,
     _slug,
     _uuid,
     _version,
+    _xhr,
 )
-from models.data.sources import chrome_desktop
+from models.data.sources import (
+    BINGBOT,
+    IOS,
+    IPAD,
+    NEXUS,
+    WEBKIT,
+    applebot_releases,
+    chrome_desktop,
+    safari_releases,
+    search_crawler_release,
+)
 
 # ---------------------------------------------------------------------------- browsers
 #
@@ -64,9 +78,6 @@ from models.data.sources import chrome_desktop
 # 26.3-27), extended-support Firefox on systems the sides spell differently, and browsers no side had.
 
 _CHROME_BUILDS = {145: 7632, 146: 7680, 147: 7727, 148: 7778, 149: 7827, 150: 7871}
-_WEBKIT = "AppleWebKit/605.1.15 (KHTML, like Gecko)"
-_IOS = "CPU iPhone OS 18_6 like Mac OS X"  # iOS 26's Safari freezes the system version it reports at 18_6
-_IPAD = "CPU OS 18_6 like Mac OS X"
 
 
 def _browsers() -> list[tuple[str, float]]:
@@ -76,16 +87,16 @@ def _browsers() -> list[tuple[str, float]]:
         out += chrome_desktop(tail)
         out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
                 (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 Edg/{v}.0.0.0", 1.0),
-                (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} CriOS/{v}.0.{build}.{v % 6 * 17 + 31} Mobile/15E148 Safari/604.1", 0.4)]
+                (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} CriOS/{v}.0.{build}.{v % 6 * 17 + 31} Mobile/15E148 Safari/604.1", 0.4)]
         if v % 2:
             out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Safari/537.36", 0.3),  # Android tablets drop "Mobile"
                     (f"Mozilla/5.0 (X11; CrOS aarch64 16{v % 10}42.{v - 100}.0) {tail} Safari/537.36", 0.15),
                     (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36 Edg/{v}.0.0.0", 0.2),
-                    (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} CriOS/{v}.0.{build}.{v % 4 * 23 + 12} Mobile/15E148 Safari/604.1", 0.1)]
+                    (f"Mozilla/5.0 (iPad; {IPAD}) {WEBKIT} CriOS/{v}.0.{build}.{v % 4 * 23 + 12} Mobile/15E148 Safari/604.1", 0.1)]
         else:
             out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36 EdgA/{v}.0.0.0", 0.1),
                     (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36 Edg/{v}.0.0.0", 0.05),
-                    (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} EdgiOS/{v}.0.{3800 + (v - 145) * 56}.{v % 9 + 40} Version/26.0 Mobile/15E148 Safari/604.1", 0.1),
+                    (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} EdgiOS/{v}.0.{3800 + (v - 145) * 56}.{v % 9 + 40} Version/26.0 Mobile/15E148 Safari/604.1", 0.1),
                     (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 OPR/{v - 16}.0.0.0", 0.2)]
     for v in (146, 149):
         out.append((f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36 OPR/{v - 16}.0.0.0 (Edition Yx GX)", 0.1))
@@ -117,22 +128,19 @@ def _browsers() -> list[tuple[str, float]]:
         ("Mozilla/5.0 (X11; Fedora; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", 0.05),
         ("Mozilla/5.0 (Windows NT 6.1; Win64; x64; rv:115.0) Gecko/20100101 Firefox/115.0", 0.05),
         ("Mozilla/5.0 (Android 15; Tablet; rv:149.0) Gecko/149.0 Firefox/149.0", 0.03),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} FxiOS/146.0 Mobile/15E148 Safari/605.1.15", 0.15),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} FxiOS/148.1 Mobile/15E148 Safari/605.1.15", 0.15),
-        (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} FxiOS/148.1 Mobile/15E148 Safari/605.1.15", 0.04),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} FxiOS/146.0 Mobile/15E148 Safari/605.1.15", 0.15),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} FxiOS/148.1 Mobile/15E148 Safari/605.1.15", 0.15),
+        (f"Mozilla/5.0 (iPad; {IPAD}) {WEBKIT} FxiOS/148.1 Mobile/15E148 Safari/605.1.15", 0.04),
     ]
     # Safari on macOS (and visionOS, which sends the macOS string), iPhone and iPad; DuckDuckGo's and in-app views
-    for minor in ("26.3", "26.3.1", "26.4", "26.5", "27.0"):
-        out += [(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {_WEBKIT} Version/{minor} Safari/605.1.15", 1.0),
-                (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 5.0),
-                (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 0.8)]
+    out += safari_releases(("26.3", "26.3.1", "26.4", "26.5", "27.0"))
     out += [
-        (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {_WEBKIT} Version/26.4 Safari/605.1.15 Ddg/26.4", 0.05),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/26.3 Mobile/15E148 DuckDuckGo/7 Safari/604.1", 0.1),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} GSA/398.0.812745160 Mobile/15E148 Safari/604.1", 0.4),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 Instagram 401.0.0.36.87 (iPhone16,2; iOS 26_2; en_GB; en-GB; scale=3.00; 1290x2796; 812345678)", 0.2),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 [FBAN/FBIOS;FBAV/531.0.0.44.106;FBBV/812090331;FBDV/iPhone17,1;FBMD/iPhone;FBSN/iOS;FBSV/26.2;FBSS/3;FBCR/;FBID/phone;FBLC/en_US;FBOP/80]", 0.2),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148", 0.1),
+        (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {WEBKIT} Version/26.4 Safari/605.1.15 Ddg/26.4", 0.05),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/26.3 Mobile/15E148 DuckDuckGo/7 Safari/604.1", 0.1),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} GSA/398.0.812745160 Mobile/15E148 Safari/604.1", 0.4),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 Instagram 401.0.0.36.87 (iPhone16,2; iOS 26_2; en_GB; en-GB; scale=3.00; 1290x2796; 812345678)", 0.2),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 [FBAN/FBIOS;FBAV/531.0.0.44.106;FBBV/812090331;FBDV/iPhone17,1;FBMD/iPhone;FBSN/iOS;FBSV/26.2;FBSS/3;FBCR/;FBID/phone;FBLC/en_US;FBOP/80]", 0.2),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148", 0.1),
     ]
     return out
 
@@ -141,10 +149,6 @@ BROWSER_STRINGS: tuple[tuple[str, float], ...] = tuple(_browsers())
 
 # ---------------------------------------------------------------------------- crawlers
 
-_GOOGLEBOT = "compatible; Googlebot/2.1; +http://www.google.com/bot.html"
-_BINGBOT = "compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm"
-_NEXUS = "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko)"
-_APPLEBOT = "(Applebot/0.1; +http://www.apple.com/go/applebot)"
 
 # Operators invented for this exam (none is a real company): (format with {n}, tags, role), each in three versions.
 _INVENTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -179,17 +183,11 @@ def _crawlers() -> list[tuple[str, tuple[str, ...], str]]:
     out: list[tuple[str, tuple[str, ...], str]] = []
     for v, build in _CHROME_BUILDS.items():
         chrome = f"Chrome/{v}.0.{build}.{v % 7 * 19 + 5}"
-        out += [(f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {_GOOGLEBOT}) {chrome} Safari/537.36", search, "good"),
-                (f"{_NEXUS} {chrome} Mobile Safari/537.36 ({_GOOGLEBOT})", search, "good"),
-                (f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {_BINGBOT}) {chrome} Safari/537.36", search, "good"),
-                (f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
+        out += search_crawler_release(v, chrome)
         if v % 2:
-            out += [(f"{_NEXUS} {chrome} Mobile Safari/537.36 ({_BINGBOT})", search, "good"),
+            out += [(f"{NEXUS} {chrome} Mobile Safari/537.36 ({BINGBOT})", search, "good"),
                     (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
-    for version in ("26.1", "26.2", "26.3", "27.0"):
-        out.append((f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {_WEBKIT} Version/{version} Safari/605.1.15 {_APPLEBOT}", search, "good"))
-    for version in ("26.2", "26.4"):
-        out.append((f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/{version} Mobile/15E148 Safari/604.1 {_APPLEBOT}", search, "good"))
+    out += applebot_releases(("26.1", "26.2", "26.3", "27.0"), ("26.2", "26.4"))
     out += [("DuckDuckBot/1.2; (+http://duckduckgo.com/duckduckbot.html)", search, "good"),
             ("Mozilla/5.0 (compatible; DuckDuckBot-Https/1.2; https://duckduckgo.com/duckduckbot)", search, "good")]
     for fmt, tags, role in _INVENTED:
@@ -306,27 +304,6 @@ def _query(rng: random.Random, hard_share: float = 0.35) -> str:
 
 
 # ---------------------------------------------------------------------------- page shapes
-
-def _b62(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(n))
-
-
-def _b64url(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_") for _ in range(n))
-
-
-def _xhr(target: str) -> Endpoint:
-    return Endpoint("GET", target, "xhr", "xhr")
-
-
-def _compact(obj: object) -> str:
-    return json.dumps(obj, separators=(",", ":"))
-
-
-def _pkt(line: str) -> str:
-    """A git pkt-line: four hex digits of length (themselves included), then the line."""
-    return f"{len(line) + 4:04x}{line}"
-
 
 def _ls_refs(rng: random.Random) -> str:
     """A protocol-v2 ``ls-refs`` request, as ``git fetch`` and ``git ls-remote`` send it."""

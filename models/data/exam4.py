@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import random
 from urllib.parse import quote
 
@@ -49,19 +48,33 @@ from models.data.site import (
     Endpoint,
     Template,
     _asset,
+    _b62,
+    _b64url,
+    _compact,
     _email,
     _form,
     _hex,
     _json,
     _page,
     _password,
+    _pkt,
     _q,
     _rest,
     _slug,
     _uuid,
     _version,
+    _xhr,
 )
-from models.data.sources import chrome_desktop
+from models.data.sources import (
+    IOS,
+    IPAD,
+    NEXUS,
+    WEBKIT,
+    applebot_releases,
+    chrome_desktop,
+    safari_releases,
+    search_crawler_release,
+)
 
 # ---------------------------------------------------------------------------- browsers
 #
@@ -69,9 +82,6 @@ from models.data.sources import chrome_desktop
 # 27.1-28), Firefox on systems no side spells, and browsers and in-app views none had.
 
 _CHROME_BUILDS = {151: 7922, 152: 7970, 153: 8019, 154: 8066, 155: 8113, 156: 8160}
-_WEBKIT = "AppleWebKit/605.1.15 (KHTML, like Gecko)"
-_IOS = "CPU iPhone OS 18_6 like Mac OS X"  # iOS 26 and later freeze the system version Safari reports at 18_6
-_IPAD = "CPU OS 18_6 like Mac OS X"
 
 
 def _browsers() -> list[tuple[str, float]]:
@@ -81,16 +91,16 @@ def _browsers() -> list[tuple[str, float]]:
         out += chrome_desktop(tail)
         out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36", 3.5),
                 (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36 Edg/{v}.0.0.0", 1.0),
-                (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} CriOS/{v}.0.{build}.{v % 5 * 29 + 17} Mobile/15E148 Safari/604.1", 0.4)]
+                (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} CriOS/{v}.0.{build}.{v % 5 * 29 + 17} Mobile/15E148 Safari/604.1", 0.4)]
         if v % 2:
             out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Mobile Safari/537.36 OPR/{v - 58}.{v % 4}.{4900 + v}.{88000 + v * 7}", 0.15),
                     (f"Mozilla/5.0 (X11; CrOS x86_64 16{v % 10}81.{v - 130}.0) {tail} Safari/537.36", 0.15),
                     (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36 OPR/{v - 16}.0.0.0", 0.05),
-                    (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} EdgiOS/{v}.0.{4100 + (v - 151) * 53}.{v % 7 + 51} Version/27.0 Mobile/15E148 Safari/604.1", 0.1)]
+                    (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} EdgiOS/{v}.0.{4100 + (v - 151) * 53}.{v % 7 + 51} Version/27.0 Mobile/15E148 Safari/604.1", 0.1)]
         else:
             out += [(f"Mozilla/5.0 (Linux; Android 10; K) {tail} Safari/537.36 EdgA/{v}.0.0.0", 0.05),
                     (f"Mozilla/5.0 (Windows NT 10.0; Win64; x64; Xbox; Xbox Series X) {tail} Safari/537.36 Edg/{v}.0.0.0", 0.03),
-                    (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} EdgiOS/{v}.0.{4100 + (v - 151) * 53}.{v % 5 + 30} Version/27.0 Mobile/15E148 Safari/604.1", 0.03),
+                    (f"Mozilla/5.0 (iPad; {IPAD}) {WEBKIT} EdgiOS/{v}.0.{4100 + (v - 151) * 53}.{v % 5 + 30} Version/27.0 Mobile/15E148 Safari/604.1", 0.03),
                     (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36 OPR/{v - 16}.0.0.0", 0.05)]
     # Chromium on Android with the full build (the reduced format's exceptions) and on devices no side had
     out += [
@@ -122,24 +132,21 @@ def _browsers() -> list[tuple[str, float]]:
         ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:102.0) Gecko/20100101 Goanna/6.8 Firefox/102.0 PaleMoon/33.9.1", 0.02),
         ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:60.0) Gecko/20100101 Firefox/60.0 SeaMonkey/2.53.22", 0.01),
         ("Mozilla/5.0 (Android 15; Tablet; rv:155.0) Gecko/155.0 Firefox/155.0", 0.03),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} FxiOS/152.0 Mobile/15E148 Safari/605.1.15", 0.15),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} FxiOS/155.2 Mobile/15E148 Safari/605.1.15", 0.15),
-        (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} FxiOS/155.2 Mobile/15E148 Safari/605.1.15", 0.04),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} FxiOS/152.0 Mobile/15E148 Safari/605.1.15", 0.15),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} FxiOS/155.2 Mobile/15E148 Safari/605.1.15", 0.15),
+        (f"Mozilla/5.0 (iPad; {IPAD}) {WEBKIT} FxiOS/155.2 Mobile/15E148 Safari/605.1.15", 0.04),
     ]
     # Safari on macOS, iPhone and iPad; other browsers' and apps' views on iOS
-    for minor in ("27.1", "27.2", "27.3", "27.4", "28.0"):
-        out += [(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {_WEBKIT} Version/{minor} Safari/605.1.15", 1.0),
-                (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 5.0),
-                (f"Mozilla/5.0 (iPad; {_IPAD}) {_WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 0.8)]
+    out += safari_releases(("27.1", "27.2", "27.3", "27.4", "28.0"))
     out += [
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/27.1 Mobile/15E148 Safari/604.1 OPT/6.4.1", 0.05),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/27.2 Mobile/15E148 Safari/604.1 Ecosia ios@11.9.0.2611", 0.03),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} GSA/412.0.826190144 Mobile/15E148 Safari/604.1", 0.3),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 [LinkedInApp]/9.31.4120", 0.05),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 [Pinterest/iOS]", 0.04),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 musical_ly_42.6.0 JsSdk/2.0 NetType/WIFI Channel/App Store ByteLocale/en Region/GB RevealType/Dialog isDarkMode/1 WKWebView/1 BytedanceWebview/d8a21c6", 0.15),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 Safari Line/15.14.0", 0.03),
-        (f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Mobile/15E148 Instagram 405.0.0.28.79 (iPhone17,3; iOS 26_4; en_US; en; scale=3.00; 1179x2556; 829114570)", 0.2),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/27.1 Mobile/15E148 Safari/604.1 OPT/6.4.1", 0.05),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/27.2 Mobile/15E148 Safari/604.1 Ecosia ios@11.9.0.2611", 0.03),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} GSA/412.0.826190144 Mobile/15E148 Safari/604.1", 0.3),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 [LinkedInApp]/9.31.4120", 0.05),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 [Pinterest/iOS]", 0.04),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 musical_ly_42.6.0 JsSdk/2.0 NetType/WIFI Channel/App Store ByteLocale/en Region/GB RevealType/Dialog isDarkMode/1 WKWebView/1 BytedanceWebview/d8a21c6", 0.15),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 Safari Line/15.14.0", 0.03),
+        (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Mobile/15E148 Instagram 405.0.0.28.79 (iPhone17,3; iOS 26_4; en_US; en; scale=3.00; 1179x2556; 829114570)", 0.2),
     ]
     return out
 
@@ -148,10 +155,6 @@ BROWSER_STRINGS: tuple[tuple[str, float], ...] = tuple(_browsers())
 
 # ---------------------------------------------------------------------------- crawlers
 
-_GOOGLEBOT = "compatible; Googlebot/2.1; +http://www.google.com/bot.html"
-_BINGBOT = "compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm"
-_NEXUS = "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko)"
-_APPLEBOT = "(Applebot/0.1; +http://www.apple.com/go/applebot)"
 
 # Operators invented for this exam (none is a real company): (format with {n}, tags, role), each in three versions.
 _INVENTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -186,18 +189,12 @@ def _crawlers() -> list[tuple[str, tuple[str, ...], str]]:
     out: list[tuple[str, tuple[str, ...], str]] = []
     for v, build in _CHROME_BUILDS.items():
         chrome = f"Chrome/{v}.0.{build}.{v % 6 * 23 + 9}"
-        out += [(f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {_GOOGLEBOT}) {chrome} Safari/537.36", search, "good"),
-                (f"{_NEXUS} {chrome} Mobile Safari/537.36 ({_GOOGLEBOT})", search, "good"),
-                (f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {_BINGBOT}) {chrome} Safari/537.36", search, "good"),
-                (f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
+        out += search_crawler_release(v, chrome)
         if v % 2 == 0:
-            out += [(f"{_NEXUS} {chrome} Mobile Safari/537.36 (compatible; Google-InspectionTool/1.0;)", search, "good"),
+            out += [(f"{NEXUS} {chrome} Mobile Safari/537.36 (compatible; Google-InspectionTool/1.0;)", search, "good"),
                     (f"Mozilla/5.0 (X11; Linux x86_64; Storebot-Google/1.0) AppleWebKit/537.36 (KHTML, like Gecko) {chrome} Safari/537.36", search, "good"),
                     (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
-    for version in ("27.1", "27.2", "27.4", "28.0"):
-        out.append((f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {_WEBKIT} Version/{version} Safari/605.1.15 {_APPLEBOT}", search, "good"))
-    for version in ("27.1", "27.3"):
-        out.append((f"Mozilla/5.0 (iPhone; {_IOS}) {_WEBKIT} Version/{version} Mobile/15E148 Safari/604.1 {_APPLEBOT}", search, "good"))
+    out += applebot_releases(("27.1", "27.2", "27.4", "28.0"), ("27.1", "27.3"))
     for fmt, tags, role in _INVENTED:
         out += [(fmt.format(n=n), tags, role) for n in (2, 5, 8)]
     return out
@@ -317,16 +314,7 @@ def _query(rng: random.Random, hard_share: float = 0.35) -> str:
 
 # ---------------------------------------------------------------------------- page shapes
 
-_B62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def _b62(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice(_B62) for _ in range(n))
-
-
-def _b64url(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice(_B62 + "-_") for _ in range(n))
 
 
 def _b64std(rng: random.Random, nbytes: int) -> str:
@@ -337,25 +325,12 @@ def _ulid(rng: random.Random) -> str:
     return "01" + rng.choice("HJK") + "".join(rng.choice(_CROCKFORD) for _ in range(23))
 
 
-def _xhr(target: str) -> Endpoint:
-    return Endpoint("GET", target, "xhr", "xhr")
-
-
-def _compact(obj: object) -> str:
-    return json.dumps(obj, separators=(",", ":"))
-
-
 def _html_p(rng: random.Random, pool: tuple[str, ...]) -> str:
     return f"<p>{html.escape(_say(rng, pool), quote=False)}</p>"
 
 
 def _ms(rng: random.Random) -> int:
     return 1_760_000_000_000 + rng.randint(0, 10**11)
-
-
-def _pkt(line: str) -> str:
-    """A git pkt-line: four hex digits of length (themselves included), then the line."""
-    return f"{len(line) + 4:04x}{line}"
 
 
 def _partial_fetch(rng: random.Random) -> str:

@@ -185,6 +185,31 @@ def _hex(rng: random.Random, n: int) -> str:
     return "".join(rng.choice("0123456789abcdef") for _ in range(n))
 
 
+_B62 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _b62(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(_B62) for _ in range(n))
+
+
+def _b64url(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(_B62 + "-_") for _ in range(n))
+
+
+def _xhr(target: str) -> Endpoint:
+    """A page's own GET for data (fetch/XHR)."""
+    return Endpoint("GET", target, "xhr", "xhr")
+
+
+def _compact(obj: object) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def _pkt(line: str) -> str:
+    """A git pkt-line: four hex digits of length (themselves included), then the line."""
+    return f"{len(line) + 4:04x}{line}"
+
+
 # Shares of people's text drawn on the training side from real text instead of the pools: English (``stdtext``), and on
 # top of it other languages (``langtext``).
 REAL_TEXT_SHARE = 0.3

@@ -237,6 +237,44 @@ def chrome_desktop(tail: str) -> list[tuple[str, float]]:
             (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4)]
 
 
+# User-agent parts the later exams (models.data.exam3, exam4) build their releases from.
+WEBKIT = "AppleWebKit/605.1.15 (KHTML, like Gecko)"
+IOS = "CPU iPhone OS 18_6 like Mac OS X"  # iOS 26 and later freeze the system version Safari reports at 18_6
+IPAD = "CPU OS 18_6 like Mac OS X"
+GOOGLEBOT = "compatible; Googlebot/2.1; +http://www.google.com/bot.html"
+BINGBOT = "compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm"
+NEXUS = "Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko)"
+APPLEBOT = "(Applebot/0.1; +http://www.apple.com/go/applebot)"
+
+
+def safari_releases(minors: tuple[str, ...]) -> list[tuple[str, float]]:
+    """(user agent, weight) of Safari releases on macOS, iPhone and iPad, weighted roughly by share."""
+    out: list[tuple[str, float]] = []
+    for minor in minors:
+        out += [(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {WEBKIT} Version/{minor} Safari/605.1.15", 1.0),
+                (f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 5.0),
+                (f"Mozilla/5.0 (iPad; {IPAD}) {WEBKIT} Version/{minor} Mobile/15E148 Safari/604.1", 0.8)]
+    return out
+
+
+def search_crawler_release(v: int, chrome: str) -> list[tuple[str, tuple[str, ...], str]]:
+    """(user agent, tags, role) of one Chrome release ``v`` (``chrome``: its ``Chrome/…`` token) as Googlebot (desktop and
+    smartphone) and bingbot send it, and as headless Chrome on Linux, a bad bot's automation."""
+    search = ("search-engine",)
+    return [(f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {GOOGLEBOT}) {chrome} Safari/537.36", search, "good"),
+            (f"{NEXUS} {chrome} Mobile Safari/537.36 ({GOOGLEBOT})", search, "good"),
+            (f"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; {BINGBOT}) {chrome} Safari/537.36", search, "good"),
+            (f"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36",
+             ("browser-automation",), "bad")]
+
+
+def applebot_releases(mac: tuple[str, ...], iphone: tuple[str, ...]) -> list[tuple[str, tuple[str, ...], str]]:
+    """(user agent, tags, role) of Applebot on Safari releases for macOS and iPhone."""
+    search = ("search-engine",)
+    return ([(f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {WEBKIT} Version/{v} Safari/605.1.15 {APPLEBOT}", search, "good") for v in mac]
+            + [(f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/{v} Mobile/15E148 Safari/604.1 {APPLEBOT}", search, "good") for v in iphone])
+
+
 def _exam_browser_strings() -> list[tuple[str, float]]:
     """(user agent, weight) of browser releases after the packages' newest, weighted roughly by share."""
     out: list[tuple[str, float]] = []
