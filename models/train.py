@@ -89,6 +89,9 @@ class DataConfig:
     # share of the training side's site pages drawn under a directory sites mount apps at (models.data.site.MOUNTS;
     # 0 up to 1.7.0)
     mounts: float = 0.0
+    # share of the training side's JSON-body injections sent as a browser page's write of a people's REST_WRITES
+    # document, Origin and fetch metadata included (models.data.generate; 0 up to 1.7.0)
+    xhr_attacks: float = 0.0
 
 
 @dataclass
@@ -212,6 +215,8 @@ def load_config(path: Path) -> TrainConfig:
         problems.append(f"data.evasions: {cfg.data.evasions} is not a fraction below 1")
     if not 0.0 <= cfg.data.mounts < 1.0:
         problems.append(f"data.mounts: {cfg.data.mounts} is not a fraction below 1")
+    if not 0.0 <= cfg.data.xhr_attacks <= 1.0:
+        problems.append(f"data.xhr_attacks: {cfg.data.xhr_attacks} is not a fraction (0-1)")
     if cfg.model.members < 1:
         problems.append(f"model.members: {cfg.model.members} is not a number of networks (1 or more)")
     elif cfg.model.members > 1 and not _seeds_fit(cfg.model.members, cfg.train.member_seeds):
@@ -288,7 +293,8 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
                              ("eval", cfg.data.eval_rows, cfg.data.eval_seed)):
         path = work / f"{side}.jsonl"
         n, digest = write_jsonl(generate(side, rows, seed, dev_questions=cfg.data.dev_questions, routes=cfg.data.routes,
-                                         rest_writes=cfg.data.rest_writes, evasions=cfg.data.evasions, mounts=cfg.data.mounts), path)
+                                         rest_writes=cfg.data.rest_writes, evasions=cfg.data.evasions, mounts=cfg.data.mounts,
+                                         xhr_attacks=cfg.data.xhr_attacks), path)
         written[side] = (path, n, digest, seed)
     log(f"data: generated {written['train'][1]} training-side rows (sha256 {written['train'][2][:12]}), "
         f"{written['calib'][1]} calibration-side rows, {written['eval'][1]} held-out rows in {written['eval'][0]}")
@@ -333,6 +339,7 @@ def prepare(cfg: TrainConfig, extra: Sequence[Path], log: Any) -> Splits:
         if side == "train":
             flag += (" --rest-writes" if cfg.data.rest_writes else "") + (f" --evasions {cfg.data.evasions!r}" if cfg.data.evasions else "")
             flag += f" --mounts {cfg.data.mounts!r}" if cfg.data.mounts else ""
+            flag += f" --xhr-attacks {cfg.data.xhr_attacks!r}" if cfg.data.xhr_attacks else ""
         return {"sha256": digest, "rows": n, "generator": f"models.data.generate --split {side} --rows {n} --seed {seed}{flag}"}
 
     info = {**describe("train"), "calibration": describe("calib"), "eval": describe("eval"), "extra": sources,

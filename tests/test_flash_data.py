@@ -451,6 +451,30 @@ def test_mounts_put_training_pages_under_the_directories_scanners_guess(tmp_path
         assert err.value.code == 2, wrong
 
 
+def test_xhr_attacks_send_injections_the_way_people_send_their_writes(tmp_path: Path) -> None:
+    """``xhr_attacks`` sends a share of the training side's JSON-body injections as a browser page's write of one of
+    people's ``REST_WRITES`` documents (Origin and fetch metadata included, the payload in one of its fields), so
+    that how a write is sent is no evidence alone; every other side, and the training side without it, is as before."""
+    from models.data.generate import main
+
+    for split in ("calib", "eval", "exam", "exam3", "exam4"):
+        assert list(generate(split, 300, seed=4, xhr_attacks=0.5)) == list(generate(split, 300, seed=4)), split
+    rows = list(generate("train", 8000, seed=4, rest_writes=True, xhr_attacks=1.0))
+    sent = [r for r in rows if "/xhr_json" in r["source"]]
+    assert len(sent) > 80 and {r["label"] for r in sent} == {"attack"}
+    for r in sent:
+        names = {n.lower(): v for n, v in r["headers"]}
+        assert r["method"] in ("PUT", "PATCH") and "origin" in names and names.get("sec-fetch-mode", "cors") == "cors", r
+        assert names["content-type"] == "application/json" and isinstance(json.loads(r["body"]), dict)
+    production = {p.id: p for p in attacks.productions("train")}
+    assert {r["source"].split("/")[1] for r in sent} <= set(production)
+    assert not [r for r in generate("train", 8000, seed=4, rest_writes=True) if "/xhr_json" in r["source"]]
+    for wrong in (["--split", "calib", "--xhr-attacks", "0.1"], ["--xhr-attacks", "1.5"]):
+        with pytest.raises(SystemExit) as err:
+            main([*wrong, "--out", str(tmp_path / "x.jsonl")])
+        assert err.value.code == 2, wrong
+
+
 def test_routes_are_training_pages_that_add_no_held_out_word() -> None:
     """The URL conventions of ``site.ROUTES`` widen the training side's pages when asked for (``routes``) without
     copying a held-out shape: on the training side only, the other sides' rows the same with or without them, and

@@ -222,7 +222,7 @@ def test_calibration_selection_also_bounds_developer_text() -> None:
 
 def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("data:\n  dev_questions: -0.2\n  evasions: 1.0\n  mounts: -0.1\n  rest_writes: 2\nmodel:\n  members: 0\n"
+    bad.write_text("data:\n  dev_questions: -0.2\n  evasions: 1.0\n  mounts: -0.1\n  xhr_attacks: 1.5\n  rest_writes: 2\nmodel:\n  members: 0\n"
                    "train:\n  select: eval\n  select_threshold: 0.7\n  select_text_rows: -5\n  select_max_text_blocked: 2\n"
                    "export:\n  channel: beta\n  policy: {challenge_risk: 1.5}\n",
                    encoding="utf-8")
@@ -230,7 +230,7 @@ def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
         train.load_config(bad)
     message = str(err.value)
     assert "train.select: 'eval' is not one of validation, calibration" in message
-    assert "train.select_threshold: 0.7" in message and "11 problem(s)" in message
+    assert "train.select_threshold: 0.7" in message and "12 problem(s)" in message
     assert "export.policy.challenge_risk: 1.5 is not a probability (0-1)" in message
     assert "export.channel: 'beta' is not one of stable, opt-in" in message
     assert "model.members: 0 is not a number of networks" in message
@@ -238,6 +238,7 @@ def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
     assert "data.dev_questions: -0.2 is not a fraction" in message
     assert "data.evasions: 1.0 is not a fraction below 1" in message and "data.rest_writes: expected true or false" in message
     assert "data.mounts: -0.1 is not a fraction below 1" in message
+    assert "data.xhr_attacks: 1.5 is not a fraction (0-1)" in message
 
 
 def test_distillation_options_are_checked(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ read — ``method``, ``path`` (with query), ``http_version``, ``headers`` (wire 
 check (published crawler ranges, credentials), ``client`` (per-client window
 statistics) on part of the rows, and ``source`` (how the row was made, for
 per-source error analysis). The same seed, split and settings (``--dev-questions``,
-``--routes``, ``--rest-writes``, ``--evasions``, ``--mounts``) always give the same rows.
+``--routes``, ``--rest-writes``, ``--evasions``, ``--mounts``, ``--xhr-attacks``) always give the same rows.
 
 ``--split exam`` draws the second exam: the same kinds of request in the same mix, built only
 from sources written for it (``sources.EXAM``) that no side of the split has — newer browser
@@ -422,6 +422,37 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
     return head, "1.1" if rng.random() < 0.9 else "1.0"
 
 
+# people's writes that send a document (their DELETEs send none, and an attack does not add one)
+_WRITE_DOCUMENTS = tuple(t for t in site.REST_WRITES if t.make(random.Random(0)).body is not None)
+
+
+def _inject(rng: Draw, obj: Any, payload: str) -> Any:
+    """``obj`` (a JSON document) with ``payload`` as the value of one of its string fields, or of a new field."""
+    if isinstance(obj, dict):
+        keys = [k for k, v in obj.items() if isinstance(v, (str, dict))]
+        if keys and rng.random() < 0.8:
+            key = rng.choice(keys)
+            return {**obj, key: _inject(rng, obj[key], payload)}
+        return {**obj, rng.choice(("name", "note", "filter", "value", "url", "template")): payload}
+    return payload
+
+
+def _xhr_attack(rng: Draw, site_name: str, prod: attacks.Production, payload: str, evasion: str) -> dict[str, Any]:
+    """An injection sent as a browser page's write (training side, ``xhr_attacks``): one of people's ``REST_WRITES``
+    documents, Origin and fetch metadata as a browser sends them, the payload in one of its fields. People's writes
+    then differ from attacks by what they say, not by how they are sent."""
+    host = site.HOSTS[site_name]
+    tpl = rng.choice([t for t in _WRITE_DOCUMENTS if t.site == site_name] or _WRITE_DOCUMENTS)
+    ep = tpl.make(rng)
+    body = json.dumps(_inject(rng, json.loads(ep.body or "{}"), payload), separators=(",", ":"))
+    ep = Endpoint(ep.method, ep.target, "xhr", "xhr_post", body, "application/json")
+    agent = _weighted(rng, browsers_for(rng.split))
+    head, version = _browser_request(rng, agent, ep, host)
+    stats = _client(rng, "scanner")
+    return _record(ep.method, ep.target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack",
+                   f"attack/{prod.id}/xhr_json" + (f"/{evasion}" if evasion else ""), version=version, kind=prod.kind, client=stats)
+
+
 def attack(rng: Draw) -> dict[str, Any]:
     """Injections from the grammar in queries, paths, bodies and headers, and scanner probes."""
     site_name = rng.choice(site.SITES)
@@ -447,6 +478,8 @@ def attack(rng: Draw) -> dict[str, Any]:
         if rng.random() < 0.7:
             fields = {"csrf": "".join(rng.choice("abcdef0123456789") for _ in range(16)), **fields, "submit": "1"}
         target, body, ctype, method = ep.target.split("?")[0], urlencode(fields), "application/x-www-form-urlencoded", "POST"
+    elif where == "json" and rng.xhr_attacks and rng.random() < rng.xhr_attacks:
+        return _xhr_attack(rng, site_name, prod, payload, evasion)
     elif where == "json":
         ep, _, _ = _page_endpoint(rng, ("api", "xhr_post", "xhr"))
         obj: dict[str, Any] = {rng.choice(("id", "query", "name", "filter", "username", "url", "template", "sort")): payload}
@@ -496,7 +529,7 @@ BUILDERS = {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": 
 
 def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None = None, *,
              dev_questions: float = 0.0, routes: bool = False, rest_writes: bool = False,
-             evasions: float = 0.0, mounts: float = 0.0) -> Iterator[dict[str, Any]]:
+             evasions: float = 0.0, mounts: float = 0.0, xhr_attacks: float = 0.0) -> Iterator[dict[str, Any]]:
     """``rows`` records of one side of the split; row ``i`` depends only on (seed, split, i).
 
     ``dev_questions``: the share of hard-negative searches drawn from the pools (people's
@@ -506,14 +539,16 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
     ``rest_writes`` people's ``site.REST_WRITES``, ``evasions`` is the share of the
     training side's injections (query, path, form, JSON) written in an evasion encoding
     (``attacks.evade``), and ``mounts`` the share of its site pages (people's, crawlers',
-    bots' and attacks') drawn under a directory of ``site.MOUNTS``. The last four change
-    only the training side.
+    bots' and attacks') drawn under a directory of ``site.MOUNTS``, and ``xhr_attacks`` the share of its
+    JSON-body injections sent as a browser page's write of one of ``site.REST_WRITES``' documents. The last five
+    change only the training side.
     """
     weights = dict(mix or DEFAULT_MIX)
     classes = list(weights)
     base = int.from_bytes(hashlib.sha256(f"{seed}/{split}".encode()).digest()[:6], "big")
     for i in range(rows):
-        rng = Draw(base + i, split, dev_questions, routes, rest_writes=rest_writes, evasions=evasions, mounts=mounts)
+        rng = Draw(base + i, split, dev_questions, routes, rest_writes=rest_writes, evasions=evasions, mounts=mounts,
+                   xhr_attacks=xhr_attacks)
         label = rng.choices(classes, weights=[weights[c] for c in classes])[0]
         if label == "attack":
             rng.real_text = rng.lang_text = rng.dev_questions = 0.0  # attacks' benign parts (the page a payload is put on) keep the pools' text
@@ -571,6 +606,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mounts", type=float, default=0.0, metavar="SHARE",
                     help="share of the training side's site pages drawn under a directory sites mount apps at (site.MOUNTS; "
                          "the training config's data.mounts)")
+    ap.add_argument("--xhr-attacks", type=float, default=0.0, metavar="SHARE",
+                    help="share of the training side's JSON-body injections sent as a browser page's write of a "
+                         "site.REST_WRITES document (the training config's data.xhr_attacks)")
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
@@ -588,8 +626,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"--mounts {args.mounts} is not a fraction below 1")
     if args.mounts and args.split != "train":
         ap.error("--mounts: only the train side draws pages under MOUNTS")
+    if not 0.0 <= args.xhr_attacks <= 1.0:
+        ap.error(f"--xhr-attacks {args.xhr_attacks} is not a fraction (0-1)")
+    if args.xhr_attacks and args.split != "train":
+        ap.error("--xhr-attacks: only the train side sends injections as people's writes")
     n, digest = write_jsonl(generate(args.split, args.rows, args.seed, dev_questions=args.dev_questions, routes=args.routes,
-                                     rest_writes=args.rest_writes, evasions=args.evasions, mounts=args.mounts), args.out)
+                                     rest_writes=args.rest_writes, evasions=args.evasions, mounts=args.mounts,
+                                     xhr_attacks=args.xhr_attacks), args.out)
     print(f"wrote {n} {args.split} rows to {args.out} (sha256 {digest[:16]})", file=sys.stderr)
     return 0
 

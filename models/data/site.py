@@ -232,18 +232,21 @@ class Draw(random.Random):
     any of them (no extra random numbers), and ``generate`` sets all three to 0 for attack
     rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side, ``rest_writes``
     people's ``REST_WRITES``, ``evasions`` is the share of the training side's injections written in an
-    evasion encoding (``attacks.evade``), and ``mounts`` the share of its site pages drawn under one of the
-    directories of ``MOUNTS``; every other side draws as without them.
+    evasion encoding (``attacks.evade``), ``mounts`` the share of its site pages drawn under one of the
+    directories of ``MOUNTS``, and ``xhr_attacks`` the share of its JSON-body injections sent the way people's
+    ``REST_WRITES`` are (a browser page's write, payload in one field of the document); every other side draws as
+    without them.
     """
 
     def __init__(self, seed: int, split: Split, dev_questions: float = 0.0, routes: bool = False, *,
-                 rest_writes: bool = False, evasions: float = 0.0, mounts: float = 0.0) -> None:
+                 rest_writes: bool = False, evasions: float = 0.0, mounts: float = 0.0, xhr_attacks: float = 0.0) -> None:
         super().__init__(seed)
         self.split = split
         self.routes = routes  # ``templates`` adds them on the training side only
         self.rest_writes = rest_writes  # likewise
         self.evasions = evasions if split == "train" else 0.0
         self.mounts = mounts if split == "train" else 0.0
+        self.xhr_attacks = xhr_attacks if split == "train" else 0.0
         self.real_text = REAL_TEXT_SHARE if split == "train" else 0.0
         self.lang_text = LANG_TEXT_SHARE if split == "train" else 0.0
         self.dev_questions = dev_questions if split in ("train", "calib") else 0.0
