@@ -185,13 +185,14 @@ def table(result: dict[str, Any]) -> str:
 
 
 def _ratios(cells: Sequence[dict[str, Any]], batches: Sequence[int]) -> list[str]:
-    """``tuned / plain`` per provider, variant and batch size, where both runtimes were measured."""
+    """``tuned / plain`` per variant and batch size on the CPU, where both runtimes were measured (one after the other:
+    run the bench twice, or interleave runs, before reading a small ratio)."""
     by = {(c["provider"], c["variant"], c.get("runtime", "tuned")): c for c in cells if "error" not in c}
     lines = []
     for (provider, variant, runtime), tuned in by.items():
         plain = by.get((provider, variant, "plain"))
-        if runtime != "tuned" or plain is None:
-            continue
+        if runtime != "tuned" or plain is None or provider != "cpu" or not plain["single_decisions_per_s"]:
+            continue  # the tuning is the CPU provider's; elsewhere the two runtimes are the same
         parts = [f"b{b} tok+inf {tuned['batches'][str(b)]['tokenize_infer_decisions_per_s'] / plain['batches'][str(b)]['tokenize_infer_decisions_per_s']:.2f}x"
                  for b in batches if str(b) in tuned["batches"] and str(b) in plain["batches"]
                  and plain["batches"][str(b)]["tokenize_infer_decisions_per_s"] > 0]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -175,10 +173,12 @@ def held_out_inputs() -> list[feat.ModelInput]:
     return [feat.model_input(feat.from_record(r)) for r in generate("eval", 256, seed=37)]
 
 
+@pytest.mark.parametrize("variant", ["int8", "fp32"])
 @pytest.mark.parametrize("version", sorted(p.name for p in (DEFAULT_REPOSITORY / "clef-flash").iterdir() if (p / mf.MANIFEST_FILE).is_file()))
-def test_flushing_denormals_changes_no_output_of_any_shipped_version(version: str, held_out_inputs: list[feat.ModelInput]) -> None:
+def test_flushing_denormals_changes_no_output_of_any_shipped_version(version: str, variant: str,
+                                                                     held_out_inputs: list[feat.ModelInput]) -> None:
     """The CPU runtime flushes denormals to zero for speed (gateway.decider.fpenv); every logit must stay bit for bit."""
-    base = {"version": version, "providers": ("cpu",), "variant": "int8", "warmup_runs": 1}
+    base = {"version": version, "providers": ("cpu",), "variant": variant, "warmup_runs": 1}
     flushed = OnnxScorer(OnnxOptions(**base)).logits(held_out_inputs)
     ieee = OnnxScorer(OnnxOptions(**base, flush_denormals=False)).logits(held_out_inputs)
     for question, values in ieee.items():
@@ -203,37 +203,70 @@ def test_the_flush_is_scoped_to_runs_even_with_onnxruntime_pool_threads(held_out
     assert control() == before
 
 
-def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(scorer: OnnxScorer,
+def _skip_layer_norms(path: Path, disabled: list[str], tmp_path: Path) -> int:
+    """SkipLayerNormalization nodes in onnxruntime's optimized CPU graph of ``path`` with ``disabled`` optimizers."""
+    import onnx
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    so.log_severity_level = 3
+    ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+    return sum(n.op_type == "SkipLayerNormalization" for n in onnx.load(so.optimized_model_filepath).graph.node)
+
+
+def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(scorer: OnnxScorer, tmp_path: Path,
                                                                               held_out_inputs: list[feat.ModelInput]) -> None:
     """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (session 17:
     0 of 148,000 calibration-side actions changed, |dP| <= 0.0011), less than an int8 score moves with its batch."""
-    assert scorer.options.cpu_disabled_optimizers == ("SkipLayerNormFusion",)
+    from gateway.decider import fpenv
+
+    disabled = list(scorer.options.cpu_disabled_optimizers)
+    path = scorer.manifest.path(scorer.precision)
+    assert disabled == ["SkipLayerNormFusion"]
+    assert _skip_layer_norms(path, [], tmp_path) > 0 and _skip_layer_norms(path, disabled, tmp_path) == 0
+    # the scorer runs that graph: its logits are those of a session built with the same optimizers left out
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    unfused = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+    ids, numeric = feat.pad_batch(held_out_inputs[:64])
+    with fpenv.flush_denormals():
+        expected = unfused.run([o.name for o in scorer.manifest.outputs], {"ids": ids, "numeric": numeric})
+    got = scorer._run(ids, numeric)
+    assert all(np.array_equal(e, g) for e, g in zip(expected, got, strict=True))
     fused = OnnxScorer(OnnxOptions(providers=("cpu",), cpu_disabled_optimizers=(), warmup_runs=1))
     tuned, plain = scorer.probabilities(held_out_inputs)["class"], fused.probabilities(held_out_inputs)["class"]
-    assert not np.array_equal(tuned, plain)  # the switch is applied: the two graphs round differently
     assert np.abs(tuned - plain).max() < 0.01
     assert np.array_equal(tuned.argmax(1), plain.argmax(1))
 
 
-def test_cpu_sessions_run_with_denormals_flushed(monkeypatch: pytest.MonkeyPatch, held_out_inputs: list[feat.ModelInput]) -> None:
+class RecordingSession:
+    """An onnxruntime session that notes this thread's MXCSR each time it runs."""
+
+    def __init__(self, session: ort.InferenceSession) -> None:
+        self.session = session
+        self.states: list[int | None] = []
+
+    def run(self, *args: object, **kwargs: object) -> object:
+        from gateway.decider import fpenv
+
+        self.states.append(fpenv.mxcsr())
+        return self.session.run(*args, **kwargs)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.session, name)
+
+
+def test_cpu_sessions_run_with_denormals_flushed(held_out_inputs: list[feat.ModelInput]) -> None:
     from gateway.decider import fpenv
 
-    states: list[int | None] = []
-    original = fpenv.flush_denormals
-
-    @contextlib.contextmanager
-    def watched() -> Iterator[None]:
-        with original():
-            states.append(fpenv.mxcsr())
-            yield
-
-    monkeypatch.setattr(fpenv, "flush_denormals", watched)
-    scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1))
-    states.clear()
-    scorer.logits(held_out_inputs[:80])
-    assert len(states) == len({feat.bucket_length(len(i.ids)) for i in held_out_inputs[:80]})  # one per length group
-    if fpenv.AVAILABLE:
-        assert all(s is not None and s & 0x8040 == 0x8040 for s in states)  # FTZ and DAZ set while onnxruntime ran
-    states.clear()
-    OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1, flush_denormals=False)).logits(held_out_inputs[:80])
-    assert states == []
+    if not fpenv.AVAILABLE:
+        pytest.skip("flush-to-zero is set only on 64-bit x86 Linux")
+    for flush, expected in ((True, 0x8040), (False, 0)):
+        scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1, flush_denormals=flush))
+        recorder = RecordingSession(scorer.session)
+        scorer.session = recorder  # type: ignore[assignment]
+        scorer.logits(held_out_inputs[:80])
+        assert len(recorder.states) == len({feat.bucket_length(len(i.ids)) for i in held_out_inputs[:80]})  # one run per length group
+        assert {s & 0x8040 for s in recorder.states if s is not None} == {expected}, (flush, recorder.states)  # FTZ and DAZ bits
+        assert describe(scorer)["denormals_flushed"] is flush

@@ -6,20 +6,22 @@ x86 cores handle a denormal result or operand with a microcode assist that costs
 ~100 cycles, and onnxruntime's CPU softmax then runs about 6x slower on a masked row
 (measured in session 17: 33 µs against 5.4 µs per row of a [4, 41, 41] attention; the
 whole Clef-flash 1.7.0 batch-64 run 10-13% slower). onnxruntime's own
-``session.set_denormal_as_zero`` only applies to its thread-pool threads, and with one
-intra-op thread (the per-core setting) there are none: the session runs on the caller.
-The runtime does not set that option: it also leaves flush-to-zero on, for good, on the
-thread that creates the session (found in session 17, when this module's tests ran after
-such a session), so with more intra-op threads the pool threads keep IEEE denormals.
+``session.set_denormal_as_zero`` sets its pool threads and the thread that creates the
+session (for good: found in session 17, when this module's tests ran after such a
+session), never the thread that calls ``run``; with one intra-op thread (the per-core
+setting) the session runs on that caller. The runtime does not use the option, so with
+more intra-op threads the pool threads keep IEEE denormals.
 
 What: :func:`flush_denormals` sets the SSE control register's flush-to-zero (FTZ) and
 denormals-are-zero (DAZ) bits for the duration of a ``with`` block, on this thread only,
-and restores the previous floating-point environment on exit (exceptions included). A
-value below 1.2e-38 becomes 0, which changes no probability the models produce: the
-outputs with and without it are bit-identical on every shipped version (tested).
+and restores the previous floating-point environment on exit (exceptions included). The
+block must hold synchronous code only (never an ``await``: another task would run on the
+thread with the bits set). A value below 1.2e-38 becomes 0. That changed no output of the
+shipped versions: their logits with and without it are bit-identical (tested for every
+version, fp32 and int8); it is an observation on those files, not a guarantee for any model.
 
-Where it cannot be done (not x86-64 Linux, no C math library) it is a no-op, and
-:data:`AVAILABLE` says so.
+Where it cannot be done (not 64-bit x86 Linux, no C math library, or a control register
+that does not take the bits when probed) it is a no-op, and :data:`AVAILABLE` says so.
 """
 
 from __future__ import annotations
@@ -43,20 +45,39 @@ class _Fenv(ctypes.Structure):
     _fields_ = [("x87", ctypes.c_ubyte * _MXCSR_OFFSET), ("mxcsr", ctypes.c_uint32)]
 
 
+def _open_libm() -> Any:
+    # the usual glibc name first (find_library needs ldconfig or a compiler, which slim images lack), then a lookup
+    for name in ("libm.so.6", ctypes.util.find_library("m")):
+        if name:
+            try:
+                return ctypes.CDLL(name)
+            except OSError:
+                continue
+    return None
+
+
 def _libm() -> Any:
-    if sys.platform != "linux" or platform.machine().lower() not in ("x86_64", "amd64"):
-        return None
-    name = ctypes.util.find_library("m")
-    if name is None:
+    """The C math library, where the x86-64 fenv_t layout holds and a round trip shows the bits take effect."""
+    if (sys.platform != "linux" or platform.machine().lower() not in ("x86_64", "amd64")
+            or ctypes.sizeof(ctypes.c_void_p) != 8 or ctypes.sizeof(_Fenv) != _FENV_BYTES):
+        return None  # a 32-bit Python on a 64-bit kernel has the i386 fenv_t, without MXCSR
+    lib = _open_libm()
+    if lib is None:
         return None
     try:
-        lib = ctypes.CDLL(name)
-        probe = _Fenv()
-        if ctypes.sizeof(_Fenv) != _FENV_BYTES or lib.fegetenv(ctypes.byref(probe)) != 0:
+        saved, probe, seen = _Fenv(), _Fenv(), _Fenv()
+        if lib.fegetenv(ctypes.byref(saved)) != 0:
             return None
-    except (OSError, AttributeError):
+        ctypes.memmove(ctypes.byref(probe), ctypes.byref(saved), _FENV_BYTES)
+        probe.mxcsr |= _FTZ | _DAZ
+        try:
+            lib.fesetenv(ctypes.byref(probe))
+            lib.fegetenv(ctypes.byref(seen))
+        finally:
+            lib.fesetenv(ctypes.byref(saved))
+        return lib if seen.mxcsr & (_FTZ | _DAZ) == _FTZ | _DAZ else None
+    except AttributeError:
         return None
-    return lib
 
 
 _LIBM = _libm()
@@ -75,8 +96,9 @@ def flush_denormals() -> Iterator[None]:
         return
     flushing = _Fenv.from_buffer_copy(saved)
     flushing.mxcsr |= _FTZ | _DAZ
-    _LIBM.fesetenv(ctypes.byref(flushing))
     try:
+        # set inside the try: a signal handled right after the call (KeyboardInterrupt) must not leave the bits on
+        _LIBM.fesetenv(ctypes.byref(flushing))
         yield
     finally:
         _LIBM.fesetenv(ctypes.byref(saved))

@@ -151,6 +151,9 @@ class OnnxScorer:
         self._by_output = {o.name: o.question for o in self.manifest.outputs}
         self._io_binding = self.provider == "cuda"
         self._flush_denormals = self.provider == "cpu" and self.options.flush_denormals
+        if self._flush_denormals and not fpenv.AVAILABLE:
+            log.info("model %s: denormals cannot be flushed to zero here (not 64-bit x86 Linux or no C math library); "
+                     "masked attention runs at IEEE speed", self.manifest.id)
         self._explain = self._explain_weights()
         self.warm_up()
         self.load_seconds = time.perf_counter() - started
@@ -364,5 +367,6 @@ def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     """What ``/health`` and ``clefgate bench`` report about a loaded model."""
     return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
+            "denormals_flushed": scorer._flush_denormals and fpenv.AVAILABLE,
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}

@@ -94,7 +94,7 @@ _PHRASE_RE = re.compile(_trie_pattern(PHRASES))
 # bytes (text reaching the coder is latin-1, below 256), so every coded character becomes its id
 # by adding BYTE_OFFSET, and the coded text fits UTF-16 code units.
 _PHRASE_CHAR = {p: chr(PHRASE_OFFSET - BYTE_OFFSET + i) for i, p in enumerate(PHRASES)}
-if PHRASE_OFFSET - BYTE_OFFSET + len(PHRASES) > min(VOCAB_SIZE, 0xD800):
+if PHRASE_OFFSET + len(PHRASES) > VOCAB_SIZE:
     raise AssertionError("the phrase vocabulary does not fit below VOCAB_SIZE")
 
 
@@ -126,7 +126,7 @@ def encode(text: str) -> np.ndarray:
         # Characters above latin-1 only come from hand-made records; the wire is bytes.
         text = "".join(c if ord(c) < 256 else "\x00" for c in text)
     coded = "\n".join(map(_coded_line, text.split("\n")))
-    units = np.frombuffer(coded.encode("utf-16-le"), dtype=np.uint16)[:MAX_TOKENS]
+    units = np.frombuffer(coded.encode("utf-16-le"), dtype="<u2")[:MAX_TOKENS]
     return np.add(units, BYTE_OFFSET, dtype=np.int64)
 
 

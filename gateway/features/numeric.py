@@ -43,7 +43,8 @@ _LIBRARY_PREFIXES = ("curl/", "wget/", "python-", "python/", "go-http-client", "
                      "http.rb", "faraday", "dart", "rest-client", "restsharp", "winhttp", "libcurl")
 _BOT_RE = re.compile(r"bot|crawl|spider|slurp|scan|fetch|https?://|archiv|monitor|preview|feed|rss|check")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-# Characters that carry injections; counted as what str.translate deletes (one C pass) rather than a loop.
+# Characters that carry injections; on ASCII text counted as what str.translate deletes (one C pass), otherwise with
+# str.count per character (translate takes a slow path on non-ASCII text, which a percent-encoded target decodes to).
 _SUSPICIOUS = "'\"<>;|`$(){}\\*"
 _DROP_SUSPICIOUS = str.maketrans("", "", _SUSPICIOUS)
 
@@ -86,7 +87,9 @@ def _entropy(text: str) -> float:
 def _suspicious(text: str) -> float:
     if not text:
         return 0.0
-    return (len(text) - len(text.translate(_DROP_SUSPICIOUS))) / len(text)
+    if text.isascii():
+        return (len(text) - len(text.translate(_DROP_SUSPICIOUS))) / len(text)
+    return sum(map(text.count, _SUSPICIOUS)) / len(text)
 
 
 def _order_score(ranks: list[int]) -> float:
