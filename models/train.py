@@ -89,8 +89,8 @@ class DataConfig:
     # share of the training side's site pages drawn under a directory sites mount apps at (models.data.site.MOUNTS;
     # 0 up to 1.7.0)
     mounts: float = 0.0
-    # share of the training side's JSON-body injections sent as a browser page's write of a people's REST_WRITES
-    # document, Origin and fetch metadata included (models.data.generate; 0 up to 1.7.0)
+    # share of the training side's JSON-body injections sent the way a page's script sends a write, Origin and fetch
+    # metadata included, as people's REST_WRITES are (models.data.generate; 0 up to 1.7.0)
     xhr_attacks: float = 0.0
 
 

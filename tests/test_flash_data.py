@@ -452,9 +452,9 @@ def test_mounts_put_training_pages_under_the_directories_scanners_guess(tmp_path
 
 
 def test_xhr_attacks_send_injections_the_way_people_send_their_writes(tmp_path: Path) -> None:
-    """``xhr_attacks`` sends a share of the training side's JSON-body injections as a browser page's write of one of
-    people's ``REST_WRITES`` documents (Origin and fetch metadata included, the payload in one of its fields), so
-    that how a write is sent is no evidence alone; every other side, and the training side without it, is as before."""
+    """``xhr_attacks`` sends a share of the training side's JSON-body injections the way a page's script sends a write
+    (Origin and fetch metadata, as people's ``REST_WRITES`` are), with the attack's own document and target, so that
+    how a write is sent is no evidence alone; every other side, and the training side without it, is as before."""
     from models.data.generate import main
 
     for split in ("calib", "eval", "exam", "exam3", "exam4"):
@@ -464,7 +464,7 @@ def test_xhr_attacks_send_injections_the_way_people_send_their_writes(tmp_path: 
     assert len(sent) > 80 and {r["label"] for r in sent} == {"attack"}
     for r in sent:
         names = {n.lower(): v for n, v in r["headers"]}
-        assert r["method"] in ("PUT", "PATCH") and "origin" in names and names.get("sec-fetch-mode", "cors") == "cors", r
+        assert r["method"] in ("POST", "PUT", "PATCH") and "origin" in names and names.get("sec-fetch-mode", "cors") == "cors", r
         assert names["content-type"] == "application/json" and isinstance(json.loads(r["body"]), dict)
     production = {p.id: p for p in attacks.productions("train")}
     assert {r["source"].split("/")[1] for r in sent} <= set(production)

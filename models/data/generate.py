@@ -422,37 +422,6 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
     return head, "1.1" if rng.random() < 0.9 else "1.0"
 
 
-# people's writes that send a document (their DELETEs send none, and an attack does not add one)
-_WRITE_DOCUMENTS = tuple(t for t in site.REST_WRITES if t.make(random.Random(0)).body is not None)
-
-
-def _inject(rng: Draw, obj: Any, payload: str) -> Any:
-    """``obj`` (a JSON document) with ``payload`` as the value of one of its string fields, or of a new field."""
-    if isinstance(obj, dict):
-        keys = [k for k, v in obj.items() if isinstance(v, (str, dict))]
-        if keys and rng.random() < 0.8:
-            key = rng.choice(keys)
-            return {**obj, key: _inject(rng, obj[key], payload)}
-        return {**obj, rng.choice(("name", "note", "filter", "value", "url", "template")): payload}
-    return payload
-
-
-def _xhr_attack(rng: Draw, site_name: str, prod: attacks.Production, payload: str, evasion: str) -> dict[str, Any]:
-    """An injection sent as a browser page's write (training side, ``xhr_attacks``): one of people's ``REST_WRITES``
-    documents, Origin and fetch metadata as a browser sends them, the payload in one of its fields. People's writes
-    then differ from attacks by what they say, not by how they are sent."""
-    host = site.HOSTS[site_name]
-    tpl = rng.choice([t for t in _WRITE_DOCUMENTS if t.site == site_name] or _WRITE_DOCUMENTS)
-    ep = tpl.make(rng)
-    body = json.dumps(_inject(rng, json.loads(ep.body or "{}"), payload), separators=(",", ":"))
-    ep = Endpoint(ep.method, ep.target, "xhr", "xhr_post", body, "application/json")
-    agent = _weighted(rng, browsers_for(rng.split))
-    head, version = _browser_request(rng, agent, ep, host)
-    stats = _client(rng, "scanner")
-    return _record(ep.method, ep.target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack",
-                   f"attack/{prod.id}/xhr_json" + (f"/{evasion}" if evasion else ""), version=version, kind=prod.kind, client=stats)
-
-
 def attack(rng: Draw) -> dict[str, Any]:
     """Injections from the grammar in queries, paths, bodies and headers, and scanner probes."""
     site_name = rng.choice(site.SITES)
@@ -478,14 +447,21 @@ def attack(rng: Draw) -> dict[str, Any]:
         if rng.random() < 0.7:
             fields = {"csrf": "".join(rng.choice("abcdef0123456789") for _ in range(16)), **fields, "submit": "1"}
         target, body, ctype, method = ep.target.split("?")[0], urlencode(fields), "application/x-www-form-urlencoded", "POST"
-    elif where == "json" and rng.xhr_attacks and rng.random() < rng.xhr_attacks:
-        return _xhr_attack(rng, site_name, prod, payload, evasion)
     elif where == "json":
         ep, _, _ = _page_endpoint(rng, ("api", "xhr_post", "xhr"))
         obj: dict[str, Any] = {rng.choice(("id", "query", "name", "filter", "username", "url", "template", "sort")): payload}
         if rng.random() < 0.6:
             obj["page"] = rng.randint(1, 9)
         target, body, ctype, method = ep.target.split("?")[0], json.dumps(obj), "application/json", rng.choice(("POST", "PUT", "PATCH"))
+        if rng.xhr_attacks and rng.random() < rng.xhr_attacks:
+            # the same document and target, sent as a page's script sends a write: compact JSON (JSON.stringify's),
+            # Origin and fetch metadata included
+            body = json.dumps(obj, separators=(",", ":"))
+            head, version = _browser_request(rng, _weighted(rng, browsers_for(rng.split)),
+                                             Endpoint(method, target, "xhr", "xhr_post", body, ctype), host)
+            return _record(method, target, head, body, _ip(rng, _DATACENTERS + _RESIDENTIAL), "attack",
+                           f"attack/{prod.id}/xhr_json" + (f"/{evasion}" if evasion else ""), version=version, kind=prod.kind,
+                           client=_client(rng, "scanner"))
     elif where == "path":
         ep, _, _ = _page_endpoint(rng, ("page", "api", "asset"))
         base = ep.target.split("?")[0].rstrip("/")
@@ -540,7 +516,7 @@ def generate(split: Split, rows: int, seed: int, mix: Mapping[str, float] | None
     training side's injections (query, path, form, JSON) written in an evasion encoding
     (``attacks.evade``), and ``mounts`` the share of its site pages (people's, crawlers',
     bots' and attacks') drawn under a directory of ``site.MOUNTS``, and ``xhr_attacks`` the share of its
-    JSON-body injections sent as a browser page's write of one of ``site.REST_WRITES``' documents. The last five
+    JSON-body injections sent the way a page's script sends a write (Origin and fetch metadata). The last five
     change only the training side.
     """
     weights = dict(mix or DEFAULT_MIX)
@@ -607,8 +583,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="share of the training side's site pages drawn under a directory sites mount apps at (site.MOUNTS; "
                          "the training config's data.mounts)")
     ap.add_argument("--xhr-attacks", type=float, default=0.0, metavar="SHARE",
-                    help="share of the training side's JSON-body injections sent as a browser page's write of a "
-                         "site.REST_WRITES document (the training config's data.xhr_attacks)")
+                    help="share of the training side's JSON-body injections sent the way a page's script sends a write "
+                         "(Origin and fetch metadata; the training config's data.xhr_attacks)")
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")

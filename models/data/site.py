@@ -233,8 +233,8 @@ class Draw(random.Random):
     rows. ``routes`` adds the training-only page shapes of ``ROUTES`` to the training side, ``rest_writes``
     people's ``REST_WRITES``, ``evasions`` is the share of the training side's injections written in an
     evasion encoding (``attacks.evade``), ``mounts`` the share of its site pages drawn under one of the
-    directories of ``MOUNTS``, and ``xhr_attacks`` the share of its JSON-body injections sent the way people's
-    ``REST_WRITES`` are (a browser page's write, payload in one field of the document); every other side draws as
+    directories of ``MOUNTS``, and ``xhr_attacks`` the share of its JSON-body injections sent the way a page's
+    script sends a write (Origin and fetch metadata, as people's ``REST_WRITES`` are); every other side draws as
     without them.
     """
 
