@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import EXAM, EXAM3, EXAM4, Split, assign
+from models.data.sources import EXAM, LATER_EXAMS, Split, assign, earlier_exams, later_exam
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -570,14 +570,8 @@ EXAM_PROBE_PATHS = (
 
 def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
     """Payload productions of one split (and kind), or an exam's own."""
-    if split == EXAM3:
-        from models.data import exam3
-
-        pool = exam3.PRODUCTIONS
-    elif split == EXAM4:
-        from models.data import exam4
-
-        pool = exam4.PRODUCTIONS
+    if split in LATER_EXAMS:
+        pool = later_exam(split).PRODUCTIONS
     elif split == EXAM:
         pool = EXAM_PRODUCTIONS
     else:
@@ -591,16 +585,10 @@ def probe_paths(split: Split) -> tuple[str, ...]:
     if split == EXAM:
         known = {p for _, paths in PROBE_PATHS for p in paths}
         return tuple(p for _, paths in EXAM_PROBE_PATHS for p in paths if p not in known)
-    if split == EXAM3:
-        from models.data import exam3
-
-        known = {p for _, paths in PROBE_PATHS + EXAM_PROBE_PATHS for p in paths}
-        return tuple(p for _, paths in exam3.PROBE_PATHS for p in paths if p not in known)
-    if split == EXAM4:
-        from models.data import exam3, exam4
-
-        known = {p for _, paths in PROBE_PATHS + EXAM_PROBE_PATHS + exam3.PROBE_PATHS for p in paths}
-        return tuple(p for _, paths in exam4.PROBE_PATHS for p in paths if p not in known)
+    if split in LATER_EXAMS:
+        earlier = PROBE_PATHS + EXAM_PROBE_PATHS + tuple(f for e in earlier_exams(split) for f in later_exam(e).PROBE_PATHS)
+        known = {p for _, paths in earlier for p in paths}
+        return tuple(p for _, paths in later_exam(split).PROBE_PATHS for p in paths if p not in known)
     out: list[str] = []
     for name, paths in PROBE_PATHS:
         out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]

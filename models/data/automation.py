@@ -13,7 +13,7 @@ import functools
 import random
 
 from models.data.browsers import Headers
-from models.data.sources import EXAM, EXAM3, EXAM4, Split, on_side
+from models.data.sources import EXAM, LATER_EXAMS, Split, earlier_exams, later_exam, on_side
 
 # Library and CLI user agents (name, versions): the clients of APIs, feeds, git and downloads.
 _LIBRARIES = (
@@ -73,16 +73,10 @@ def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
     if split == EXAM:
         known = {ua for _, uas in _LIBRARIES for ua in uas}
         return tuple((fam, ua) for fam, uas in _EXAM_LIBRARIES for ua in uas if ua not in known)
-    if split == EXAM3:
-        from models.data import exam3
-
-        known = {ua for _, uas in _LIBRARIES + _EXAM_LIBRARIES for ua in uas}
-        return tuple((fam, ua) for fam, uas in exam3.LIBRARIES for ua in uas if ua not in known)
-    if split == EXAM4:
-        from models.data import exam3, exam4
-
-        known = {ua for _, uas in _LIBRARIES + _EXAM_LIBRARIES for ua in uas} | {ua for _, uas in exam3.LIBRARIES for ua in uas}
-        return tuple((fam, ua) for fam, uas in exam4.LIBRARIES for ua in uas if ua not in known)
+    if split in LATER_EXAMS:
+        earlier = _LIBRARIES + _EXAM_LIBRARIES + tuple(f for e in earlier_exams(split) for f in later_exam(e).LIBRARIES)
+        known = {ua for _, uas in earlier for ua in uas}
+        return tuple((fam, ua) for fam, uas in later_exam(split).LIBRARIES for ua in uas if ua not in known)
     return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("ua", ua, split))
 
 

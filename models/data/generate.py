@@ -45,7 +45,7 @@ from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import attacks, automation, browsers, site
 from models.data.site import Draw, Endpoint
-from models.data.sources import EXAM, EXAM3, EXAM4, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for
+from models.data.sources import EXAM, LATER_EXAMS, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for, later_exam
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 DEFAULT_MIX = {"human": 0.42, "good_bot": 0.13, "bad_bot": 0.21, "attack": 0.24}
@@ -79,18 +79,6 @@ _EXAM_SCANNER_UAS = ("sqlmap/1.9.8#stable (https://sqlmap.org)", "Mozilla/5.00 (
 _PARAMS = ("q", "id", "search", "page", "name", "file", "url", "redirect", "next", "cat", "item", "user", "lang", "template", "path",
            "cmd", "host", "ip", "query", "sort", "order", "filter", "callback", "return", "dest", "view", "doc", "email", "debug")
 _HEADER_TARGETS = ("User-Agent", "Referer", "X-Api-Version", "X-Custom-Header", "Accept-Language", "X-Originating-URL", "Origin", "X-Client-Data")
-
-
-def _exam3_scanners() -> tuple[str, ...]:
-    from models.data import exam3
-
-    return exam3.SCANNER_UAS
-
-
-def _exam4_scanners() -> tuple[str, ...]:
-    from models.data import exam4
-
-    return exam4.SCANNER_UAS
 
 
 def _ip(rng: random.Random, ranges: Sequence[str]) -> str:
@@ -413,8 +401,8 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
         family, ua = rng.choice([x for x in automation.library_agents(rng.split) if x[0] not in ("git", "feedcli")])
         head = automation.library_head(family, ua, host, rng, content_type=content_type, content_length=len(body or ""))
         return head, "1.1"
-    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else _exam3_scanners() if rng.split == EXAM3
-                   else _exam4_scanners() if rng.split == EXAM4 else _SCANNER_UAS)
+    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else later_exam(rng.split).SCANNER_UAS if rng.split in LATER_EXAMS
+                    else _SCANNER_UAS)
     head = [["Host", host], ["User-Agent", ua], ["Accept", rng.choice(("*/*", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"))],
             ["Accept-Encoding", rng.choice(("gzip, deflate", "gzip", "identity"))], ["Connection", rng.choice(("close", "keep-alive"))]]
     if content_type:
@@ -561,7 +549,7 @@ def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.data.generate``: write one split as JSONL."""
     ap = argparse.ArgumentParser(prog="python -m models.data.generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "calib", "eval", "exam", "exam3", "exam4"), default="eval",
+    ap.add_argument("--split", choices=("train", "calib", "eval", "exam", *LATER_EXAMS), default="eval",
                     help="side of the source split to draw from (exam: the second exam, from sources no side has; exam3: the "
                          "third, from sources neither the sides nor the second exam has; exam4: the fourth, from sources none "
                          "of the sides, the second exam or the third has)")
@@ -588,7 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 0.0 <= args.dev_questions <= 1.0:
         ap.error(f"--dev-questions {args.dev_questions} is not a fraction (0-1)")
-    if args.dev_questions and args.split in ("eval", "exam", "exam3", "exam4"):
+    if args.dev_questions and args.split not in ("train", "calib"):
         ap.error(f"--dev-questions: the {args.split} side never draws developer questions")
     if args.routes and args.split != "train":
         ap.error("--routes: only the train side has ROUTES pages")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import devqueries, langtext, stdtext
-from models.data.sources import Split, assign
+from models.data.sources import LATER_EXAMS, Split, assign, later_exam
 
 HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
          "blog": "blog.example.com", "docs": "docs.example.io", "api": "api.example.com"}
@@ -279,7 +279,7 @@ def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
     key = (id(pool), split)
     if key not in _POOLS:
         sides = assign(list(pool), "text", str)
-        _POOLS[key] = tuple(sides["eval" if split in ("exam", "exam3", "exam4") else split])
+        _POOLS[key] = tuple(sides["eval" if split == "exam" or split in LATER_EXAMS else split])
     return _POOLS[key]
 
 
@@ -670,19 +670,9 @@ _EXAM_TEXT = {id(QUERIES): EXAM_QUERIES, id(HARD_QUERIES): EXAM_HARD_QUERIES, id
 
 
 @functools.cache
-def _exam3_templates() -> tuple[Template, ...]:
-    """The third exam's pages (``models.data.exam3``), with the held-out side's home, robots and health checks."""
-    from models.data import exam3
-
-    return tuple(exam3.TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
-
-
-@functools.cache
-def _exam4_templates() -> tuple[Template, ...]:
-    """The fourth exam's pages (``models.data.exam4``), with the held-out side's home, robots and health checks."""
-    from models.data import exam4
-
-    return tuple(exam4.TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
+def _later_exam_templates(split: Split) -> tuple[Template, ...]:
+    """A later exam's pages (``sources.later_exam``), with the held-out side's home, robots and health checks."""
+    return tuple(later_exam(split).TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
 
 
 def _uuid(rng: random.Random) -> str:
@@ -826,7 +816,7 @@ def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | N
               routes: bool = False, rest_writes: bool = False) -> tuple[Template, ...]:
     """Templates of one split, optionally of one site (plus shared ones) and some groups; ``routes`` adds ``ROUTES``
     and ``rest_writes`` ``REST_WRITES`` on the training side."""
-    pool = _exam3_templates() if split == "exam3" else _exam4_templates() if split == "exam4" else _SIDES[split]
+    pool = _later_exam_templates(split) if split in LATER_EXAMS else _SIDES[split]
     if split == "train":
         pool += (ROUTES if routes else ()) + (REST_WRITES if rest_writes else ())
     return tuple(t for t in pool if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))

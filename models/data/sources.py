@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Callable
@@ -200,20 +201,16 @@ def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
     """Browser agents of one side of the split (by user-agent string), or an exam's own."""
     if split == EXAM:
         return exam_browser_agents()
-    if split == EXAM3:
-        return exam3_browser_agents()
-    if split == EXAM4:
-        return exam4_browser_agents()
+    if split in LATER_EXAMS:
+        return later_exam_browser_agents(split)
     return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
     """Crawler agents of one role and one side of the split (by user-agent string), or an exam's own."""
-    if split in (EXAM, EXAM3):
-        return tuple(a for a in (exam_crawler_agents() if split == EXAM else exam3_crawler_agents()) if a.role == role)
-    if split == EXAM4:
-        return tuple(a for a in exam4_crawler_agents() if a.role == role)
+    if split == EXAM or split in LATER_EXAMS:
+        return tuple(a for a in (exam_crawler_agents() if split == EXAM else later_exam_crawler_agents(split)) if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
 
 
@@ -370,49 +367,36 @@ def _crawlers(strings: list[tuple[str, tuple[str, ...], str]], known: set[str]) 
     return tuple(CrawlerAgent(re.escape(ua), ua, tags, role) for ua, tags, role in strings if ua not in known)
 
 
-# ---------------------------------------------------------------------------- the third exam
+# ---------------------------------------------------------------------------- the later exams
 #
-# ``exam3`` is a fifth side outside the hash split, built like the second exam but from sources neither the sides nor
-# the second exam has (``models.data.exam3``), after the second exam had been read to choose training data: a model
-# trained on what the second exam showed is measured on this one. Used only to measure, never to train or choose.
+# Each later exam is a side outside the hash split whose sources are a module of their own (``models.data.exam3``,
+# ``models.data.exam4``): drawn like the second exam, from sources none of the sides, the second exam or any exam
+# before it has, and built after the exam before it had been read to choose training data. Used only to measure,
+# never to train or choose. In the order they were built; a new one is a module and a name here.
 EXAM3: Split = "exam3"
-
-
-@functools.cache
-def exam3_browser_agents() -> tuple[BrowserAgent, ...]:
-    """The third exam's browsers: none of them is a string of the sides' or the second exam's."""
-    from models.data import exam3
-
-    return _agents(list(exam3.BROWSER_STRINGS), {a.ua for a in browser_agents() + exam_browser_agents()})
-
-
-@functools.cache
-def exam3_crawler_agents() -> tuple[CrawlerAgent, ...]:
-    """The third exam's crawlers: none of them is a string of the sides' or the second exam's."""
-    from models.data import exam3
-
-    return _crawlers(list(exam3.CRAWLER_STRINGS), {a.ua for a in crawler_agents() + exam_crawler_agents()})
-
-
-# ---------------------------------------------------------------------------- the fourth exam
-#
-# ``exam4`` is a sixth side outside the hash split, built like the third but from sources none of the sides, the second
-# exam or the third has (``models.data.exam4``), after the third exam had been read twice: a model whose training data
-# was chosen with the third exam in view is measured on this one. Used only to measure, never to train or choose.
 EXAM4: Split = "exam4"
+LATER_EXAMS: tuple[Split, ...] = (EXAM3, EXAM4)
+
+
+def later_exam(split: Split) -> Any:
+    """The module holding a later exam's sources (imported on first use: it imports ``site`` and ``attacks``)."""
+    return importlib.import_module(f"models.data.{split}")
+
+
+def earlier_exams(split: Split) -> tuple[Split, ...]:
+    """The later exams built before ``split``."""
+    return LATER_EXAMS[:LATER_EXAMS.index(split)]
 
 
 @functools.cache
-def exam4_browser_agents() -> tuple[BrowserAgent, ...]:
-    """The fourth exam's browsers: none of them is a string of the sides', the second exam's or the third's."""
-    from models.data import exam4
-
-    return _agents(list(exam4.BROWSER_STRINGS), {a.ua for a in browser_agents() + exam_browser_agents() + exam3_browser_agents()})
+def later_exam_browser_agents(split: Split) -> tuple[BrowserAgent, ...]:
+    """A later exam's browsers: none of them is a string of the sides', the second exam's or an earlier exam's."""
+    known = browser_agents() + exam_browser_agents() + tuple(a for e in earlier_exams(split) for a in later_exam_browser_agents(e))
+    return _agents(list(later_exam(split).BROWSER_STRINGS), {a.ua for a in known})
 
 
 @functools.cache
-def exam4_crawler_agents() -> tuple[CrawlerAgent, ...]:
-    """The fourth exam's crawlers: none of them is a string of the sides', the second exam's or the third's."""
-    from models.data import exam4
-
-    return _crawlers(list(exam4.CRAWLER_STRINGS), {a.ua for a in crawler_agents() + exam_crawler_agents() + exam3_crawler_agents()})
+def later_exam_crawler_agents(split: Split) -> tuple[CrawlerAgent, ...]:
+    """A later exam's crawlers: none of them is a string of the sides', the second exam's or an earlier exam's."""
+    known = crawler_agents() + exam_crawler_agents() + tuple(a for e in earlier_exams(split) for a in later_exam_crawler_agents(e))
+    return _crawlers(list(later_exam(split).CRAWLER_STRINGS), {a.ua for a in known})
