@@ -45,6 +45,13 @@ class _Fenv(ctypes.Structure):
     _fields_ = [("x87", ctypes.c_ubyte * _MXCSR_OFFSET), ("mxcsr", ctypes.c_uint32)]
 
 
+def _flushing(saved: _Fenv) -> _Fenv:
+    """``saved`` with FTZ and DAZ set."""
+    env = _Fenv.from_buffer_copy(saved)
+    env.mxcsr |= _FTZ | _DAZ
+    return env
+
+
 def _open_libm() -> Any:
     # the usual glibc name first (find_library needs ldconfig or a compiler, which slim images lack), then a lookup
     for name in ("libm.so.6", ctypes.util.find_library("m")):
@@ -65,13 +72,11 @@ def _libm() -> Any:
     if lib is None:
         return None
     try:
-        saved, probe, seen = _Fenv(), _Fenv(), _Fenv()
+        saved, seen = _Fenv(), _Fenv()
         if lib.fegetenv(ctypes.byref(saved)) != 0:
             return None
-        ctypes.memmove(ctypes.byref(probe), ctypes.byref(saved), _FENV_BYTES)
-        probe.mxcsr |= _FTZ | _DAZ
         try:
-            lib.fesetenv(ctypes.byref(probe))
+            lib.fesetenv(ctypes.byref(_flushing(saved)))
             lib.fegetenv(ctypes.byref(seen))
         finally:
             lib.fesetenv(ctypes.byref(saved))
@@ -94,8 +99,7 @@ def flush_denormals() -> Iterator[None]:
     if _LIBM.fegetenv(ctypes.byref(saved)) != 0:
         yield
         return
-    flushing = _Fenv.from_buffer_copy(saved)
-    flushing.mxcsr |= _FTZ | _DAZ
+    flushing = _flushing(saved)
     try:
         # set inside the try: a signal handled right after the call (KeyboardInterrupt) must not leave the bits on
         _LIBM.fesetenv(ctypes.byref(flushing))

@@ -27,6 +27,7 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -150,8 +151,9 @@ class OnnxScorer:
         self._questions = [(q.id, q.options, self.manifest.temperature.get(q.id, 1.0)) for q in self.manifest.questions]
         self._by_output = {o.name: o.question for o in self.manifest.outputs}
         self._io_binding = self.provider == "cuda"
-        self._flush_denormals = self.provider == "cpu" and self.options.flush_denormals
-        if self._flush_denormals and not fpenv.AVAILABLE:
+        flush = self.provider == "cpu" and self.options.flush_denormals
+        self._flush_denormals = flush and fpenv.AVAILABLE
+        if flush and not fpenv.AVAILABLE:
             log.info("model %s: denormals cannot be flushed to zero here (not 64-bit x86 Linux or no C math library); "
                      "masked attention runs at IEEE speed", self.manifest.id)
         self._explain = self._explain_weights()
@@ -276,11 +278,9 @@ class OnnxScorer:
                     binding.bind_output(name, "cpu")
                 self.session.run_with_iobinding(binding)
                 outputs = binding.copy_outputs_to_cpu()
-            elif self._flush_denormals:
-                with fpenv.flush_denormals():
-                    outputs = self.session.run(self._outputs, {"ids": ids, "numeric": numeric})
             else:
-                outputs = self.session.run(self._outputs, {"ids": ids, "numeric": numeric})
+                with fpenv.flush_denormals() if self._flush_denormals else contextlib.nullcontext():
+                    outputs = self.session.run(self._outputs, {"ids": ids, "numeric": numeric})
         except Exception as exc:
             raise ModelError(f"onnxruntime run failed ({self.provider}): {exc}") from exc
         for name, out in zip(self._outputs, outputs, strict=True):
@@ -367,6 +367,6 @@ def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     """What ``/health`` and ``clefgate bench`` report about a loaded model."""
     return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
-            "denormals_flushed": scorer._flush_denormals and fpenv.AVAILABLE,
+            "denormals_flushed": scorer._flush_denormals,
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}
