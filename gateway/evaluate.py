@@ -238,7 +238,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     table = from_config(cfg, state) if cfg.rules.files else None
     fallback = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
     default = _default(cfg)
-    inputs = [r.logged_input or feat.model_input(r.features) for r in rows]
+    fresh = iter(feat.model_inputs([r.features for r in rows if r.logged_input is None]))
+    inputs = [r.logged_input if r.logged_input is not None else next(fresh) for r in rows]
     probs_rows: list[Mapping[str, Mapping[str, float]]] = []
     for lo in range(0, len(inputs), 256):
         probs_rows += scorer.run_inputs(inputs[lo:lo + 256])

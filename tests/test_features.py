@@ -66,6 +66,20 @@ def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
     assert (n, digest.hexdigest()) == GOLDEN
 
 
+def test_batch_featurization_is_request_by_request_featurization() -> None:
+    """``model_inputs`` runs each step over the whole batch (faster): every golden request's text, ids (values
+    and dtype) and numeric vector are the same as ``model_input`` makes alone, in order, at any batch size."""
+    with gzip.open(Path(__file__).parent / "data" / "feature-golden.jsonl.gz", "rt", encoding="utf-8") as fh:
+        requests = [from_record(json.loads(line)) for line in fh]
+    alone = [model_input(f) for f in requests]
+    for size in (1, 7, 64, len(requests)):
+        batched = [item for lo in range(0, len(requests), size) for item in feat.model_inputs(requests[lo:lo + size])]
+        assert len(batched) == len(alone)
+        for a, b in zip(alone, batched, strict=True):
+            assert (b.text, b.ids.dtype, b.ids.tolist(), b.numeric) == (a.text, a.ids.dtype, a.ids.tolist(), a.numeric)
+    assert feat.model_inputs([]) == []
+
+
 def test_the_featurizer_caches_change_no_input() -> None:
     """Header lines, header-name sets and user agents are coded once per distinct value (bounded LRUs): every
     golden request's input is the same read cold, with every cache emptied, and warm, from the caches."""

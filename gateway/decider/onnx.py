@@ -322,7 +322,7 @@ class OnnxScorer:
 
     def run_batch(self, batch: list[Features]) -> list[Probabilities]:
         """Score requests: ``{"class": {"human": p, …}, "attack_kind": {…}}`` per request, in order."""
-        return self.run_inputs([feat.model_input(f) for f in batch])
+        return self.run_inputs(feat.model_inputs(batch))
 
     def explain(self, features: Features | ModelInput, top: int = 5,
                 probabilities: Mapping[str, Mapping[str, float]] | None = None) -> tuple[str, ...]:

@@ -7,10 +7,19 @@
 - ``numeric``: the numeric feature vector;
 - ``contract``: ``FEATURE_VERSION``, ``FEATURE_FINGERPRINT``, ``ModelInput`` and
   ``model_input(features)``, the single path from a request to the model, used by
-  serving and training alike so they can never disagree.
+  serving and training alike so they can never disagree (``model_inputs`` is the same
+  for a batch, step by step).
 """
 
-from gateway.features.contract import FEATURE_FINGERPRINT, FEATURE_VERSION, ModelInput, cache_stats, model_input, pad_batch
+from gateway.features.contract import (
+    FEATURE_FINGERPRINT,
+    FEATURE_VERSION,
+    ModelInput,
+    cache_stats,
+    model_input,
+    model_inputs,
+    pad_batch,
+)
 from gateway.features.encoding import (
     BUCKET,
     BYTE_OFFSET,
@@ -33,5 +42,5 @@ __all__ = [
     "BUCKET", "BYTE_OFFSET", "FEATURE_FINGERPRINT", "FEATURE_VERSION", "INFRA_HEADERS", "MAX_TOKENS", "NUMERIC_NAMES",
     "NUM_FEATURES", "ORDER_TEMPLATES", "OWN_LINE_HEADERS", "PAD_ID", "PATCH", "PHRASES", "PHRASE_OFFSET", "UNKNOWN_ID",
     "VOCAB_SIZE", "ClientStats", "Features", "ModelInput", "bucket_length", "cache_stats", "decode_ids", "decoded_target", "encode",
-    "from_record", "make_header_map", "model_input", "numeric_vector", "pad_batch", "serialize",
+    "from_record", "make_header_map", "model_input", "model_inputs", "numeric_vector", "pad_batch", "serialize",
 ]
