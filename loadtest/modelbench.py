@@ -13,7 +13,9 @@ fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
 * *single*: one request per run — inference alone, and tokenize + infer end to end
   (the gateway's per-request cost when nothing batches), with decisions/s;
 * *batched*: decisions/s at each batch size, inference alone (pre-tokenized inputs)
-  and tokenize + infer.
+  and tokenize + infer (``run_batch``, which featurizes a batch one step at a time:
+  ``features.model_inputs``; the proxy featurizes each request as it arrives, at the
+  *tokenize* cost above).
 
 ``--runtimes plain`` loads the session without the runtime's CPU tuning (denormals
 flushed to zero, slow fusions left out; see ``gateway.decider.onnx``), so
