@@ -18,7 +18,8 @@ fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
   *tokenize* cost above).
 
 ``--runtimes plain`` loads the session without the runtime's CPU tuning (denormals
-flushed to zero, slow fusions left out; see ``gateway.decider.onnx``), so
+flushed to zero, slow fusions left out) and without exact int8 products on AVX2-only
+CPUs (see ``gateway.decider.onnx``), as the runtime was before session 17, so
 ``tuned,plain`` measures what the tuning buys in one run, as a ratio.
 
 The process is pinned to one CPU (``--cpu``) so per-core figures mean what they say. A
@@ -123,7 +124,7 @@ def load_scorer(repository: Path, name: str, version: str, provider: str, varian
     """The scorer the gateway loads (``tuned``), or the same without its CPU tuning (``plain``)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
-    plain = {"flush_denormals": False, "cpu_disabled_optimizers": ()} if runtime == "plain" else {}
+    plain = {"flush_denormals": False, "cpu_disabled_optimizers": (), "exact_int8": False} if runtime == "plain" else {}
     return OnnxScorer(OnnxOptions(repository=repository, name=name, version=version, variant=variant, providers=(provider,),
                                   intra_op_threads=threads, **plain))
 

@@ -29,10 +29,10 @@ a stand-in of the same kind (people's calibration-side searches for developer qu
 int8 arithmetic. The recorded figures came from hosts where onnxruntime computed the int8
 model's ``MatMulInteger`` (uint8 activations x int8 weights) exactly. On an AVX2-only CPU its
 default kernel saturates at 16 bits, which moves some probabilities (session 18, AVX2 EPYC:
-1.7.0 blocks 14.30% of the restwrites set against the 14.47% recorded). By default the gate
-sets onnxruntime's ``session.x64quantprecision``, under which those products are exact on AVX2
-too (checked there; with exact products the setting should change nothing), so a gate line
-does not depend on the host; ``--int8 gateway`` scores with the gateway's session options unchanged.
+1.7.0 blocks 14.30% of the restwrites set against the 14.47% recorded). The gateway sets
+onnxruntime's ``session.x64quantprecision`` since session 18 (``OnnxOptions.exact_int8``), under
+which those products are exact on AVX2 too, so a gate line does not depend on the host;
+``--int8 saturating`` scores as the gateway did before.
 """
 
 from __future__ import annotations
@@ -244,18 +244,13 @@ def ensure_set(gs: GateSet, sets_dir: Path, rows: int, manifest: dict[str, Any])
 # ---------------------------------------------------------------------------- scoring
 
 def load_scorer(repository: Path, name: str, version: str, int8: str = "exact") -> Any:
-    """The gateway's CPU scorer for ``name@version`` in ``repository``, int8 file; ``int8="exact"`` makes onnxruntime's
-    uint8 x int8 products exact on every x86 CPU (see the module docstring)."""
+    """The gateway's CPU scorer for ``name@version`` in ``repository``, int8 file; ``int8="exact"`` (the gateway's default
+    since session 18) makes onnxruntime's uint8 x int8 products exact on every x86 CPU, ``"saturating"`` leaves
+    onnxruntime's default AVX2 kernel (see the module docstring)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
-    class ExactInt8Scorer(OnnxScorer):
-        def _session_options(self) -> Any:
-            options = super()._session_options()
-            options.add_session_config_entry("session.x64quantprecision", "1")
-            return options
-
-    opts = OnnxOptions(repository=repository.resolve(), name=name, version=version, variant="int8", providers=("cpu",))
-    return (ExactInt8Scorer if int8 == "exact" else OnnxScorer)(opts)
+    return OnnxScorer(OnnxOptions(repository=repository.resolve(), name=name, version=version, variant="int8", providers=("cpu",),
+                                  exact_int8=int8 == "exact"))
 
 
 def gate_config(challenge_risk: float) -> Any:
@@ -351,8 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tag", default=None, help="the line's tag (default: the version)")
     ap.add_argument("--only", default=None, help=f"comma-separated sets (default all: {','.join(BY_NAME)})")
     ap.add_argument("--rows-scale", type=float, default=1.0, help="draw each set at this share of its rows (tests; not a gate)")
-    ap.add_argument("--int8", choices=("exact", "gateway"), default="exact",
-                    help="exact: onnxruntime's exact uint8 x int8 products on every CPU (default); gateway: its session options as they are")
+    ap.add_argument("--int8", choices=("exact", "saturating"), default="exact",
+                    help="exact: exact uint8 x int8 products on every CPU, as the gateway runs (default); "
+                         "saturating: onnxruntime's default AVX2 kernel, as the gateway ran before session 18")
     ap.add_argument("--json", type=Path, default=None, help="also write every figure, count and digest here")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None

@@ -14,7 +14,7 @@ from gateway import features as feat
 from gateway.config import PolicyConfig
 from gateway.decider import manifest as mf
 from gateway.decider import policy_notes
-from gateway.decider.onnx import DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, describe
+from gateway.decider.onnx import DEFAULT_REPOSITORY, EXACT_INT8_ENTRY, OnnxOptions, OnnxScorer, describe
 from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD
@@ -228,6 +228,7 @@ def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(s
     # the scorer runs that graph: its logits are those of a session built with the same optimizers left out
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
+    so.add_session_config_entry(EXACT_INT8_ENTRY, "1")
     unfused = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
     ids, numeric = feat.pad_batch(held_out_inputs[:64])
     with fpenv.flush_denormals():
@@ -238,6 +239,41 @@ def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(s
     tuned, plain = scorer.probabilities(held_out_inputs)["class"], fused.probabilities(held_out_inputs)["class"]
     assert np.abs(tuned - plain).max() < 0.01
     assert np.array_equal(tuned.argmax(1), plain.argmax(1))
+
+
+def _matmul_integer(path: Path, k: int, n: int, seed: int) -> np.ndarray:
+    """A one-node model: uint8 activations [?, k] x constant int8 weights [k, n] -> int32, as the int8 export writes it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = np.random.default_rng(seed).integers(-128, 128, size=(k, n), dtype=np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "w", "a_zero"], ["y"])], "mmi",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, ["batch", k])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, ["batch", n])],
+        initializer=[numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.array(0, dtype=np.uint8), "a_zero")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
+    return weights
+
+
+def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer, tmp_path: Path) -> None:
+    """onnxruntime's AVX2 uint8 x int8 kernel saturates at 16 bits (session 18: an AMD EPYC without AVX-512 VNNI served
+    other answers than the measured ones); the runtime asks for exact products. With the setting, a product with
+    large operands equals exact integer arithmetic on every CPU; the scorer's CPU session carries the setting, and
+    ``exact_int8=False`` (the bench's plain runtime) leaves it out."""
+    path = tmp_path / "mmi.onnx"
+    weights = _matmul_integer(path, 96, 96, seed=5)
+    a = np.random.default_rng(6).integers(200, 256, size=(64, 96), dtype=np.uint8)  # large: saturating kernels go wrong
+    so = ort.SessionOptions()
+    so.add_session_config_entry(EXACT_INT8_ENTRY, "1")
+    exact = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
+    assert np.array_equal(exact, a.astype(np.int64) @ weights.astype(np.int64))
+    assert scorer.session.get_session_options().get_session_config_entry(EXACT_INT8_ENTRY) == "1"
+    assert describe(scorer)["exact_int8"] is True
+    plain = OnnxScorer(OnnxOptions(providers=("cpu",), exact_int8=False, warmup_runs=1))
+    with pytest.raises(RuntimeError):  # onnxruntime raises for an entry that was never set
+        plain.session.get_session_options().get_session_config_entry(EXACT_INT8_ENTRY)
+    assert describe(plain)["exact_int8"] is False
 
 
 class RecordingSession:
