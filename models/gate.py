@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import sys
 import time
@@ -47,6 +46,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gateway.decider.manifest import file_sha256
 
 SAMPLE_FIGURES = ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped")
 PEOPLE_FIGURES = ("humans_blocked", "humans_challenged")
@@ -190,14 +191,6 @@ class GateError(Exception):
     """A set or model the gate cannot use; the message says why."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _read_manifest(sets_dir: Path) -> dict[str, Any]:
     path = sets_dir / MANIFEST
     return json.loads(path.read_text()) if path.is_file() else {"sets": {}}
@@ -214,11 +207,11 @@ def ensure_set(gs: GateSet, sets_dir: Path, rows: int, manifest: dict[str, Any])
     path = sets_dir / f"{key}.jsonl"
     entry = manifest["sets"].get(key)
     if path.is_file():
-        digest = _sha256(path)
+        digest = file_sha256(path)
         if entry is None:
             fresh = path.with_suffix(".check")
             gs.write(fresh, rows)
-            written = _sha256(fresh)
+            written = file_sha256(fresh)
             fresh.unlink()
             if written != digest:
                 raise GateError(f"{path}: not what its recipe writes (sha256 {digest[:16]}, the recipe {written[:16]}); delete it")
@@ -229,7 +222,7 @@ def ensure_set(gs: GateSet, sets_dir: Path, rows: int, manifest: dict[str, Any])
         sets_dir.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         gs.write(partial, rows)
-        digest = _sha256(partial)
+        digest = file_sha256(partial)
         if entry is not None and digest != entry["sha256"]:
             partial.unlink()
             raise GateError(f"{key}: its recipe now writes sha256 {digest[:16]}, not the {entry['sha256'][:16]} it wrote first "
