@@ -116,7 +116,7 @@ class OnnxOptions:
     cpu_disabled_optimizers: tuple[str, ...] = ("SkipLayerNormFusion",)
     # CPU only: exact uint8 x int8 products in the int8 model's MatMulInteger on every x86 CPU. Without it, onnxruntime's
     # AVX2 kernel (CPUs without AVX-512 VNNI) saturates at 16 bits and serves other answers than the ones measured
-    # (session 18, AMD EPYC: 1.7.0 blocked 14.30% of the REST-writes set, 14.47% measured); costs ~8% there.
+    # (session 18, AMD EPYC: 1.7.0 blocked 14.30% of the REST-writes set, 14.47% measured); cost there within noise.
     exact_int8: bool = True
 
     @classmethod
