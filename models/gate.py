@@ -25,6 +25,8 @@ file. Two are not pinned, and the gate prints a note for each: docs2 reads the d
 the machine has installed (session 18's machine has other ones than the machine of the
 recorded figures), and DQ's session 10 recipe was never written down, so its recipe here is
 a stand-in of the same kind (people's calibration-side searches for developer questions).
+Both are held to limits re-derived from a reference version (``--reference``, 1.7.0) scored
+on the same files in the same run, with the recorded margins (``RELATIVE``).
 
 int8 arithmetic. The recorded figures came from hosts where onnxruntime computed the int8
 model's ``MatMulInteger`` (uint8 activations x int8 weights) exactly. On an AVX2-only CPU its
@@ -66,6 +68,12 @@ THRESHOLDS: dict[str, dict[str, tuple[str, float]]] = {
     "oneclick2": {"humans_blocked": ("<=", 0.30)},
     "restwrites": {"humans_blocked": ("<=", 0.1), "humans_challenged": ("<=", 1.0)},
 }
+# The sets this tool cannot rebuild as recorded (not pinned) are held to limits re-derived from a reference version
+# scored on the same files in the same run, keeping the recorded margin over what the reference blocked there
+# (loadtest/reports/2026-12-02-s18/DECISIONS.txt, 11:51Z): DQ at least 0.125 and the reference + 0.10 points (1.5.0's
+# recorded 0.125 was the first limit); docs2 the reference + 1.58 points (3.57 recorded limit - 1.99 by 1.7.0).
+RELATIVE: dict[str, tuple[float, float]] = {"DQ": (0.10, 0.125), "docs2": (1.58, 0.0)}  # set -> (margin, floor), humans_blocked
+REFERENCE = "1.7.0"
 
 # ---------------------------------------------------------------------------- recipes
 
@@ -270,10 +278,20 @@ def figures(result: dict[str, Any]) -> dict[str, Any]:
             "bad_bots_stopped": pct(m["bad_bot"]["challenge"] + m["bad_bot"]["block"], bad)}
 
 
-def failures(name: str, figs: dict[str, Any]) -> set[str]:
+def relative_limits(reference: dict[str, dict[str, Any]]) -> dict[str, dict[str, tuple[str, float]]]:
+    """THRESHOLDS with the unpinned sets' limits re-derived from the reference's figures on the same files (``RELATIVE``)."""
+    out = dict(THRESHOLDS)
+    for name, (margin, floor) in RELATIVE.items():
+        blocked = reference.get(name, {}).get("humans_blocked")
+        if blocked is not None:
+            out[name] = {**THRESHOLDS[name], "humans_blocked": ("<=", round(max(floor, blocked + margin), 4))}
+    return out
+
+
+def failures(name: str, figs: dict[str, Any], limits: dict[str, dict[str, tuple[str, float]]] | None = None) -> set[str]:
     """The figures of set ``name`` outside the gate (a missing figure fails its limit)."""
     out = set()
-    for figure, (op, limit) in THRESHOLDS[name].items():
+    for figure, (op, limit) in (limits or THRESHOLDS)[name].items():
         value = figs.get(figure)
         if value is None or not (value <= limit if op == "<=" else value >= limit):
             out.add(figure)
@@ -288,18 +306,22 @@ def _cell(name: str, figs: dict[str, Any], failed: set[str]) -> str:
     return f"{name} " + "/".join(part + ("✗" if k in failed else "") for part, k in zip(parts, keys, strict=True))
 
 
-def gate_line(tag: str, challenge_risk: float, results: dict[str, dict[str, Any]]) -> tuple[str, bool]:
+def gate_line(tag: str, challenge_risk: float, results: dict[str, dict[str, Any]],
+              limits: dict[str, dict[str, tuple[str, float]]] | None = None) -> tuple[str, bool]:
     """The established one-line form (``TAG ch 0.5: PASS  C3 0.000/0.12/99.21/96.75  ...``) and whether every set passed."""
-    failed = {name: failures(name, figs) for name, figs in results.items()}
+    failed = {name: failures(name, figs, limits) for name, figs in results.items()}
     ok = not any(failed.values())
     cells = "  ".join(_cell(name, figs, failed[name]) for name, figs in results.items())
     return f"{tag:10s} ch {challenge_risk:g}: {'PASS' if ok else 'fail'}  {cells}", ok
 
 
 def run(repository: Path, version: str, *, name: str = "clef-flash", challenge_risk: float = 0.5, sets_dir: Path,
-        only: Sequence[str] | None = None, rows_scale: float = 1.0, int8: str = "exact",
+        only: Sequence[str] | None = None, rows_scale: float = 1.0, int8: str = "exact", reference: str | None = REFERENCE,
         log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
-    """Write what is missing, score every chosen set, and return the figures (``results``) with timings."""
+    """Write what is missing, score every chosen set, and return the figures (``results``) with timings.
+
+    With ``reference`` (a version in the shipped repository), the unpinned sets are scored with it too and their
+    limits re-derived from its figures (``RELATIVE``); ``limits`` in the result are the ones the gate applies."""
     from gateway import evaluate as ev
 
     chosen = [BY_NAME[n] for n in only] if only else list(SETS)
@@ -323,8 +345,20 @@ def run(repository: Path, version: str, *, name: str = "clef-flash", challenge_r
         results[gs.name] = {**figures(ev.evaluate(rows, cfg, scorer)), "sha256": manifest["sets"][paths[gs.name].stem]["sha256"]}
         if rows_scale == 1.0 and gs.pinned is None:
             log(f"note: {gs.name} is not a pinned set, so its figures are not comparable with recorded ones: {gs.command}")
+    reference_results: dict[str, dict[str, Any]] = {}
+    relative = [gs for gs in chosen if gs.name in RELATIVE]
+    if reference and relative:
+        from gateway.decider.onnx import DEFAULT_REPOSITORY
+
+        base = load_scorer(DEFAULT_REPOSITORY, name, reference, int8)
+        for gs in relative:
+            reference_results[gs.name] = figures(ev.evaluate(ev.read_rows(paths[gs.name], ev.Skipped()), cfg, base))
+    limits = relative_limits(reference_results)
+    for set_name in reference_results:
+        log(f"note: {set_name} limit re-derived from {base.label} on the same file "
+            f"({reference_results[set_name]['humans_blocked']:.3f}% blocked): <= {limits[set_name]['humans_blocked'][1]:g}%")
     return {"model": scorer.label, "repository": str(repository), "challenge_risk": challenge_risk, "int8": int8,
-            "rows_scale": rows_scale, "results": results,
+            "rows_scale": rows_scale, "results": results, "reference": reference_results, "limits": limits,
             "seconds": {"sets": round(prepared - started, 1), "scoring": round(time.perf_counter() - prepared, 1)}}
 
 
@@ -342,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--int8", choices=("exact", "saturating"), default="exact",
                     help="exact: exact uint8 x int8 products on every CPU, as the gateway runs (default); "
                          "saturating: onnxruntime's default AVX2 kernel, as the gateway ran before session 18")
+    ap.add_argument("--reference", default=REFERENCE,
+                    help=f"shipped version whose figures on the unpinned sets (DQ, docs2) set their limits (default {REFERENCE}; "
+                         "'none': the fixed recorded limits)")
     ap.add_argument("--json", type=Path, default=None, help="also write every figure, count and digest here")
     args = ap.parse_args(argv)
     only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
@@ -352,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--rows-scale is a share of the rows, in (0, 1]")
     try:
         out = run(args.repository, args.version, name=args.name, challenge_risk=args.challenge_risk, sets_dir=args.sets_dir,
-                  only=only, rows_scale=args.rows_scale, int8=args.int8)
+                  only=only, rows_scale=args.rows_scale, int8=args.int8,
+                  reference=None if args.reference.lower() == "none" else args.reference)
     except Exception as exc:
         from gateway.decider import manifest as mf
         from gateway.decider.onnx import ModelLoadError
@@ -361,13 +399,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"gate: {exc}", file=sys.stderr)
         return 2
-    line, ok = gate_line(args.tag or args.version, args.challenge_risk, out["results"])
+    line, ok = gate_line(args.tag or args.version, args.challenge_risk, out["results"], out["limits"])
     print(line)
     print(f"gate: sets {out['seconds']['sets']} s, scoring {out['seconds']['scoring']} s", file=sys.stderr)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**out, "tag": args.tag or args.version, "line": line, "pass": ok,
-                                         "thresholds": {n: THRESHOLDS[n] for n in out["results"]}}, indent=2) + "\n")
+                                         "thresholds": {n: out["limits"][n] for n in out["results"]}}, indent=2) + "\n")
     return 0 if ok else 1
 
 

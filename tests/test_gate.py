@@ -52,6 +52,17 @@ def test_gate_line_has_the_established_form() -> None:
     assert ok and line.startswith("J1x        ch 0.5: PASS  C3 ") and "✗" not in line and " DQ 0.03/0.95 " in line
 
 
+def test_unpinned_sets_are_held_to_limits_re_derived_from_the_reference() -> None:
+    """DQ and docs2 cannot be rebuilt as recorded: their limits keep the recorded margins over the reference's figures
+    on the same files (DQ: at least 0.125 and the reference + 0.10; docs2: the reference + 1.58)."""
+    assert {s.name for s in gate.SETS if s.pinned is None} == set(gate.RELATIVE)
+    limits = gate.relative_limits({"DQ": _people(0.0, 0.3), "docs2": _people(1.885, 9.815)})
+    assert limits["DQ"]["humans_blocked"] == ("<=", 0.125) and limits["docs2"]["humans_blocked"] == ("<=", 3.465)
+    assert gate.relative_limits({"DQ": _people(0.05, 0.3)})["DQ"]["humans_blocked"] == ("<=", 0.15)
+    assert limits["C3"] == gate.THRESHOLDS["C3"] and gate.relative_limits({}) == gate.THRESHOLDS
+    assert gate.failures("docs2", _people(3.5, 0.0)) == set() and gate.failures("docs2", _people(3.5, 0.0), limits) == {"humans_blocked"}
+
+
 def test_small_end_to_end_run_with_the_shipped_model(tmp_path: Path) -> None:
     out = tmp_path / "gate.json"
     code = gate.main([*SMALL, "--sets-dir", str(tmp_path / "a"), "--tag", "t", "--json", str(out)])
@@ -64,6 +75,9 @@ def test_small_end_to_end_run_with_the_shipped_model(tmp_path: Path) -> None:
         assert all(0.0 <= figs[k] <= 100.0 for k in keys), (name, figs)
         assert figs["n"] == round(gate.BY_NAME[name].rows * 0.02)
     assert report["results"]["C3"]["attacks"] > 0 and report["results"]["DQ"]["people"] == report["results"]["DQ"]["n"]
+    # DQ's limit came from 1.7.0 on the same file: the reference is the candidate here, so its DQ figure is its own
+    assert report["reference"]["DQ"]["humans_blocked"] == report["results"]["DQ"]["humans_blocked"]
+    assert report["thresholds"]["DQ"]["humans_blocked"][1] == max(0.125, round(report["results"]["DQ"]["humans_blocked"] + 0.10, 4))
     # the sets manifest is the same, byte for byte, when the sets are drawn again elsewhere
     manifest = (tmp_path / "a" / gate.MANIFEST).read_text()
     assert gate.main([*SMALL, "--sets-dir", str(tmp_path / "b")]) == code
