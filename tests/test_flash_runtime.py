@@ -12,9 +12,10 @@ import pytest
 from gateway import evaluate
 from gateway import features as feat
 from gateway.config import PolicyConfig
+from gateway.decider import int8probe, policy_notes
 from gateway.decider import manifest as mf
-from gateway.decider import policy_notes
-from gateway.decider.onnx import DEFAULT_REPOSITORY, EXACT_INT8_ENTRY, OnnxOptions, OnnxScorer, describe
+from gateway.decider.int8probe import EXACT_INT8_ENTRY
+from gateway.decider.onnx import DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, describe
 from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD
@@ -241,39 +242,54 @@ def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(s
     assert np.array_equal(tuned.argmax(1), plain.argmax(1))
 
 
-def _matmul_integer(path: Path, k: int, n: int, seed: int) -> np.ndarray:
-    """A one-node model: uint8 activations [?, k] x constant int8 weights [k, n] -> int32, as the int8 export writes it."""
+def test_the_shipped_int8_probe_is_the_one_its_builder_writes(tmp_path: Path) -> None:
+    """gateway/data/int8probe.onnx is rebuilt by ``python -m models.int8probe`` (seeded): same graph, same weights."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
 
-    weights = np.random.default_rng(seed).integers(-128, 128, size=(k, n), dtype=np.int8)
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["a", "w", "a_zero"], ["y"])], "mmi",
-        [helper.make_tensor_value_info("a", TensorProto.UINT8, ["batch", k])],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, ["batch", n])],
-        initializer=[numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.array(0, dtype=np.uint8), "a_zero")])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), str(path))
-    return weights
+    from models import int8probe as builder
+
+    shipped, rebuilt = onnx.load(str(int8probe.PROBE_PATH)), onnx.load(str(builder.build(tmp_path / "probe.onnx")))
+    assert shipped.SerializeToString() == rebuilt.SerializeToString()
+    y, weights = ort.InferenceSession(str(int8probe.PROBE_PATH), providers=["CPUExecutionProvider"]).run(
+        None, {"a": int8probe.probe_activations()})
+    assert np.array_equal(weights, builder.probe_weights().astype(np.int32)) and y.shape == (64, 96)
 
 
-def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer, tmp_path: Path) -> None:
-    """onnxruntime's AVX2 uint8 x int8 kernel saturates at 16 bits (session 18: an AMD EPYC without AVX-512 VNNI served
-    other answers than the measured ones); the runtime asks for exact products. With the setting, a product with
-    large operands equals exact integer arithmetic on every CPU; the scorer's CPU session carries the setting, and
-    ``exact_int8=False`` (the bench's plain runtime) leaves it out."""
-    path = tmp_path / "mmi.onnx"
-    weights = _matmul_integer(path, 96, 96, seed=5)
-    a = np.random.default_rng(6).integers(200, 256, size=(64, 96), dtype=np.uint8)  # large: saturating kernels go wrong
-    so = ort.SessionOptions()
-    so.add_session_config_entry(EXACT_INT8_ENTRY, "1")
-    exact = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, {"a": a})[0]
-    assert np.array_equal(exact, a.astype(np.int64) @ weights.astype(np.int64))
-    assert scorer.session.get_session_options().get_session_config_entry(EXACT_INT8_ENTRY) == "1"
+def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer) -> None:
+    """onnxruntime's uint8 x int8 kernel saturates at 16 bits on AVX2-only CPUs (session 18: an AMD EPYC without VNNI
+    served other answers than the measured ones) and is exact with AVX-512 VNNI. The runtime probes the default kernel
+    once and asks for exact products (session.x64quantprecision, which cost 18-26% on a VNNI CPU) only where it is wrong:
+    with the setting the probe's products are exact on every CPU, and the scorer's session carries it exactly when the
+    probe finds the default kernel wrong. ``exact_int8=False`` (the bench's plain runtime) never sets it."""
+    assert int8probe.wrong_products({EXACT_INT8_ENTRY: "1"}) == 0
+    needed = not int8probe.default_kernel_exact()
+    assert needed == (int8probe.wrong_products() > 0)
+    assert (int8probe.session_entry(scorer.session) == "1") == needed
     assert describe(scorer)["exact_int8"] is True
+    assert describe(scorer)["int8_kernel"] == ("x64quantprecision" if needed else "default")
     plain = OnnxScorer(OnnxOptions(providers=("cpu",), exact_int8=False, warmup_runs=1))
-    with pytest.raises(RuntimeError):  # onnxruntime raises for an entry that was never set
-        plain.session.get_session_options().get_session_config_entry(EXACT_INT8_ENTRY)
-    assert describe(plain)["exact_int8"] is False
+    assert int8probe.session_entry(plain.session) is None
+    assert describe(plain)["exact_int8"] is False and describe(plain)["int8_kernel"] == "default"
+
+
+def test_the_int8_probe_asks_for_exact_products_when_the_kernel_is_wrong_or_cannot_be_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a CPU without VNNI gets (this host may have it): the entry; and the same when the probe cannot run."""
+    int8probe.default_kernel_exact.cache_clear()
+    try:
+        monkeypatch.setattr(int8probe, "wrong_products", lambda extra=None: 6144)
+        assert int8probe.exact_int8_entries() == {EXACT_INT8_ENTRY: "1"}
+        int8probe.default_kernel_exact.cache_clear()
+
+        def broken(extra: object = None) -> int:
+            raise FileNotFoundError("int8probe.onnx")
+
+        monkeypatch.setattr(int8probe, "wrong_products", broken)
+        assert int8probe.exact_int8_entries() == {EXACT_INT8_ENTRY: "1"}
+        int8probe.default_kernel_exact.cache_clear()
+        monkeypatch.setattr(int8probe, "wrong_products", lambda extra=None: 0)
+        assert int8probe.exact_int8_entries() == {}
+    finally:
+        int8probe.default_kernel_exact.cache_clear()
 
 
 class RecordingSession:

@@ -16,6 +16,9 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
   SkipLayerNormalization fusion, whose CPU kernel is slower than the Add and
   LayerNormalization it replaces (the two differ by float rounding: at most 0.0035 in
   a logit of a shipped version, below the 0.047 an int8 score moves with its batch).
+- **Exact int8 products**: onnxruntime's default uint8 x int8 kernel saturates on CPUs
+  without VNNI; a probe run once per process (``gateway.decider.int8probe``) finds out,
+  and only there is the exact (slower) kernel asked for.
 - **Warm-up**: fixed inputs at every bucket length, so the first real requests do
   not pay for kernel selection and memory-arena growth.
 - **run_batch**: Features → ``gateway.features.model_input`` → tensors → logits →
@@ -40,7 +43,7 @@ import onnxruntime as ort
 
 from gateway import features as feat
 from gateway import metrics
-from gateway.decider import fpenv
+from gateway.decider import fpenv, int8probe
 from gateway.decider import manifest as mf
 from gateway.decider.scoring import InvalidOutput, ModelError
 from gateway.features import Features, ModelInput
@@ -57,8 +60,6 @@ _GRAPH_LEVELS = {
 }
 _ORT_PROVIDER = {"cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
 _REQUIRED_INPUTS = ("ids", "numeric")
-# onnxruntime's session config entry for exact uint8 x int8 GEMM on AVX2 (OnnxOptions.exact_int8)
-EXACT_INT8_ENTRY = "session.x64quantprecision"
 
 LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
                        ("model", "provider", "precision"), merge="max")
@@ -114,9 +115,10 @@ class OnnxOptions:
     flush_denormals: bool = True
     # CPU only: onnxruntime fusions left out because their CPU kernels are slower here (measured, session 17)
     cpu_disabled_optimizers: tuple[str, ...] = ("SkipLayerNormFusion",)
-    # CPU only: exact uint8 x int8 products in the int8 model's MatMulInteger on every x86 CPU. Without it, onnxruntime's
-    # AVX2 kernel (CPUs without AVX-512 VNNI) saturates at 16 bits and serves other answers than the ones measured
-    # (session 18, AMD EPYC: 1.7.0 blocked 14.30% of the REST-writes set, 14.47% measured); cost there within noise.
+    # CPU only: exact uint8 x int8 products in the int8 model's MatMulInteger on every x86 CPU. Without VNNI, onnxruntime's
+    # default kernel saturates at 16 bits and serves other answers than the ones measured (session 18, AMD EPYC: 1.7.0
+    # blocked 14.30% of the REST-writes set, 14.47% measured). The fix (session.x64quantprecision) is asked for only where
+    # a probe finds the default kernel wrong (gateway.decider.int8probe): on a VNNI CPU it cost 18-26% and changed nothing.
     exact_int8: bool = True
 
     @classmethod
@@ -237,7 +239,8 @@ class OnnxScorer:
             disabled = list(self.options.cpu_disabled_optimizers) if cpu else []
             so = self._session_options()
             if cpu and self.options.exact_int8:
-                so.add_session_config_entry(EXACT_INT8_ENTRY, "1")
+                for key, value in int8probe.exact_int8_entries().items():
+                    so.add_session_config_entry(key, value)
             try:
                 session = ort.InferenceSession(str(path), so, providers=chain, disabled_optimizers=disabled)
             except Exception as exc:  # a broken file or a provider that cannot start
@@ -372,11 +375,20 @@ def load(options: OnnxOptions | None = None) -> OnnxScorer:
     return OnnxScorer(options)
 
 
+def _int8_kernel(scorer: OnnxScorer) -> str | None:
+    """Which onnxruntime int8 kernel a CPU session runs: ``default`` (exact on this CPU, or not asked to be), or
+    ``x64quantprecision`` (asked for because the default one is not exact here); None off the CPU."""
+    if scorer.provider != "cpu":
+        return None
+    return "default" if int8probe.session_entry(scorer.session) is None else "x64quantprecision"
+
+
 def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     """What ``/health`` and ``clefgate bench`` report about a loaded model."""
     return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
             "denormals_flushed": scorer._flush_denormals,
             "exact_int8": scorer.provider == "cpu" and scorer.options.exact_int8,
+            "int8_kernel": _int8_kernel(scorer),
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}

@@ -34,8 +34,8 @@ from cachetools import TTLCache
 from tokenizers import Tokenizer
 
 from gateway import metrics
+from gateway.decider import int8probe
 from gateway.decider.manifest import CHANNELS, file_sha256
-from gateway.decider.onnx import EXACT_INT8_ENTRY
 
 log = logging.getLogger("clefgate.decider.zeroshot")
 
@@ -468,7 +468,8 @@ class ZeroShotModel:
         if session is None:
             if device == "cuda":
                 raise ModelLoadError(f"{directory}: device=cuda but no CUDA session could be started")
-            opts.add_session_config_entry(EXACT_INT8_ENTRY, "1")  # exact int8 products on AVX2 CPUs too (OnnxOptions.exact_int8)
+            for key, value in int8probe.exact_int8_entries().items():  # exact int8 products on CPUs without VNNI too
+                opts.add_session_config_entry(key, value)
             for prec in ([precision] if precision else ["int8", "fp32"]):
                 name = files.get(prec)
                 if name and (directory / name).is_file():
