@@ -32,9 +32,10 @@ int8 arithmetic. The recorded figures came from hosts where onnxruntime computed
 model's ``MatMulInteger`` (uint8 activations x int8 weights) exactly. On an AVX2-only CPU its
 default kernel saturates at 16 bits, which moves some probabilities (session 18, AVX2 EPYC:
 1.7.0 blocks 14.30% of the restwrites set against the 14.47% recorded). The gateway sets
-onnxruntime's ``session.x64quantprecision`` since session 18 (``OnnxOptions.exact_int8``), under
-which those products are exact on AVX2 too, so a gate line does not depend on the host;
-``--int8 saturating`` scores as the gateway did before.
+onnxruntime's ``session.x64quantprecision`` since session 18 (``OnnxOptions.exact_int8``; since
+session 19 only where a probe finds the default kernel wrong), under which those products are exact
+on AVX2 too, so a gate line does not depend on the host; ``--int8 saturating`` scores as the
+gateway did before (the same as ``exact`` on a VNNI CPU).
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def ensure_set(gs: GateSet, sets_dir: Path, rows: int, manifest: dict[str, Any])
 def load_scorer(repository: Path, name: str, version: str, int8: str = "exact") -> Any:
     """The gateway's CPU scorer for ``name@version`` in ``repository``, int8 file; ``int8="exact"`` (the gateway's default
     since session 18) makes onnxruntime's uint8 x int8 products exact on every x86 CPU, ``"saturating"`` leaves
-    onnxruntime's default AVX2 kernel (see the module docstring)."""
+    onnxruntime's default kernel, which saturates on AVX2-only CPUs (see the module docstring)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
     return OnnxScorer(OnnxOptions(repository=repository.resolve(), name=name, version=version, variant="int8", providers=("cpu",),

@@ -10,7 +10,11 @@ inputs = [feat.model_input(f) for f in sample]
 sc = {}
 for v in ("1.5.0", "1.7.0"):
     for ex in (True, False):
+        # as run (before the probe): exact_int8=True always set session.x64quantprecision; since the probe, force it
+        from gateway.decider import int8probe
+        int8probe.default_kernel_exact = (lambda: False) if ex else (lambda: True)
         sc[(v, ex)] = OnnxScorer(OnnxOptions(repository=DEFAULT_REPOSITORY, version=v, variant="int8", providers=("cpu",), exact_int8=ex))
+        assert (int8probe.session_entry(sc[(v, ex)].session) == "1") == ex
 # outputs: same or not
 for v in ("1.5.0", "1.7.0"):
     a = sc[(v, True)]; b = sc[(v, False)]
