@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from gateway.config import JevConfig
+from gateway.decider import int8probe
 from gateway.jev import _as_request_record, parse_item
 from tests.harness import ROOT, Gateway, config_for
 
@@ -175,6 +176,9 @@ def test_health_and_openapi(api: Gateway) -> None:
         h = httpx.get(api.admin_url + path, timeout=10).json()
         assert h["ready"] is True and {m["name"] for m in h["models"]} == {"clef-flash", "clef"}
         assert all(m["provider"] for m in h["models"])
+        # both int8 sessions name their kernel: the exact one only where the probe finds the default wrong (this CPU)
+        kernel = "default" if int8probe.default_kernel_exact() else "x64quantprecision"
+        assert [m["int8_kernel"] for m in h["models"]] == [kernel, kernel]
     doc = httpx.get(api.admin_url + "/v1/openapi.json", timeout=10).json()
     assert doc["openapi"].startswith("3.") and "/v1/decision" in doc["paths"]
     metrics = api.metrics()

@@ -77,7 +77,8 @@ class Decider:
 
     def describe(self) -> dict[str, Any]:
         out = {"model": self.label, "provider": self.model.provider, "precision": self.model.precision,
-               "breaker": self.breaker.state, "queue": self.batcher.queued, "cache_entries": len(self.cache) if self.cache else 0}
+               "int8_kernel": getattr(self.model, "int8_kernel", None), "breaker": self.breaker.state, "queue": self.batcher.queued,
+               "cache_entries": len(self.cache) if self.cache else 0}
         if self.notes:
             out["policy_notes"] = list(self.notes)
         return out

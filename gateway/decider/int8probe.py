@@ -71,6 +71,14 @@ def session_entry(session: ort.InferenceSession, key: str = EXACT_INT8_ENTRY) ->
         return None
 
 
+def kernel(session: ort.InferenceSession) -> str | None:
+    """Which int8 kernel a session runs, for ``/health``: ``x64quantprecision`` (asked for: the default one is wrong on
+    this CPU), ``default``, or None for a session off the CPU."""
+    if session.get_providers()[0] != "CPUExecutionProvider":
+        return None
+    return "default" if session_entry(session) is None else "x64quantprecision"
+
+
 def exact_int8_entries() -> dict[str, str]:
     """The CPU session config entries that make int8 products exact on this CPU (none where they already are)."""
     return {} if default_kernel_exact() else {EXACT_INT8_ENTRY: "1"}

@@ -180,6 +180,11 @@ class OnnxScorer:
         return self.manifest.id
 
     @property
+    def int8_kernel(self) -> str | None:
+        """int8 on the CPU: ``default`` or ``x64quantprecision`` (see ``gateway.decider.int8probe``); else None."""
+        return int8probe.kernel(self.session) if self.precision == "int8" else None
+
+    @property
     def questions(self) -> dict[str, tuple[str, ...]]:
         """Question id -> option names, in output order (for output validation)."""
         return {q.id: q.options for q in self.manifest.questions}
@@ -375,20 +380,12 @@ def load(options: OnnxOptions | None = None) -> OnnxScorer:
     return OnnxScorer(options)
 
 
-def _int8_kernel(scorer: OnnxScorer) -> str | None:
-    """Which onnxruntime int8 kernel a CPU session runs: ``default`` (exact on this CPU, or not asked to be), or
-    ``x64quantprecision`` (asked for because the default one is not exact here); None off the CPU."""
-    if scorer.provider != "cpu":
-        return None
-    return "default" if int8probe.session_entry(scorer.session) is None else "x64quantprecision"
-
-
 def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     """What ``/health`` and ``clefgate bench`` report about a loaded model."""
     return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
             "denormals_flushed": scorer._flush_denormals,
             "exact_int8": scorer.provider == "cpu" and scorer.options.exact_int8,
-            "int8_kernel": _int8_kernel(scorer),
+            "int8_kernel": scorer.int8_kernel,
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}

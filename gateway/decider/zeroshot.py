@@ -656,7 +656,8 @@ class ZeroShotModel:
     def describe(self) -> dict[str, Any]:
         """What ``/health`` shows about this model."""
         return {"name": self.name, "version": self.version, "family": FAMILY, "provider": self.provider,
-                "precision": self.precision, "window_tokens": self.window_tokens, "max_windows": self.max_windows}
+                "precision": self.precision, "int8_kernel": int8probe.kernel(self.session) if self.precision == "int8" else None,
+                "window_tokens": self.window_tokens, "max_windows": self.max_windows}
 
 
 def _file_names(files: Mapping[str, Any]) -> dict[str, str]:
