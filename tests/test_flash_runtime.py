@@ -269,7 +269,24 @@ def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer) -> None:
     assert describe(scorer)["int8_kernel"] == ("x64quantprecision" if needed else "default")
     plain = OnnxScorer(OnnxOptions(providers=("cpu",), exact_int8=False, warmup_runs=1))
     assert int8probe.session_entry(plain.session) is None
-    assert describe(plain)["exact_int8"] is False and describe(plain)["int8_kernel"] == "default"
+    # without the entry, its products are exact only where the default kernel is
+    assert describe(plain)["exact_int8"] is int8probe.default_kernel_exact() and describe(plain)["int8_kernel"] == "default"
+
+
+def test_the_exact_kernel_needs_extended_graph_optimization_and_health_says_when_it_is_off(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """onnxruntime applies session.x64quantprecision in a graph rewrite that runs at level extended or all; under
+    graph_optimization basic a CPU whose default kernel saturates gets no fix, and the runtime says so (a warning at load,
+    ``int8_kernel: default`` and ``exact_int8: false``) instead of claiming exact products. Simulated: the probe is made
+    to report a saturating kernel, whatever this CPU has."""
+    monkeypatch.setattr(int8probe, "default_kernel_exact", lambda: False)
+    fixed = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="extended", warmup_runs=1))
+    assert describe(fixed)["int8_kernel"] == "x64quantprecision" and describe(fixed)["exact_int8"] is True
+    with caplog.at_level("WARNING", logger="clefgate.decider.onnx"):
+        basic = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="basic", warmup_runs=1))
+    assert int8probe.session_entry(basic.session) == "1"
+    assert describe(basic)["int8_kernel"] == "default" and describe(basic)["exact_int8"] is False
+    assert any("graph_optimization" in r.getMessage() and "(is basic)" in r.getMessage() for r in caplog.records)
 
 
 def test_the_int8_probe_asks_for_exact_products_when_the_kernel_is_wrong_or_cannot_be_checked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,12 +71,24 @@ def session_entry(session: ort.InferenceSession, key: str = EXACT_INT8_ENTRY) ->
         return None
 
 
+def applies(options: ort.SessionOptions) -> bool:
+    """Whether the entry can act under these options: onnxruntime applies it in a graph rewrite (int8 weights to uint8)
+    that runs only at graph optimization level ``extended`` or ``all``."""
+    return int(options.graph_optimization_level) >= int(ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+
+
 def kernel(session: ort.InferenceSession) -> str | None:
-    """Which int8 kernel a session runs, for ``/health``: ``x64quantprecision`` (asked for: the default one is wrong on
-    this CPU), ``default``, or None for a session off the CPU."""
+    """Which int8 kernel a session runs, for ``/health``: ``x64quantprecision`` (asked for, because the default one is
+    wrong on this CPU, and in effect), ``default``, or None for a session off the CPU."""
     if session.get_providers()[0] != "CPUExecutionProvider":
         return None
-    return "default" if session_entry(session) is None else "x64quantprecision"
+    in_effect = session_entry(session) is not None and applies(session.get_session_options())
+    return "x64quantprecision" if in_effect else "default"
+
+
+def products_exact(session: ort.InferenceSession) -> bool:
+    """Whether a CPU session's int8 products are exact: the default kernel is, here, or the exact one is in effect."""
+    return kernel(session) == "x64quantprecision" or default_kernel_exact()
 
 
 def exact_int8_entries() -> dict[str, str]:

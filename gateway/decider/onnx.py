@@ -244,8 +244,13 @@ class OnnxScorer:
             disabled = list(self.options.cpu_disabled_optimizers) if cpu else []
             so = self._session_options()
             if cpu and self.options.exact_int8:
-                for key, value in int8probe.exact_int8_entries().items():
+                entries = int8probe.exact_int8_entries()
+                for key, value in entries.items():
                     so.add_session_config_entry(key, value)
+                if entries and variant == "int8" and not int8probe.applies(so):
+                    log.warning("model %s: this CPU's default int8 kernel saturates, and its fix needs model.graph_optimization "
+                                "extended or all (is %s): int8 scores differ from the measured ones",
+                                self.manifest.id, self.options.graph_optimization)
             try:
                 session = ort.InferenceSession(str(path), so, providers=chain, disabled_optimizers=disabled)
             except Exception as exc:  # a broken file or a provider that cannot start
@@ -385,7 +390,7 @@ def describe(scorer: OnnxScorer) -> Mapping[str, Any]:
     return {"model": scorer.label, "channel": scorer.manifest.channel, "provider": scorer.provider, "precision": scorer.precision,
             "onnxruntime_provider": scorer.session.get_providers()[0], "feature_version": scorer.manifest.feature_version,
             "denormals_flushed": scorer._flush_denormals,
-            "exact_int8": scorer.provider == "cpu" and scorer.options.exact_int8,
+            "exact_int8": scorer.provider == "cpu" and (scorer.precision != "int8" or int8probe.products_exact(scorer.session)),
             "int8_kernel": scorer.int8_kernel,
             "questions": {q: list(o) for q, o in scorer.questions.items()}, "temperature": dict(scorer.manifest.temperature),
             "load_seconds": round(scorer.load_seconds, 3)}
