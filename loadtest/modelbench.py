@@ -155,7 +155,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         result["model"] = scorer.label
         cell["session_provider"] = scorer.session.get_providers()[0]
-        print(f"{provider}/{variant}/{runtime}: measuring {scorer.label} on {cell['session_provider']}...", file=sys.stderr, flush=True)
+        cell["int8_kernel"] = scorer.int8_kernel  # int8 on the CPU: default, or the exact one where this CPU needs it
+        kernel = f", int8 kernel {cell['int8_kernel']}" if cell["int8_kernel"] else ""
+        print(f"{provider}/{variant}/{runtime}: measuring {scorer.label} on {cell['session_provider']}{kernel}...", file=sys.stderr, flush=True)
         cell.update(bench_cell(scorer, sample, batches=[int(b) for b in args.batches.split(",")], seconds=args.seconds))
         scorer.close()
         result["cells"].append(cell)
