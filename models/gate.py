@@ -56,12 +56,10 @@ SAMPLE_FIGURES = ("humans_blocked", "humans_challenged", "attacks_blocked", "bad
 PEOPLE_FIGURES = ("humans_blocked", "humans_challenged")
 
 # The gate: set -> figure -> (comparison, limit in percent). Every figure without a limit is reported only.
+_SAMPLE_LIMITS: dict[str, tuple[str, float]] = {
+    "humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)}
 THRESHOLDS: dict[str, dict[str, tuple[str, float]]] = {
-    "C3": {"humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)},
-    "C4": {"humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)},
-    "C5": {"humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)},
-    "N6": {"humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)},
-    "N9": {"humans_blocked": ("<=", 0.05), "humans_challenged": ("<=", 0.5), "attacks_blocked": (">=", 98.3), "bad_bots_stopped": (">=", 95.5)},
+    **{name: _SAMPLE_LIMITS for name in ("C3", "C4", "C5", "N6", "N9")},
     "DQ": {"humans_blocked": ("<=", 0.125)},
     "docs2": {"humans_blocked": ("<=", 3.57)},
     "locales": {"humans_blocked": ("<=", 0.61)},
@@ -341,8 +339,11 @@ def run(repository: Path, version: str, *, name: str = "clef-flash", challenge_r
     log(f"gate: {scorer.label} from {repository} (int8 on {scorer.provider}, {int8} int8 products), rules {', '.join(cfg.rules.files)}, "
         f"challenge_risk {challenge_risk:g}")
     results: dict[str, dict[str, Any]] = {}
+    kept_rows: dict[str, Any] = {}  # the unpinned sets' rows, scored again with the reference below
     for gs in chosen:
         rows = ev.read_rows(paths[gs.name], ev.Skipped())
+        if gs.name in RELATIVE:
+            kept_rows[gs.name] = rows
         results[gs.name] = {**figures(ev.evaluate(rows, cfg, scorer)), "sha256": manifest["sets"][paths[gs.name].stem]["sha256"]}
         if rows_scale == 1.0 and gs.pinned is None:
             log(f"note: {gs.name} is not a pinned set, so its figures are not comparable with recorded ones: {gs.command}")
@@ -356,7 +357,7 @@ def run(repository: Path, version: str, *, name: str = "clef-flash", challenge_r
         for gs in relative:
             reference_results[gs.name] = (
                 {k: v for k, v in results[gs.name].items() if k != "sha256"} if same
-                else figures(ev.evaluate(ev.read_rows(paths[gs.name], ev.Skipped()), cfg, base)))
+                else figures(ev.evaluate(kept_rows[gs.name], cfg, base)))
     limits = relative_limits(reference_results)
     for set_name in reference_results:
         log(f"note: {set_name} limit re-derived from {reference} on the same file "

@@ -43,7 +43,7 @@ def wrong_products(extra: dict[str, str] | None = None, path: Path = PROBE_PATH)
     for key, value in (extra or {}).items():
         so.add_session_config_entry(key, value)
     session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    a = probe_activations()
+    a = probe_activations(k=session.get_inputs()[0].shape[1])  # the inner dimension as the probe file has it
     y, weights = session.run(["y", "weights"], {"a": a})
     expected = a.astype(np.int64) @ weights.astype(np.int64)
     return int(np.count_nonzero(y.astype(np.int64) != expected))
