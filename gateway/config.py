@@ -377,7 +377,7 @@ class ModelConfig:
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef-flash", "Model name (a folder under the repository).")
     version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; an opt-in version (manifest channel opt-in, e.g. Clef-flash 1.6.0, see models/README.md) loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).")
-    variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16.", check=one_of("auto", "fp32", "int8", "fp16"))
+    variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16. int8 scores move slightly with their batch-mates; fp32 ones do not.", check=one_of("auto", "fp32", "int8", "fp16"))
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
     graph_optimization: str = setting("all", "onnxruntime graph optimisation level: disable, basic, extended, all.", check=one_of("disable", "basic", "extended", "all"))

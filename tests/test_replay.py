@@ -209,6 +209,17 @@ def test_the_model_scores_what_the_rules_leave_open(tmp_path: Path, capsys: pyte
     assert (scored["forward"], scored["block"]) == (8, 3)
     assert rule_row(result, "block-secret-files")["block"] == 1
     assert result["sources"] == {"model": 11, "rule": 1}
+    assert result["model"]["precision"] == "fp32" and replay.INT8_BATCH_NOTE not in result["notes"]
+
+
+def test_the_shipped_int8_model_is_noted_as_moving_slightly_with_its_batch_mates(tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A reason a replayed decision can differ from the log with nothing changed (models/README.md, *Session 20*)."""
+    log = tmp_path / "access.log"
+    log.write_text(combined("203.0.113.7", "/shop") + "\n" + combined("198.51.100.1", "/search?q=%27x", agent="curl/8.5.0") + "\n")
+    code, result = run_replay(capsys, str(log))
+    assert code == 0 and result["model"]["precision"] == "int8"
+    assert replay.INT8_BATCH_NOTE in result["notes"]
 
 
 def test_shadow_mode_counts_what_would_happen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,6 +241,7 @@ def test_a_missing_model_is_reported_and_rules_still_decide(tmp_path: Path, caps
     code, result = run_replay(capsys, "--config", str(config), str(log))
     assert code == 0
     assert result["model"]["model"] is None and "no version of model 'clef-flash'" in result["model"]["reason"]
+    assert replay.INT8_BATCH_NOTE not in result["notes"]
     assert result["decided"] == {"forward": 1, "challenge": 0, "block": 1}
 
 
