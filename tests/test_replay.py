@@ -217,7 +217,8 @@ def test_the_shipped_int8_model_is_noted_as_moving_slightly_with_its_batch_mates
     """A reason a replayed decision can differ from the log with nothing changed (models/README.md, *Session 20*)."""
     log = tmp_path / "access.log"
     log.write_text(combined("203.0.113.7", "/shop") + "\n" + combined("198.51.100.1", "/search?q=%27x", agent="curl/8.5.0") + "\n")
-    code, result = run_replay(capsys, str(log))
+    config = write_config(tmp_path, model={"enabled": True, "providers": ["cpu"]})  # the shipped model on the CPU: int8
+    code, result = run_replay(capsys, "--config", str(config), str(log))
     assert code == 0 and result["model"]["precision"] == "int8"
     assert replay.INT8_BATCH_NOTE in result["notes"]
 
