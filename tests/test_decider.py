@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import math
 import threading
@@ -366,6 +367,25 @@ def test_request_key_takes_only_the_length_of_infrastructure_headers() -> None:
     assert request_key(a) != request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),)))
     assert request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),))) != \
         request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "2"),)))
+
+
+def test_request_key_tells_a_payload_in_a_header_from_the_same_bytes_in_a_chunked_body() -> None:
+    """The model reads these two differently; one must not be answered with the other's cached decision."""
+    from gateway.decider.cache import request_key
+    from gateway.features import ClientStats
+
+    def chunked(note: str, body: bytes, **kw: Any) -> Features:
+        f = make_features(method="POST", target="/api/search", body=body, headers=[
+            ("Host", "shop.example"), ("Transfer-Encoding", "chunked"), ("X-Note", note)], **kw)
+        return dataclasses.replace(f, content_length=None, chunked=True)
+
+    in_header, in_body = chunked("q=' OR 1=1--", b""), chunked("q=", b"' OR 1=1--")
+    assert model_input(in_header).text != model_input(in_body).text
+    assert request_key(in_header) != request_key(in_body)
+    # nor can a body run into the client window's part of the key
+    window = ClientStats(requests=3)
+    assert request_key(chunked("q=", b"x|2 0 0 0 0 0")) != request_key(chunked("q=", b"x", client=window))
+    assert request_key(chunked("q=", b"x", client=window)) == request_key(chunked("q=", b"x", client=window))
 
 
 def test_request_key_reads_the_client_window_given_or_the_features_own() -> None:

@@ -76,11 +76,14 @@ def request_key(features: Features, client: ClientStats | Literal[False] | None 
         # value (the header-bytes feature); its line has no ':' so it cannot collide with a "name:value".
         lines.append(f"{name}#{len(value)}" if name.lower() in INFRA_HEADERS else f"{name}:{value}")
     h = hashlib.blake2b("\n".join(lines).encode("utf-8", "surrogateescape"), digest_size=16)
-    if features.body_prefix:
-        h.update(features.body_prefix)
+    # The body prefix goes in framed by its length, and the client part behind a marker: without them the end of the
+    # header text, the body and the window could run into each other, and two requests the model reads differently
+    # (a payload in a header value, or the same bytes as a chunked body) would share one decision.
+    body = features.body_prefix
+    h.update(b"\0" + len(body).to_bytes(8, "big") + body)
     c = features.client if client is False else client
     if c is not None:
-        h.update(_client_part(c))
+        h.update(b"\1" + _client_part(c))
     return h.digest()
 
 
