@@ -87,6 +87,18 @@ async def test_concurrent_calls_share_one_run(executor) -> None:
     assert scorer.queued == 0
 
 
+async def test_a_batcher_whose_threads_are_shut_down_fails_its_callers_and_counts_them_out() -> None:
+    """A replaced runtime's threads are shut down; a call that still reaches its batcher gets a model error
+    (its fallback applies) at once, and the queue count does not creep up towards max_queue."""
+    dead = ThreadPoolExecutor(max_workers=1)
+    dead.shutdown()
+    scorer = batching(FakeModel(), dead)
+    for _ in range(3):
+        with pytest.raises(ModelError, match="shut down"):
+            await asyncio.wait_for(scorer.score(mi(target="/p")), 1.0)
+    assert scorer.queued == 0
+
+
 async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
     model = FakeModel(delay=0.05)
     scorer = batching(model, executor, max_batch=16, max_wait_us=0)
@@ -367,6 +379,32 @@ def test_request_key_takes_only_the_length_of_infrastructure_headers() -> None:
     assert request_key(a) != request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),)))
     assert request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "1"),))) != \
         request_key(flood("198.51.100.7", "sim.1", (("X-Api-Version", "2"),)))
+
+
+async def test_a_reload_candidate_with_the_same_model_shares_the_cache_but_not_the_running_chain() -> None:
+    """A reload builds the new decider before it knows the whole config is good. The running runtime's cache must
+    keep asking its own chain, so that a rejected reload (whose decider is thrown away) leaves it serving."""
+    from gateway import config as configmod
+    from gateway.decider import load
+
+    def cfg(threads: int, timeout_ms: int) -> Any:
+        return configmod.validate({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
+                                   "model": {"enabled": True, "providers": ["cpu"]},
+                                   "decider": {"inference_threads": threads, "timeout_ms": timeout_ms}})
+
+    running = load(cfg(1, 800))
+    assert running is not None and running.cache is not None
+    chain = running.cache.inner
+    answer = await running.scorer.score(model_input(make_features(target="/shop")))
+    candidate = load(cfg(2, 1), running)
+    assert candidate is not None and candidate.cache is not None
+    assert running.cache.inner is chain and candidate.cache.inner is not chain
+    assert len(candidate.cache) == len(running.cache) == 1  # the same model's answers stay valid for both
+    candidate.close(successor=running)  # rejected: its own threads go, the shared model stays
+    again = await running.scorer.score(model_input(make_features(target="/search?q=shoes")))
+    assert again.source is Source.MODEL and answer.source is Source.MODEL
+    assert running.breaker.state == CLOSED
+    running.close()
 
 
 def test_request_key_tells_a_payload_in_a_header_from_the_same_bytes_in_a_chunked_body() -> None:

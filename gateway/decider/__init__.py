@@ -101,7 +101,7 @@ def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecu
     if settings.cache_size <= 0 or settings.cache_ttl_s <= 0:
         return guarded, None, breaker, batcher
     if cache is not None:
-        cache.inner = guarded  # same model: keep the cached answers, route misses to the new chain
+        cache = cache.sharing(guarded)  # same model: keep the cached answers; the running chain is left as it is
     else:
         cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size)
     return cache, cache, breaker, batcher

@@ -83,7 +83,11 @@ class BatchingScorer:
             return
         self._running += 1
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(self.executor, self._run, [f for f, _ in live])
+        try:
+            job = loop.run_in_executor(self.executor, self._run, [f for f, _ in live])
+        except RuntimeError as exc:  # the executor was shut down (a replaced runtime): fail this batch, count it out
+            job = loop.create_future()
+            job.set_exception(ModelError(f"the model's worker threads are shut down ({exc})"))
         job.add_done_callback(lambda done: self._resolve(live, done))
 
     def _run(self, batch: list[ModelInput]) -> tuple[list[Probabilities], float]:

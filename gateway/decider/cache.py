@@ -23,6 +23,7 @@ request with its own id, is still one repeated request to the model.
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -147,6 +148,16 @@ class CachedScorer:
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
         self.requests = _RequestLevel(maxsize, ttl_s, timer)
         self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
+
+    def sharing(self, inner: Scorer) -> CachedScorer:
+        """A cache in front of ``inner`` holding the same entries as this one (a reload with the same model).
+
+        This one keeps its own ``inner``: a runtime still serving (or kept after a rejected reload) goes on
+        asking its own chain, never one that is being built or was thrown away.
+        """
+        other = copy.copy(self)
+        other.inner = inner
+        return other
 
     def get_request(self, key: bytes) -> Scored | None:
         """A cached answer for a repeated raw request (counted as a hit), or None."""
