@@ -229,6 +229,12 @@ class CountingScorer:
         return Scored(probs_for(item), model="count@1")
 
 
+class FailingScorer:
+    async def score(self, item: ModelInput) -> Scored:
+        await asyncio.sleep(0.01)
+        raise ModelError("model exploded")
+
+
 def mi(**kw: object) -> ModelInput:
     """The model input of a request built by make_features."""
     return model_input(make_features(**kw))  # type: ignore[arg-type]
@@ -248,6 +254,28 @@ async def test_cache_hits_misses_and_single_flight() -> None:
     assert again.source is Source.CACHE and inner.calls == 1
     await cache.score(mi(target="/different"))
     assert inner.calls == 2
+
+
+async def test_a_caller_who_goes_away_leaves_the_shared_model_call_to_those_waiting_on_it() -> None:
+    """The proxy cancels a decision whose client hung up. Identical requests coalesced onto it must still get the
+    model's answer: a fallback there (forward, by default) would let the second of two identical attacks through."""
+    inner = CountingScorer()
+    cache = CachedScorer(inner, key, ttl_s=60, maxsize=10)
+    first = asyncio.ensure_future(cache.score(mi(target="/?id=1%20UNION%20SELECT%20password")))
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(cache.score(mi(target="/?id=1%20UNION%20SELECT%20password")))
+    await asyncio.sleep(0)
+    first.cancel()
+    answer = await second
+    assert first.cancelled() and answer.probabilities == probs_for(mi(target="/?id=1%20UNION%20SELECT%20password"))
+    assert inner.calls == 1
+    # and the answer is cached for the next one
+    assert (await cache.score(mi(target="/?id=1%20UNION%20SELECT%20password"))).source is Source.CACHE and inner.calls == 1
+    # a failing shared call still fails every caller, and nothing is cached
+    failing = CachedScorer(FailingScorer(), key, ttl_s=60, maxsize=10)
+    calls = [asyncio.ensure_future(failing.score(mi(target="/x"))) for _ in range(2)]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, ModelError) for r in results) and len(failing) == 0
 
 
 async def test_cache_is_bounded_and_expires() -> None:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from cachetools import TTLCache
 
 from gateway import metrics
-from gateway.decider.scoring import ModelError, Scored, Scorer
+from gateway.decider.scoring import Scored, Scorer
 from gateway.features import INFRA_HEADERS, ClientStats, Features, ModelInput
 from gateway.verdict import Source
 
@@ -138,6 +138,12 @@ class _RequestLevel:
         return len(self._entries)
 
 
+def _retrieve(call: asyncio.Future[Scored]) -> None:
+    """Mark a shared model call's failure as seen: its callers, if any are left, re-raise it themselves."""
+    if not call.cancelled():
+        call.exception()
+
+
 class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
@@ -187,20 +193,19 @@ class CachedScorer:
             CACHE_REQUESTS.inc("coalesced")
             return dataclasses.replace(await asyncio.shield(waiting), source=Source.CACHE)
         CACHE_REQUESTS.inc("miss")
-        fut: asyncio.Future[Scored] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
+        # The model call belongs to the cache, not to the first caller: when that caller goes away (its client
+        # hung up and the proxy cancelled it), the callers waiting on the same input still get the model's
+        # answer, not a fallback. The call stays bounded by the breaker's timeout below it.
+        call = asyncio.ensure_future(self._fill(key, item))
+        call.add_done_callback(_retrieve)
+        self._inflight[key] = call
+        return await asyncio.shield(call)
+
+    async def _fill(self, key: Hashable, item: ModelInput) -> Scored:
         try:
             scored = await self.inner.score(item)
-        except BaseException as exc:
-            if not fut.done():
-                # followers get the leader's failure (their fallback applies); a cancelled leader
-                # (client gone) must not cancel them, so they see a model error instead
-                fut.set_exception(exc if isinstance(exc, Exception) else ModelError("the shared model call was cancelled"))
-                fut.exception()  # mark retrieved: followers re-raise it themselves
-            raise
         finally:
             self._inflight.pop(key, None)
-        fut.set_result(scored)
         self.cache[key] = dataclasses.replace(scored, source=Source.CACHE)
         CACHE_ENTRIES.set(len(self.cache))
         return scored
