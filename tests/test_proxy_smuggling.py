@@ -66,6 +66,14 @@ CASES: list[tuple[str, bytes, int]] = [
     ("http2-preface-as-1x", b"GET /echo HTTP/2.0\r\nHost: x\r\n\r\n", 505),
     ("not-origin-form", b"GET echo HTTP/1.1\r\nHost: x\r\n\r\n", 400),
     ("connect", b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 501),
+    # an Upgrade request's body would be skipped by the parser and read as the next request (the smuggled one
+    # pipelined behind each case is the body here)
+    ("upgrade-post-with-body", b"POST /echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+     b"Content-Length: %d\r\n\r\n" % len(SMUGGLED), 400),
+    ("upgrade-get-with-body", b"GET /echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nContent-Length: %d\r\n\r\n" % len(SMUGGLED), 400),
+    ("upgrade-h2c-chunked", b"POST /echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+     b"HTTP2-Settings: AAMAAABkAAQAAP__\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
 ]
 
 

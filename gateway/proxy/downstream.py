@@ -354,6 +354,10 @@ class ClientConnection(asyncio.Protocol):
             if expect.strip(" \t").lower() != "100-continue":
                 raise GatewayError(417, "bad_expect", "Only Expect: 100-continue is supported.")
             ex.expect_continue = version == "1.1" and ex.body != NO_BODY
+        if ex.body != NO_BODY and parser.should_upgrade():
+            # llhttp ends an Upgrade request at its head and hands back what follows as the new protocol's bytes:
+            # a body here would be forwarded as nothing and then parsed as the next request (a desync)
+            raise GatewayError(400, "upgrade_with_body", "A request that asks to upgrade the connection cannot carry a body.")
         upgrade = get("upgrade")
         if upgrade is not None and method_b == b"GET" and "websocket" in upgrade.lower() and parser.should_upgrade():
             ex.upgrade = True
