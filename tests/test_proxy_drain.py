@@ -56,6 +56,25 @@ def test_in_flight_request_finishes_then_its_connection_closes(origin_a: OriginP
         gw.stop()
 
 
+def test_pipelined_requests_already_read_are_all_answered_before_the_connection_closes(origin_a: OriginProcess,
+                                                                                       tmp_path: Path) -> None:
+    gw = started(origin_a, tmp_path)
+    try:
+        with RawClient(gw.port) as busy:
+            busy.send(get("/delay/0.3") + get("/bytes/2") + get("/delay/0.05"))
+            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
+                     what="request in flight")
+            assert gw.loop is not None
+            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            answers = [busy.response() for _ in range(3)]
+            assert [a.status for a in answers] == [200, 200, 200]
+            assert [a.header("connection") for a in answers] == [None, None, "close"]
+            assert busy.closed(5)
+            assert drained.result(10) == 0
+    finally:
+        gw.stop()
+
+
 def test_requests_outliving_the_deadline_are_cut_and_counted(origin_a: OriginProcess, tmp_path: Path) -> None:
     gw = started(origin_a, tmp_path)
     try:

@@ -6,6 +6,7 @@ import contextlib
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -199,6 +200,51 @@ def test_gateway_keeps_serving_after_upstream_errors(raw_origin: OriginProcess, 
             c2.close()
         c.send(get("/early-hints"))
         assert c.response().body == b"ok"
+
+
+def test_a_client_that_pipelines_then_half_closes_gets_every_response(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """As `nc -N` and many scripts do: the requests already sent are all answered, the last with Connection: close."""
+    with gateway(make_config([origin_a.url], tmp_path)) as g:
+        sock = socket.create_connection(("127.0.0.1", g.port), timeout=5)
+        sock.sendall(get("/delay/0.05") + get("/bytes/3") + get("/delay/0.05"))
+        sock.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+        sock.close()
+    heads = [block.split(b"\r\n\r\n")[0] for block in data.split(b"HTTP/1.1 ")[1:]]
+    assert [h[:3] for h in heads] == [b"200"] * 3, data
+    assert [b"connection: close" in h.lower() for h in heads] == [False, False, True]
+
+
+def test_a_refused_request_behind_one_in_flight_gets_its_error(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """The parser refuses the second request while the first is forwarded: the first is answered, then the
+    second's 400 with its request id, then the connection closes."""
+    with gateway(make_config([origin_a.url], tmp_path)) as g, RawClient(g.port) as c:
+        c.send(get("/delay/0.1") + b"GET /bad HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n")
+        assert c.response().status == 200
+        refused = c.response()
+        assert refused.status == 400 and refused.header("connection") == "close"
+        rid = refused.header("x-request-id")
+        assert rid and f"request id: {rid}".encode() in refused.body
+        assert c.closed(5)
+        assert g.wait_log(lambda r: r["request_id"] == rid)["status"] == 400
+
+
+def test_a_long_pipeline_answered_by_the_gateway_itself_is_answered_whole(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """Hundreds of requests a rule blocks, pipelined behind one forwarded request: each is started from the event
+    loop, not from the previous one's completion, so the chain cannot exhaust the stack and hang the connection."""
+    from gateway.pipeline import Pipeline
+    from gateway.verdict import Action, Source, Verdict
+
+    class Rules:
+        def evaluate(self, features: Any) -> Verdict | None:
+            return Verdict(Action.BLOCK, Source.RULE, "scanner path", rule="t") if features.path == "/.env" else None
+
+    with gateway(make_config([origin_a.url], tmp_path), Pipeline(rules=Rules())) as g, RawClient(g.port, timeout=20) as c:
+        c.send(get("/delay/0.2") + get("/.env") * 600)
+        assert c.response().status == 200
+        assert [c.response().status for _ in range(600)] == [403] * 600
 
 
 def test_half_closed_client_still_gets_its_response(origin_a: OriginProcess, tmp_path: Path) -> None:

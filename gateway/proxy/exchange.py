@@ -563,7 +563,7 @@ class Exchange:
             # fields the upstream named in Connection are hop-by-hop too
             block = header_stripper({t.decode("latin-1") for t in head.connection}).sub(b"", block)
         parts = [b"HTTP/1.1 ", head.status_text, block, b"\r\n"]
-        close = not self.keep_alive or self.conn.draining or not self.req_done or self.upgrade
+        close = not self.keep_alive or (self.conn.draining and self.conn.nothing_after(self)) or not self.req_done or self.upgrade
         if has_body:
             if chunked:
                 if self.decode_chunks:
@@ -757,7 +757,7 @@ class Exchange:
 
     def _close_before_body(self) -> bool:
         """Whether the connection closes after a response sent before the body was read."""
-        if not self.keep_alive or self.conn.draining or self.upgrade:
+        if not self.keep_alive or (self.conn.draining and self.conn.nothing_after(self)) or self.upgrade:
             return True
         if self.req_done or self.body == NO_BODY:
             return False
