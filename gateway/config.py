@@ -221,7 +221,7 @@ class TimeoutsConfig:
     keepalive_s: float = setting(75.0, "Idle client keep-alive connections are closed after this.", check=positive)
     client_body_s: float = setting(60.0, "Longest pause while reading a request body.", check=positive)
     upstream_connect_s: float = setting(3.0, "Upstream connect deadline; a failure is 502 (or a retry).", check=positive)
-    upstream_response_s: float = setting(60.0, "Time to the first byte of the upstream response; exceeded gets 504.", check=positive)
+    upstream_response_s: float = setting(60.0, "Time to the first byte of the upstream response, counted from the last request byte sent (an upload still moving pushes it back); exceeded gets 504.", check=positive)
     upstream_idle_s: float = setting(60.0, "Longest pause inside an upstream response body.", check=positive)
     upstream_keepalive_s: float = setting(30.0, "Idle pooled upstream connections are closed after this.", check=positive)
     tunnel_idle_s: float = setting(3600.0, "Idle WebSocket/upgrade tunnels are closed after this.", check=positive)

@@ -147,6 +147,18 @@ def test_upstream_timeout_is_504(impatient: GatewayThread) -> None:
     assert time.monotonic() - started < 10
 
 
+def test_slow_but_steady_upload_is_not_cut(impatient: GatewayThread) -> None:
+    # the body is forwarded as it arrives (past the 2 KiB the decision reads), a piece every 0.15 s (under
+    # client_body_s 0.4) for longer than upstream_response_s (0.5): that clock starts when the request is sent whole
+    with RawClient(impatient.port) as c:
+        c.send(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n" + b"a" * 2100)
+        for _ in range(10):
+            time.sleep(0.15)
+            c.send(b"b" * 190)
+        resp = c.response()
+    assert resp.status == 200 and resp.json()["body"] == "a" * 2100 + "b" * 1900
+
+
 def test_slow_but_steady_response_is_not_cut(impatient: GatewayThread) -> None:
     # each pause (0.2 s) is under upstream_idle_s (1.5 s), and the whole takes longer than the
     # time allowed to the first byte (0.5 s): only the head has to come within that

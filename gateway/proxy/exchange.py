@@ -481,6 +481,10 @@ class Exchange:
             self.body_left -= n
         mode = self.mode
         if mode == B_FORWARD:
+            if self.deadline_kind == D_RESPONSE:
+                # time to the first response byte counts from the end of the request: an upload that keeps
+                # moving is not the upstream being slow to answer
+                self.deadline = self.conn.plane.now + self.st.upstream_response_s
             up = self.up
             if up is not None and up.transport is not None:
                 if self.body == CHUNKED:
@@ -529,6 +533,8 @@ class Exchange:
         """The whole request has been read."""
         self.req_done = True
         if self.mode == B_FORWARD:
+            if self.deadline_kind == D_RESPONSE:
+                self.deadline = self.conn.plane.now + self.st.upstream_response_s
             up = self.up
             if self.body == CHUNKED and up is not None and up.transport is not None:
                 up.transport.write(LAST_CHUNK)
