@@ -125,6 +125,21 @@ def test_slow_header_is_408(impatient: GatewayThread) -> None:
     assert_gateway_error(impatient, resp, 408)
 
 
+def test_a_slow_head_pipelined_behind_a_request_gets_the_head_timeout(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """The next head arriving (part of it in the same packet as the request before) is held to header_read_s with
+    a 408, not to the far longer keep-alive limit: a slow-header client cannot hide behind one good request."""
+    cfg = make_config([origin_a.url], tmp_path, timeouts={"header_read_s": 0.5, "keepalive_s": 30.0})
+    with gateway(cfg) as g, RawClient(g.port) as c:
+        started = time.monotonic()
+        c.send(get("/bytes/1") + b"GET /echo HTTP/1.1\r\nHost: x\r\n")
+        assert c.response().status == 200
+        c.send(b"X-Slow: 1\r\n")
+        resp = c.response()
+        assert resp.status == 408 and resp.header("x-request-id")
+        assert c.closed(5)
+        assert time.monotonic() - started < 10
+
+
 def test_idle_keep_alive_connection_is_closed_silently(impatient: GatewayThread) -> None:
     with RawClient(impatient.port) as c:
         c.send(get("/bytes/1"))

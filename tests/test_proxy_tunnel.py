@@ -85,3 +85,47 @@ def test_tunnel_idle_timeout(origin_a: OriginProcess, tmp_path: Path) -> None:
     cfg = make_config([origin_a.url], tmp_path, timeouts={"tunnel_idle_s": 0.3})
     with gateway(cfg) as g:
         assert asyncio.run(idle(g.port))
+
+
+def test_a_client_half_close_is_passed_through_the_tunnel(tmp_path: Path) -> None:
+    """After 101 the gateway copies bytes; a client's end of sending (shutdown SHUT_WR) reaches the upstream, which
+    can still answer, instead of the tunnel hanging until tunnel_idle_s."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen: list[bytes] = []
+
+    def origin() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.settimeout(10)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+            while data := conn.recv(65536):
+                seen.append(data)
+            conn.sendall(b"bye after your EOF")
+
+    thread = threading.Thread(target=origin, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with gateway(make_config([url], tmp_path, timeouts={"tunnel_idle_s": 60})) as g:
+            client = socket.create_connection(("127.0.0.1", g.port), timeout=10)
+            client.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                got += client.recv(65536)
+            assert got.startswith(b"HTTP/1.1 101")
+            client.sendall(b"last words")
+            client.shutdown(socket.SHUT_WR)
+            while data := client.recv(65536):
+                got += data
+            client.close()
+            assert got.endswith(b"bye after your EOF") and b"".join(seen) == b"last words"
+    finally:
+        thread.join(10)
+        listener.close()

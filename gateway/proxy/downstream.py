@@ -157,6 +157,8 @@ class ClientConnection(asyncio.Protocol):
         # the client half-closed: finish what is in flight (responses can still be written),
         # then close; an idle or lingering connection closes now
         self.eof = True
+        if self.tunnel is not None:
+            return self.tunnel.client_eof()
         if self.closing or not self.queue:
             return False
         self.draining = True
@@ -452,9 +454,15 @@ class ClientConnection(asyncio.Protocol):
                 400, 408, 413, 417, 431, 501, 505)
             self.shutdown(linger)
             return
-        if self.reading is None and self.in_head and not self.head_seen:
-            self.deadline = self.plane.now + self.st.keepalive_s
-            self.deadline_kind = C_IDLE
+        if self.reading is None and self.in_head:
+            if self.msg_open or self.head_seen:
+                # the next request's head is arriving (it may have come with this one's): the head's limit
+                # applies, with its 408, not the idle keep-alive one
+                self.deadline = self.plane.now + self.st.header_read_s
+                self.deadline_kind = C_HEAD
+            else:
+                self.deadline = self.plane.now + self.st.keepalive_s
+                self.deadline_kind = C_IDLE
 
     def _start_next(self) -> None:
         queue = self.queue

@@ -73,6 +73,15 @@ class Tunnel:
         if not self.closed:
             self.upstream.resume_reading()
 
+    def client_eof(self) -> bool:
+        """The client half-closed: pass that on, and keep the client open for what the upstream still sends."""
+        transport = self.upstream.transport
+        if not self.closed and transport is not None and not transport.is_closing() and transport.can_write_eof():
+            transport.write_eof()
+            return True
+        self._close()
+        return False
+
     def client_closed(self) -> None:
         """The client went away: close the upstream after what it still has to send."""
         self._close()
