@@ -241,42 +241,50 @@ class Worker:
                                                            "pipeline": runtime.pipeline.description}})
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
-        """Load another model version beside the running one, warm it, then swap (a reload with a model override)."""
-        previous = self.source
-        self.source = previous.with_model(swap)
-        problems = await self.reload()
-        if problems:
-            self.source = previous
-        return problems
+        """Load another model version beside the running one, warm it, then swap (a reload with a model override).
+
+        Under the reload lock, and the override becomes the worker's source only once it is serving: a swap
+        that fails cannot put back an older source over one that a concurrent swap or reload made current.
+        """
+        async with self._reload_lock:
+            candidate = self.source.with_model(swap)
+            problems = await self._reload(candidate)
+            if not problems:
+                self.source = candidate
+            return problems
 
     async def reload(self) -> list[str]:
         """Load the config again and swap it in; on any problem keep the running one."""
         async with self._reload_lock:
-            old = self.runtime
-            try:
-                cfg = self.source.load()
-                if cfg.listen != old.config.listen:
-                    raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
-                                      cfg.source)
-                new = await build_runtime(cfg, old)
-                await start_runtime(new)
-            except ConfigError as exc:
-                metrics.CONFIG_RELOADS.inc("error")
-                log.error("reload rejected; the running config stays in force",
-                          extra={"fields": {"source": exc.source, "problems": exc.problems}})
-                return [f"{exc.source}: {p}" for p in exc.problems]
-            except Exception as exc:  # a reload must never take the running gateway down
-                metrics.CONFIG_RELOADS.inc("error")
-                log.exception("reload failed; the running config stays in force")
-                return [f"reload failed: {exc!r}"]
-            assert self.ref is not None
-            self.ref.current = new
-            CONFIG_GENERATION.set(new.generation)
-            metrics.CONFIG_RELOADS.inc("ok")
-            log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
-            # Old pools that the new set did not take over close once in-flight requests are done.
-            self._retire(old, new)
-            return []
+            return await self._reload(self.source)
+
+    async def _reload(self, source: ConfigSource) -> list[str]:
+        """Build and start a runtime from ``source`` and swap it in (the caller holds the reload lock)."""
+        old = self.runtime
+        try:
+            cfg = source.load()
+            if cfg.listen != old.config.listen:
+                raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
+                                  cfg.source)
+            new = await build_runtime(cfg, old)
+            await start_runtime(new)
+        except ConfigError as exc:
+            metrics.CONFIG_RELOADS.inc("error")
+            log.error("reload rejected; the running config stays in force",
+                      extra={"fields": {"source": exc.source, "problems": exc.problems}})
+            return [f"{exc.source}: {p}" for p in exc.problems]
+        except Exception as exc:  # a reload must never take the running gateway down
+            metrics.CONFIG_RELOADS.inc("error")
+            log.exception("reload failed; the running config stays in force")
+            return [f"reload failed: {exc!r}"]
+        assert self.ref is not None
+        self.ref.current = new
+        CONFIG_GENERATION.set(new.generation)
+        metrics.CONFIG_RELOADS.inc("ok")
+        log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
+        # Old pools that the new set did not take over close once in-flight requests are done.
+        self._retire(old, new)
+        return []
 
     def _retire(self, old: Runtime, new: Runtime) -> None:
         async def retire() -> None:
@@ -571,6 +579,7 @@ class Supervisor:
         # the decision API runs here (on the admin listener), with models of its own
         self.api: DecisionApi | None = None
         self.flash: Decider | None = None
+        self._reload_lock = asyncio.Lock()  # one reload or model swap at a time reaches the workers
 
     def _start_worker(self, index: int) -> _WorkerHandle:
         parent, child = self.ctx.Pipe()
@@ -652,13 +661,16 @@ class Supervisor:
 
     async def reload(self) -> list[str]:
         # Validate here first so a bad file never reaches any worker.
-        return await self._reload_all(self.source, ("reload",))
+        async with self._reload_lock:
+            return await self._reload_all(self.source, ("reload",))
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
-        problems = await self._reload_all(self.source.with_model(swap), ("model", swap))
-        if not problems:
-            self.source = self.source.with_model(swap)
-        return problems
+        async with self._reload_lock:
+            candidate = self.source.with_model(swap)
+            problems = await self._reload_all(candidate, ("model", swap))
+            if not problems:
+                self.source = candidate
+            return problems
 
     async def _reload_all(self, source: ConfigSource, message: tuple[Any, ...]) -> list[str]:
         loop = asyncio.get_running_loop()

@@ -194,3 +194,29 @@ def test_invalid_config_refuses_to_start(tmp_path: Path) -> None:
 def test_gateway_constructor_reports_a_crash(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="gateway exited"):
         Gateway(tmp_path, {"backends": {"a": {"servers": ["http://127.0.0.1:1"]}}, "listen": "256.0.0.1:1"}, ready_timeout=20)
+
+
+async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_the_other(tmp_path: Path) -> None:
+    """Two POST /admin/model at once, the first to a version that does not exist: the second must really swap
+    (it answers "swapped"), and the worker's source must name the version that serves."""
+    import asyncio
+
+    import yaml
+
+    from gateway import config as configmod
+    from gateway.server import ConfigSource, LocalControl, RuntimeRef, Worker, build_runtime, close_runtime
+
+    path = tmp_path / "gw.yaml"
+    path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
+                                    "model": {"enabled": True, "version": "1.5.0", "providers": ["cpu"]},
+                                    "challenge": {"dev_generate_secret": True}, "timeouts": {"drain_s": 0.1}}))
+    cfg = configmod.load(str(path))
+    worker = Worker(ConfigSource(str(path)), cfg, reuse_port=False)
+    worker.ref = RuntimeRef(await build_runtime(cfg))
+    control = LocalControl(worker)
+    missing, present = await asyncio.gather(control.swap_model({"version": "9.9.9"}), control.swap_model({"version": "1.4.0"}))
+    assert missing and "9.9.9" in missing[0] and present == []
+    assert (await control.statuses())[0]["model"]["model"] == "clef-flash@1.4.0"
+    assert worker.source.overrides == {"model": {"version": "1.4.0"}}
+    await asyncio.sleep(1.2)  # the replaced runtime is retired after the drain deadline
+    await close_runtime(worker.runtime)
