@@ -254,16 +254,27 @@ class ClientWindows:
         if not self.dirty:
             return out
         now_slot = int(self.clock() // self.slot_s)
-        pos = now_slot % _SLOTS
+        oldest = now_slot - _SLOTS + 1
         for client in self.dirty:
             w = self._table.get(client)
-            if w is None or w.sync is None or w.c[pos] != now_slot:
+            if w is None or w.sync is None:
                 continue
             c, sync = w.c, w.sync
-            dr, de = c[_SLOTS + pos] - sync[pos], c[2 * _SLOTS + pos] - sync[_SLOTS + pos]
-            sync[pos], sync[_SLOTS + pos] = c[_SLOTS + pos], c[2 * _SLOTS + pos]
-            out.append((client, now_slot, dr, de, not w.synced))
-            w.synced = True
+            # every slot still in the window with counts not yet sent, not only the current one: what was
+            # counted just before a slot boundary is pushed after it (the current slot goes too, for others' counts)
+            entries = []
+            for pos in sorted(range(_SLOTS), key=c.__getitem__):
+                slot = c[pos]
+                if slot < oldest:
+                    continue
+                dr, de = c[_SLOTS + pos] - sync[pos], c[2 * _SLOTS + pos] - sync[_SLOTS + pos]
+                if dr or de or slot == now_slot:
+                    sync[pos], sync[_SLOTS + pos] = c[_SLOTS + pos], c[2 * _SLOTS + pos]
+                    entries.append((client, slot, dr, de, False))
+            if entries and not w.synced:  # the newest pushed slot also pulls the older ones once
+                entries[-1] = (*entries[-1][:4], True)
+                w.synced = True
+            out.extend(entries)
         self.dirty.clear()
         return out
 

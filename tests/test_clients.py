@@ -171,6 +171,25 @@ async def test_replicas_share_windows_including_history() -> None:
     assert a.windows.counts("9.9.9.9") == (6, 4)
 
 
+async def test_counts_made_just_before_a_slot_boundary_are_shared_after_it() -> None:
+    """A burst counted in the last sync interval of a slot is pushed at the next sync, in the next slot."""
+    clock = Clock()
+    a, b, _ = _replicas(clock)  # windows of 60 s: slots of 10 s
+    clock.t = 9.8
+    for _ in range(50):
+        a.record("203.0.113.7", "/login", 401)
+    clock.t = 10.1  # a's next sync falls in the next slot
+    await a.sync()
+    clock.t = 10.5
+    b.record("203.0.113.7", "/login", 401)  # the client moves to b
+    await b.sync()
+    assert b.windows.counts("203.0.113.7") == (51, 51)
+    await a.sync()
+    a.record("203.0.113.7", "/login", 401)
+    await a.sync()
+    assert a.windows.counts("203.0.113.7") == (52, 52)  # and nothing is counted twice
+
+
 async def test_claims_are_shared_and_remembered_locally() -> None:
     clock = Clock()
     a, b, _ = _replicas(clock)
