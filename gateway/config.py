@@ -418,8 +418,9 @@ class DecisionLogConfig:
 def rate_spec(v: str) -> str | None:
     if v in ("", "0", "off"):
         return None
-    if not re.fullmatch(r"\s*\d+\s*/\s*\d*\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*", v) or v.strip().startswith("0"):
-        return f"{v!r} is not a rate like 600/min (units: s, min, h, day), or 'off'"
+    m = re.fullmatch(r"\s*\d+\s*/\s*(\d*)\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*", v)
+    if not m or v.strip().startswith("0") or (m.group(1) and int(m.group(1)) == 0):
+        return f"{v!r} is not a rate like 600/min (units: s, min, h, day; a period above 0), or 'off'"
     return None
 
 

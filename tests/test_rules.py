@@ -361,3 +361,15 @@ def test_evaluation_never_raises(shipped: RuleTable, every: RuleTable, f: Featur
     for table in (shipped, every):
         out = table.evaluate(f)
         assert out is None or isinstance(out, (Verdict, ScoreRequest))
+
+
+def test_files_that_are_not_utf8_are_listed_problems(tmp_path: Path) -> None:
+    """A rule file or an address list saved in another encoding is a problem in the list, not a traceback."""
+    (tmp_path / "latin1.yaml").write_bytes("rules:\n  - name: caf\xe9\n    path: /x\n    action: block\n".encode("latin-1"))
+    (tmp_path / "lists").mkdir()
+    (tmp_path / "lists" / "office.txt").write_bytes("# bureau caf\xe9\n192.0.2.0/24\n".encode("latin-1"))
+    (tmp_path / "uses_list.yaml").write_text("rules:\n  - name: office\n    ip: list:office\n    action: allow\n")
+    with pytest.raises(ConfigError) as err:
+        load([str(tmp_path / "latin1.yaml"), str(tmp_path / "uses_list.yaml")], RuleOptions(), ClientState())
+    assert err.value.problems == ["latin1.yaml: not UTF-8 text (byte 20)",
+                                  "uses_list.yaml:office: ip: list 'office': office.txt: not UTF-8 text (byte 12)"]

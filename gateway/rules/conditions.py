@@ -228,6 +228,9 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
 
     if key == "body_size":
         items = value if isinstance(value, list) else [value]
+        if not items:
+            problems.append(f"{where}: an empty list: give one or more comparisons such as '> 1MiB'")
+            return None
         tests = []
         for item in items:
             try:

@@ -92,6 +92,8 @@ class NamedLists:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             return [], [f"cannot read {path.name}: {exc.strerror}"]
+        except UnicodeDecodeError as exc:
+            return [], [f"{path.name}: not UTF-8 text (byte {exc.start})"]
         for lineno, line in enumerate(lines, 1):
             text = line.split("#", 1)[0].strip()
             if not text:
@@ -110,5 +112,7 @@ class NamedLists:
             return [], [f"cannot read {path.name}: {exc.strerror}"]
         except json.JSONDecodeError as exc:
             return [], [f"{path.name}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"]
+        except UnicodeDecodeError as exc:
+            return [], [f"{path.name}: not UTF-8 text (byte {exc.start})"]
         ranges = parse_published(data, crawler=False)
         return [ipaddress.ip_network(p) for p in ranges.prefixes], [f"{path.name}: {p}" for p in ranges.problems]

@@ -28,7 +28,7 @@ META_KEYS = ("name", "description")
 ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy")
 RULE_KEYS = META_KEYS + CONDITION_KEYS + ACTION_KEYS
 OVERRIDABLE = ("allow", "block", "challenge", "score")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")  # matched whole (fullmatch): "$" would let a trailing newline in
 
 
 class RuleFileError(ConfigError):
@@ -156,6 +156,9 @@ def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str
     except OSError as exc:
         problems.append(f"{included_at}: include: cannot read {shown!r}: {exc.strerror}" if included_at else f"{shown}: cannot read: {exc.strerror}")
         return
+    except UnicodeDecodeError as exc:
+        problems.append(f"{shown}: not UTF-8 text (byte {exc.start})")
+        return
     read.append(str(path))
     try:
         doc = yaml.safe_load(text)
@@ -186,7 +189,8 @@ def _read_file(path: Path, base: Path, entries: list[_Entry], problems: list[str
             problems.append(f"{shown}:#{i}: expected a map (a rule), got {type(raw).__name__}")
             continue
         name = raw.get("name")
-        label = name if isinstance(name, str) and name else f"#{i}"
+        # a name a problem line cannot show as it is (a line break in it) is named by its position
+        label = name if isinstance(name, str) and name and name.isprintable() else f"#{i}"
         entries.append(_Entry(raw, shown, label, path.parent))
 
 
@@ -199,7 +203,7 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
             hint = did_you_mean(str(key), RULE_KEYS)
             mine.append(f"{key}: unknown key{hint}" if hint else f"{key}: unknown key (conditions: {', '.join(CONDITION_KEYS)})")
     name = raw.get("name")
-    if name is not None and (not isinstance(name, str) or not _NAME.match(name)):
+    if name is not None and (not isinstance(name, str) or not _NAME.fullmatch(name)):
         mine.append(f"name: {name!r} is not a rule name (letters, digits, and - _ . : ; up to 100)")
     description = raw.get("description", "")
     if not isinstance(description, str):

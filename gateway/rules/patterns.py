@@ -233,6 +233,6 @@ _PERIODS = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute
 def parse_rate(text: object) -> tuple[int, float]:
     """``"120/min"`` -> (120, 60.0); ``"10/5s"`` -> (10, 5.0)."""
     m = _RATE.match(text) if isinstance(text, str) else None
-    if not m or int(m.group(1)) <= 0:
-        raise PatternError(f"{text!r} is not a rate like 120/min (units: s, min, h, day)")
+    if not m or int(m.group(1)) <= 0 or (m.group(2) and int(m.group(2)) == 0):
+        raise PatternError(f"{text!r} is not a rate like 120/min (units: s, min, h, day; a period above 0)")
     return int(m.group(1)), _PERIODS[m.group(3)] * (int(m.group(2)) if m.group(2) else 1)
