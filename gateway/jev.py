@@ -164,7 +164,7 @@ def _as_request_record(state: Any) -> dict[str, Any] | None:
         if stripped.startswith("{"):
             try:
                 state = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
                 return None
         else:
             return _parse_raw_request(state)
@@ -359,6 +359,8 @@ class DecisionApi:
                 body = json.loads(raw)
             except (ValueError, UnicodeDecodeError) as exc:
                 raise ApiError(400, "invalid_json", f"body is not JSON: {exc}") from None
+            except RecursionError:
+                raise ApiError(400, "invalid_json", "body is nested deeper than JSON is read here") from None
             if isinstance(body, list):
                 shape = "batch"
                 if not body:
@@ -401,7 +403,8 @@ class DecisionApi:
         found = ""
         for key in cfg.api_keys:
             # compare against every key so the time taken does not tell which one was close
-            if hmac.compare_digest(presented.encode(), resolve_secret(key.key).encode()):
+            # a header is read as latin-1 with undecodable bytes escaped: encode it back the same way
+            if hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), resolve_secret(key.key).encode()):
                 found = key.id
         if not found:
             raise ApiError(403, "invalid_api_key", "the API key is not valid")

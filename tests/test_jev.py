@@ -152,6 +152,9 @@ def test_invalid_json_and_sizes(api: Gateway) -> None:
     assert r.status_code == 413, r.text and r.json()["error"]["code"] == "too_large" and r.json()["error"]["field"] == "input"
     r = post(api, {"state": "word " * 40000, "questions": [{"id": "q", "options": ["a", "b"]}]})
     assert r.status_code == 413, r.text
+    # nested past what the JSON parser recurses into: a client error, not a 500
+    r = httpx.post(api.admin_url + "/v1/decision", content=b"[" * 100_000, headers={"Authorization": "Bearer key-a-123456"}, timeout=30)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
 
 
 def test_api_keys(api: Gateway) -> None:
@@ -161,6 +164,9 @@ def test_api_keys(api: Gateway) -> None:
     assert r.status_code == 403 and r.json()["error"]["code"] == "invalid_api_key"
     r = httpx.post(api.admin_url + "/v1/decision", json={"input": "hello"}, headers={"X-API-Key": "key-a-123456"}, timeout=30)
     assert r.status_code == 200
+    # a key with bytes that are not UTF-8 is simply not a key
+    r = httpx.post(api.admin_url + "/v1/decision", json={"input": "hello"}, headers={"X-API-Key": b"key-\xff\xfe"}, timeout=30)
+    assert r.status_code == 403 and r.json()["error"]["code"] == "invalid_api_key"
 
 
 def test_rate_limit_per_key(api: Gateway) -> None:
@@ -212,6 +218,7 @@ def test_request_record_detection() -> None:
     assert raw is not None and raw["body"] == "user=a" and raw["headers"][0] == ["Host", "a"]
     assert _as_request_record("the database is down") is None
     assert _as_request_record({"message": "hi"}) is None
+    assert _as_request_record("{\"a\": " * 100_000) is None  # too deep to read: not a request
 
 
 def test_parse_item_shapes() -> None:
