@@ -102,16 +102,22 @@ def read_rows(path: Path, skipped: Skipped, limit: int | None = None) -> list[Ro
     """Labelled rows of a JSONL file (unlabelled or malformed lines are skipped and counted)."""
     rows: list[Row] = []
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open(encoding="utf-8", errors="surrogateescape")  # a line that is not UTF-8 is skipped, not fatal
     except OSError as exc:
         raise EvalError(f"{path}: cannot read ({exc.strerror})") from exc
     with fh:
         for line in fh:
             if not line.strip():
                 continue
+            if not line.isascii():
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:
+                    skipped.add("not UTF-8")
+                    continue
             try:
                 obj = json.loads(line)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, a number past Python's digit limit, or nested too deep
                 skipped.add("invalid JSON")
                 continue
             if not isinstance(obj, dict):
@@ -127,10 +133,10 @@ def read_rows(path: Path, skipped: Skipped, limit: int | None = None) -> list[Ro
                 continue
             try:
                 f = feat.from_record(rec)
+                logged = feat.ModelInput.from_json(obj["input"]) if isinstance(obj.get("input"), dict) else None
             except (TypeError, ValueError) as exc:
                 skipped.add(f"unreadable record ({type(exc).__name__})")
                 continue
-            logged = feat.ModelInput.from_json(obj["input"]) if isinstance(obj.get("input"), dict) else None
             verified = obj.get("verified", rec.get("verified"))
             rows.append(Row(f, CLASSES.index(label[0]), verified if isinstance(verified, bool) else None,
                             str(obj.get("source", rec.get("source", "")) or ""), label[1] or rec.get("attack_kind"), logged))

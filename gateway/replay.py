@@ -192,11 +192,15 @@ def _iso_time(text: Any) -> float | None:
     return None
 
 
+class UnreadableRecord(ValueError):
+    """A logged record that parses as JSON but describes no request (counted as an unreadable line)."""
+
+
 def parse_json(line: str, fallback_time: float) -> LogRequest | None:
     """A decision-log line (``{"record": {...}, "time": ..., "status": ...}``) or a bare request record."""
     try:
         obj = json.loads(line)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a number past Python's digit limit, or nested too deep
         return None
     if not isinstance(obj, dict):
         return None
@@ -352,8 +356,12 @@ class Replayer:
         self._pending: list[tuple[Any, _Pending, LogRequest, Features]] = []
 
     def feed(self, item: LogRequest) -> None:
+        """Decide one logged request (raises ``UnreadableRecord`` for a record no request can be built from)."""
+        try:
+            features = from_record(item.record)
+        except (TypeError, ValueError) as exc:  # e.g. a header that is not a [name, value] pair
+            raise UnreadableRecord(f"{type(exc).__name__}: {exc}") from None
         self.clock.now = max(self.clock.now, item.when)
-        features = from_record(item.record)
         if not features.request_id:
             features = dataclasses.replace(features, request_id=f"replay-{self.tally.total + len(self._pending) + 1}")
         outcome = self.pipeline.decide(features)
@@ -590,7 +598,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         for i, item in enumerate(read_log(args.logs, args.host, args.reconstruct, skipped, examples)):
             if args.limit and i >= args.limit:
                 break
-            replayer.feed(item)
+            try:
+                replayer.feed(item)
+            except UnreadableRecord as exc:
+                skipped["unreadable"] += 1
+                if len(examples) < 3:
+                    examples.append(f"a {item.source.replace('_', ' ')} line: {exc}")
         replayer.flush()
     except OSError as exc:
         print(f"clefgate replay: {exc}", file=sys.stderr)

@@ -79,6 +79,25 @@ def run(setup: dict[str, Path]) -> dict[str, Any]:
     return ev.evaluate(rows, cfg, FakeScorer())
 
 
+def test_lines_no_request_can_be_read_from_are_skipped_and_counted(tmp_path: Path) -> None:
+    good = json.dumps(record("/page/1", "human"))
+    data = tmp_path / "odd.jsonl"
+    data.write_bytes(b"\n".join([
+        good.encode(),
+        b'{"n": ' + b"[" * 100_000 + b"}",                                         # nested past the parser's depth
+        b'{"n": ' + b"1" * 5000 + b"}",                                            # a number past Python's digit limit
+        json.dumps(record("/x", "human", headers=[["Host"]])).encode(),           # a header without a value
+        json.dumps({**record("/x", "human"), "input": {"feature_version": feat.FEATURE_VERSION, "text": "x",
+                                                        "numeric": [None] * feat.NUM_FEATURES}}).encode(),  # a broken logged input
+        json.dumps(record("/caf\u00e9", "human")).encode().replace(b"\\u00e9", b"\xe9"),  # not UTF-8
+    ]) + b"\n")
+    skipped = ev.Skipped()
+    rows = ev.read_rows(data, skipped)
+    assert len(rows) == 1
+    assert skipped.counts == {"invalid JSON": 2, "unreadable record (ValueError)": 1, "unreadable record (TypeError)": 1,
+                              "not UTF-8": 1}
+
+
 def test_three_systems_in_one_run(setup: dict[str, Path]) -> None:
     result = run(setup)
     s = result["systems"]

@@ -148,6 +148,22 @@ def test_decision_log_lines_and_records_are_read(tmp_path: Path) -> None:
     assert skipped["unreadable"] == 1 and examples[0].endswith(':3: {"neither": true}')
 
 
+def test_lines_no_request_can_be_built_from_are_counted_not_fatal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "odd.jsonl"
+    ok = {"method": "GET", "path": "/", "headers": [["Host", "shop.example"]], "client_ip": "203.0.113.5"}
+    log.write_text("\n".join([
+        json.dumps(ok),
+        '{"method": "GET", "path": "/", "n": ' + "[" * 100_000 + "}",             # nested past the parser's depth
+        '{"method": "GET", "path": "/", "n": ' + "1" * 5000 + "}",               # a number past Python's digit limit
+        json.dumps({**ok, "headers": [["Host"]]}),                                # a header without a value
+        json.dumps({**ok, "path": "/\ud800"}),                                   # a lone surrogate
+    ]) + "\n")
+    code, result = run_replay(capsys, "--config", str(write_config(tmp_path)), "--no-model", str(log))
+    assert code == 0 and result["requests"] == 1
+    assert result["skipped_lines"] == {"unreadable": 4}
+    assert any("not enough values to unpack" in e for e in result["skipped_examples"])
+
+
 # ------------------------------------------------------------------------------------------ deciding
 
 def test_shipped_rules_decide_like_the_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
