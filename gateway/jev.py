@@ -283,6 +283,14 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
 
 # ---------------------------------------------------------------------------- the service
 
+@dataclass(frozen=True)
+class ClefChange:
+    """A clef runtime loaded for a config, not yet serving (``DecisionApi.prepare``); None: clef off."""
+
+    clef: ClefRuntime | None
+    settings: ClefConfig | None
+
+
 class DecisionApi:
     """Answers decision requests with clef-flash (via the gateway's decider) and clef."""
 
@@ -293,24 +301,45 @@ class DecisionApi:
         self._clef_settings: ClefConfig | None = clef.settings if clef is not None else None
         self.limiter = RateLimiter(max_buckets=10_000)
 
-    async def configure(self, cfg: Config) -> list[str]:
-        """Load, keep or drop clef for ``cfg``. On failure the running clef stays and the problem is returned."""
+    async def prepare(self, cfg: Config) -> tuple[list[str], ClefChange | None]:
+        """Load clef for ``cfg`` beside the running one; nothing changes until ``commit`` (``discard`` drops it).
+
+        A reload prepares this before the gateway swaps its config, so a clef that cannot load rejects the
+        reload while everything still runs as before.
+        """
         want = cfg.clef if cfg.jev.enabled and cfg.clef.enabled else None
         if want == self._clef_settings:
-            return []
-        old = self.clef
+            return [], None
         if want is None:
-            self.clef, self._clef_settings = None, None
-        else:
-            try:
-                new = await asyncio.get_running_loop().run_in_executor(None, ClefRuntime.load, want)
-            except Exception as exc:  # a model that cannot load must not take the gateway down
-                log.error("clef could not be loaded", extra={"fields": {"error": str(exc)}})
-                return [f"clef: {exc}"]
-            self.clef, self._clef_settings = new, want
-        if old is not None:
+            return [], ClefChange(None, None)
+        try:
+            new = await asyncio.get_running_loop().run_in_executor(None, ClefRuntime.load, want)
+        except Exception as exc:  # a model that cannot load must not take the gateway down
+            log.error("clef could not be loaded", extra={"fields": {"error": str(exc)}})
+            return [f"clef: {exc}"], None
+        return [], ClefChange(new, want)
+
+    def commit(self, change: ClefChange | None) -> None:
+        """Serve with what ``prepare`` loaded (None: clef stays as it is)."""
+        if change is None:
+            return
+        old = self.clef
+        self.clef, self._clef_settings = change.clef, change.settings
+        if old is not None and old is not change.clef:
             old.close()
-        return []
+
+    @staticmethod
+    def discard(change: ClefChange | None) -> None:
+        """Drop what ``prepare`` loaded (the reload it was for did not happen)."""
+        if change is not None and change.clef is not None:
+            change.clef.close()
+
+    async def configure(self, cfg: Config) -> list[str]:
+        """Load, keep or drop clef for ``cfg``. On failure the running clef stays and the problem is returned."""
+        problems, change = await self.prepare(cfg)
+        if not problems:
+            self.commit(change)
+        return problems
 
     def close(self) -> None:
         if self.clef is not None:

@@ -41,7 +41,7 @@ from gateway.decider import load as load_decider
 from gateway.decider.manifest import ManifestError
 from gateway.decider.onnx import ModelLoadError
 from gateway.decisionlog import DecisionLog
-from gateway.jev import DecisionApi
+from gateway.jev import ClefChange, DecisionApi
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
@@ -351,9 +351,25 @@ class LocalControl:
         return [self.worker.status()]
 
     async def reload(self) -> list[str]:
+        # clef is loaded first, beside the running one: if it cannot load, the reload is rejected before anything
+        # changed (a worker reload that then failed on it would have left the new config serving)
+        change = None
+        if self.api is not None:
+            try:
+                cfg = self.worker.source.load()
+            except ConfigError:
+                cfg = None  # the worker's reload reports it
+            if cfg is not None:
+                problems, change = await self.api.prepare(cfg)
+                if problems:
+                    metrics.CONFIG_RELOADS.inc("error")
+                    return problems
         problems = await self.worker.reload()
-        if not problems and self.api is not None:
-            problems = await self.api.configure(self.worker.runtime.config)
+        if self.api is not None:
+            if problems:
+                self.api.discard(change)
+            else:
+                self.api.commit(change)
         return problems
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
@@ -602,17 +618,42 @@ class Supervisor:
         _BACKGROUND.add(watch)
 
     async def _configure_api(self, cfg: Config) -> list[str]:
+        problems, prepared = await self._prepare_api(cfg)
+        if not problems:
+            self._commit_api(prepared)
+        return problems
+
+    async def _prepare_api(self, cfg: Config) -> tuple[list[str], tuple[Decider | None, ClefChange | None] | None]:
+        """The decision API's models for ``cfg``, loaded beside the running ones (nothing changes yet)."""
         if self.api is None:
-            return []
+            return [], None
         loop = asyncio.get_running_loop()
         try:
             flash = await loop.run_in_executor(None, load_decider, cfg, self.flash)
         except (ManifestError, ModelLoadError) as exc:
-            return [f"model: {p}" for p in exc.problems]
+            return [f"model: {p}" for p in exc.problems], None
+        problems, change = await self.api.prepare(cfg)
+        if problems:
+            self._discard_api((flash, None))
+            return problems, None
+        return [], (flash, change)
+
+    def _commit_api(self, prepared: tuple[Decider | None, ClefChange | None] | None) -> None:
+        if prepared is None or self.api is None:
+            return
+        flash, change = prepared
         if self.flash is not None:
             self.flash.close(successor=flash)
         self.flash = flash
-        return await self.api.configure(cfg)
+        self.api.commit(change)
+
+    def _discard_api(self, prepared: tuple[Decider | None, ClefChange | None] | None) -> None:
+        if prepared is None:
+            return
+        flash, change = prepared
+        if flash is not None and flash is not self.flash:
+            flash.close(successor=self.flash)
+        DecisionApi.discard(change)
 
     async def _await_started(self, w: _WorkerHandle, wait_s: float = 120.0) -> None:
         loop = asyncio.get_running_loop()
@@ -684,16 +725,23 @@ class Supervisor:
             return [f"{exc.source}: {p}" for p in exc.problems]
         if cfg.workers != self.cfg.workers:
             log.warning("workers changed in the config; it takes effect on restart")
-        problems: list[str] = []
+        # the decision API's models load first, beside the running ones: one that cannot load rejects the
+        # reload before any worker swapped
+        problems, prepared = await self._prepare_api(cfg)
+        if problems:
+            metrics.CONFIG_RELOADS.inc("error")
+            return problems
         for w in self.workers:
             try:
                 problems += [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
             except (TimeoutError, EOFError, OSError) as exc:
                 problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
-        if not problems:
+        if problems:
+            self._discard_api(prepared)
+        else:
             self.cfg = cfg
             metrics.CONFIG_RELOADS.inc("ok")
-            problems = await self._configure_api(cfg)
+            self._commit_api(prepared)
         return problems
 
     def config(self) -> Config:

@@ -220,3 +220,36 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
     assert worker.source.overrides == {"model": {"version": "1.4.0"}}
     await asyncio.sleep(1.2)  # the replaced runtime is retired after the drain deadline
     await close_runtime(worker.runtime)
+
+
+async def test_a_reload_whose_clef_cannot_load_changes_nothing(tmp_path: Path) -> None:
+    """The decision API's clef is loaded before the worker swaps: a reload it rejects leaves the old rules serving."""
+    import yaml
+
+    from gateway import config as configmod
+    from gateway.jev import DecisionApi
+    from gateway.server import ConfigSource, LocalControl, RuntimeRef, Worker, build_runtime, close_runtime
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")
+    path = tmp_path / "gw.yaml"
+
+    def write(rules: str, **extra: object) -> None:
+        path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}}, "model": {"enabled": False},
+                                        "rules": {"files": [rules], "default": "allow"}, **extra}))
+
+    write("a.yaml")
+    cfg = configmod.load(str(path))
+    worker = Worker(ConfigSource(str(path)), cfg, reuse_port=False)
+    worker.ref = RuntimeRef(await build_runtime(cfg))
+    control = LocalControl(worker, DecisionApi(lambda: worker.runtime.config, lambda: worker.runtime.decider))
+    write("b.yaml", clef={"enabled": True, "version": "9.9.9"})
+    problems = await control.reload()
+    assert problems and problems[0].startswith("clef:") and "9.9.9" in problems[0]
+    rules = worker.runtime.pipeline.rules
+    assert worker.runtime.generation == 1 and rules is not None and [r.label for r in rules.rules] == ["block-a"]
+    write("b.yaml")  # the same change without the clef that cannot load goes through
+    assert await control.reload() == []
+    rules = worker.runtime.pipeline.rules
+    assert rules is not None and [r.label for r in rules.rules] == ["block-b"]
+    await close_runtime(worker.runtime)
