@@ -332,7 +332,7 @@ class ChallengeConfig:
     nojs_wait_s: float = setting(5.0, "Seconds the no-JavaScript path makes the client wait.", check=non_negative)
     pass_max_rate_per_min: float = setting(600.0, "A client holding a pass is challenged again when its request rate exceeds this (0 disables).", check=non_negative)
     pass_max_error_ratio: float = setting(0.5, "A client holding a pass is challenged again when this share of its recent answers were 4xx (after at least 20 requests; 1 disables).", check=fraction)
-    max_nonces: int = setting(100000, "Solved-challenge nonces remembered in memory for replay protection (oldest evicted first, counted).", check=positive)
+    max_nonces: int = setting(100000, "Solved-challenge nonces remembered in memory for replay protection (when full, those whose tokens expire soonest are evicted, counted).", check=positive)
     contact: str = setting("", "How people can reach the site operator, shown on block and no-JavaScript pages (e.g. an e-mail address).")
 
 

@@ -302,7 +302,8 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
 
     service = ChallengeService(cfg.challenge, signer, state)
     if previous is not None and previous.passes is not None:
-        service.nonces = previous.passes.nonces  # a solved challenge stays solved across reloads
+        # a solved challenge stays solved across reloads, under the limit the new config sets
+        service.nonces = previous.passes.nonces.resized(cfg.challenge.max_nonces)
 
     routes = tuple(sorted((_RoutePolicy(r.host.lower(), r.path_prefix, r.policy or None) for r in cfg.routes),
                           key=lambda r: (-len(r.prefix), not r.host)))

@@ -444,3 +444,48 @@ def test_challenge_tokens_are_signed_over_the_encoders_payload(kind: str, not_be
                                  post_lost=0) == signer.sign({"t": kind, "n": "n", "d": True, "i": issued, "e": 5, "b": "b", "u": url, "p": 0})
     assert signer.sign_challenge(kind, nonce="n", difficulty=3, issued=float("inf"), expires=5, binding="b", url=url,
                                  post_lost=0) == signer.sign({"t": kind, "n": "n", "d": 3, "i": float("inf"), "e": 5, "b": "b", "u": url, "p": 0})
+
+
+def test_a_long_url_can_be_passed_and_its_no_javascript_link_stays_within_a_request_line(svc: ChallengeService) -> None:
+    target = "/search?q=" + "x" * 6000  # a request line under the 8 KiB limit
+    f = browser(target)
+    page = svc.challenge(challenge_verdict(8), f)
+    form, counter = form_of(page), 0
+    counter = solve(form["nonce"], int(form["difficulty"]))
+    resp = answer(svc, f, form["token"], counter)
+    assert resp.status == 303 and header(resp, "Location") == target
+    link = re.search(r'href="(/\.clefgate/nojs\?token=[^"]+)"', page.body.decode())
+    assert link is not None and len(link.group(1)) < 4096
+
+
+def test_an_answer_with_extra_fields_is_refused_not_an_error(svc: ChallengeService) -> None:
+    f = browser()
+    body = b"&".join(b"f%d=1" % i for i in range(12))
+    resp = svc.handle(make_features("POST", "/.clefgate/verify", list(f.headers), client_ip=f.client_ip, body=body), body)
+    assert isinstance(resp, LocalResponse) and resp.status == 403
+    query = "&".join(f"f{i}=1" for i in range(12))
+    resp = svc.handle(make_features("GET", "/.clefgate/nojs?" + query, list(f.headers), client_ip=f.client_ip), b"")
+    assert isinstance(resp, LocalResponse) and resp.status == 403
+
+
+def test_a_refused_answer_links_back_to_the_page_asked_for(svc: ChallengeService) -> None:
+    f = browser("/products/42?x=1")
+    form, counter = solved(svc, f)
+    wrong = next(c for c in range(1000) if not pow_ok(form["nonce"], str(c), 8))
+    assert 'href="/products/42?x=1"' in _refusal(svc, f, form["token"], wrong)
+    assert 'href="/"' in _refusal(svc, f, form["token"][:-2] + "AA", counter)  # a forged token tells us nothing
+
+
+def test_the_nonce_store_forgets_the_soonest_to_expire_not_the_first_claimed() -> None:
+    from gateway.challenge.replay import NonceStore
+
+    now = [1000.0]
+    store = NonceStore(max_entries=2, clock=lambda: now[0])
+    assert store.claim("fresh", 1300.0)
+    assert store.claim("old-token-solved-late", 1006.0)
+    now[0] = 1100.0
+    assert store.claim("third", 1400.0)
+    assert not store.claim("fresh", 1300.0)  # still valid until 1300: a replay
+    bigger = store.resized(5)
+    assert bigger is not store and store.max_entries == 2 and len(bigger) == len(store)
+    assert store.resized(2) is store

@@ -223,6 +223,11 @@ async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> N
     honoured = second.decide(make_features(target="/gated", headers=[("Host", "h"), ("User-Agent", make_features().user_agent),
                                                                       ("Cookie", cookie)]))
     assert honoured.action is Action.FORWARD  # type: ignore[union-attr]
+    # a new max_nonces applies to the carried-over nonces; the running pipeline's store keeps its own limit
+    resized = build(cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True, "max_nonces": 7}), previous=first)
+    assert resized.passes.nonces.max_entries == 7 and len(resized.passes.nonces) == len(first.passes.nonces)  # type: ignore[union-attr]
+    assert first.passes.nonces.max_entries == cfg.challenge.max_nonces  # type: ignore[union-attr]
+    await resized.close(successor=first)  # thrown away, as a rejected reload would be
     await second.start()
     await first.close(successor=second)
     changed = build(cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True}, clients={"window_s": 30}), previous=second)

@@ -55,6 +55,8 @@ BLOCK_PAGES = metrics.counter("clefgate_block_pages_total", "Block pages served,
 
 PREFIX = "/.clefgate/"
 _CONTROL = re.compile("[\x00-\x1f]")
+# the longest return URL a no-JavaScript link carries (its token must fit a request line, 8 KiB by default)
+_NOJS_URL_MAX = 2048
 _COMMON_HEADERS = (("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex, nofollow"), ("Referrer-Policy", "same-origin"),
                    ("X-Content-Type-Options", "nosniff"))
 
@@ -176,8 +178,11 @@ class ChallengeService:
                                            url=url, post_lost=int(post_lost))
         nojs_url = None
         if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
+            # this token travels in a link's query: a very long return URL goes back without its query, so the
+            # link stays within a request line
+            nojs_back = url if len(url) <= _NOJS_URL_MAX else (url.split("?", 1)[0] if len(url.split("?", 1)[0]) <= _NOJS_URL_MAX else "/")
             wait = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
-                                              url=url, post_lost=int(post_lost), not_before=now + cfg.nojs_wait_s)
+                                              url=nojs_back, post_lost=int(post_lost), not_before=now + cfg.nojs_wait_s)
             # a token is "<key id>.<base64url>.<base64url>": only a key id with URL-unsafe characters needs quoting
             nojs_url = f"{PREFIX}nojs?token={wait if self.signer.signing_id in self._url_safe_ids else quote(wait)}"
         ISSUED.inc()
@@ -212,16 +217,23 @@ class ChallengeService:
         """Requests under ``/.clefgate/``: ``POST verify`` (the page's answer) and ``GET nojs`` (the no-JavaScript path)."""
         name = features.path[len(PREFIX):] if features.path.startswith(PREFIX) else ""
         if name == "verify" and features.method == "POST":
-            form = parse_qs(body.decode("latin-1"), max_num_fields=8)
+            try:
+                form = parse_qs(body.decode("latin-1"), max_num_fields=8)
+            except ValueError:  # more fields than an answer has
+                return self._refused(features, "malformed", None)
             return self._answer(features, CHALLENGE, (form.get("token") or [""])[0], (form.get("counter") or [""])[0])
         if name == "nojs" and features.method in ("GET", "HEAD"):
-            query = parse_qs(features.query, max_num_fields=8)
+            try:
+                query = parse_qs(features.query, max_num_fields=8)
+            except ValueError:
+                return self._refused(features, "malformed", None)
             return self._answer(features, WAIT, (query.get("token") or [""])[0], "")
         lang = self._lang(features)
         return self._response(404, message_page(lang, "not_found", request_id=features.request_id), features)
 
     def _answer(self, features: Features, kind: str, token: str, counter: str) -> LocalResponse | Awaitable[LocalResponse]:
         now = self.clock()
+        payload: dict[str, Any] | None = None
         try:
             payload = self.signer.verify(token, kind, now)
             if payload.get("b") != self._bind(features):
@@ -231,7 +243,8 @@ class ChallengeService:
             if kind == WAIT and now < float(payload.get("nb", 0)):
                 raise TokenError("too_early", "the wait is not over")
         except TokenError as exc:
-            return self._refused(features, exc.reason, None)
+            # once the signature held, the retry link goes back to the page the client asked for
+            return self._refused(features, exc.reason, payload)
         nonce = str(payload.get("n", ""))
         ttl = max(1.0, float(payload["e"]) - now)
         expires = now + ttl

@@ -101,7 +101,7 @@ class Signer:
     def verify(self, token: str, kind: str, now: float | None = None) -> dict[str, Any]:
         """The payload of a valid, unexpired token of ``kind``; raises TokenError otherwise."""
         parts = token.split(".")
-        if len(parts) != 3 or len(token) > 4096:
+        if len(parts) != 3 or len(token) > MAX_TOKEN:
             raise TokenError("malformed", "not a clefgate token")
         kid, body, sig = parts
         key = self.keys.get(kid)
@@ -144,6 +144,9 @@ class Binding:
 
 
 _NONCE_BYTES = 16
+# A token carries its return URL, and a request line may be up to 8 KiB (limits.max_request_line_bytes):
+# base64 makes that about 11 KiB, with room for the rest of the payload and the signature.
+MAX_TOKEN = 16384
 _POOL_BYTES = 4096
 _pool = b""
 _pool_at = 0
