@@ -391,27 +391,50 @@ def test_pass_cookie_of_another_client_and_tampered_cookie(svc: ChallengeService
     assert svc.pass_for(browser(cookie=tampered)) is None
 
 
-def test_rechallenge_when_risk_rose_or_behaviour_drifted(svc: ChallengeService) -> None:
+def test_rechallenge_when_risk_rose_or_behaviour_drifted(svc: ChallengeService, clock: Clock) -> None:
+    mono = [5000.0]
+    svc.state.windows.clock = lambda: mono[0]
     f = browser()
     form, counter = solved(svc, f, difficulty=8)
     cookie = cookie_of(answer(svc, f, form["token"], counter))
     with_cookie = browser(cookie=cookie)
     harder = svc.honour(challenge_verdict(12), with_cookie)
     assert harder.action is Action.CHALLENGE and "pass earned at difficulty 8, 12 now required" in harder.reason
+    clock.t += 10
+    mono[0] += 10  # the window's next slot: behaviour after the pass
     for _ in range(25):
         svc.state.record(f.client_ip, "/missing", 404)
     drifted = svc.honour(challenge_verdict(8), with_cookie)
     assert drifted.action is Action.CHALLENGE and "25 of the last 25 answers were 4xx" in drifted.reason
 
 
+def test_the_behaviour_that_got_a_client_challenged_does_not_refuse_the_pass_it_earns(svc: ChallengeService, clock: Clock) -> None:
+    """Solving must help: only what comes after the pass can send the client round again (no solve-challenge loop)."""
+    mono = [5000.0]
+    svc.state.windows.clock = lambda: mono[0]
+    f = browser()
+    for _ in range(25):
+        svc.state.record(f.client_ip, "/missing", 404)
+    form, counter = solved(svc, f)
+    with_cookie = browser(cookie=cookie_of(answer(svc, f, form["token"], counter)))
+    assert svc.honour(challenge_verdict(8), with_cookie).action is Action.FORWARD
+    clock.t += 1
+    mono[0] += 1
+    assert svc.honour(challenge_verdict(8), with_cookie).action is Action.FORWARD
+
+
 def test_fast_clients_are_rechallenged(clock: Clock) -> None:
     svc = ChallengeService(ChallengeConfig(pass_max_rate_per_min=30), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    mono = [5000.0]
+    svc.state.windows.clock = lambda: mono[0]
     f = browser()
     form, counter = solved(svc, f)
     with_cookie = browser(cookie=cookie_of(answer(svc, f, form["token"], counter)))
+    clock.t += 15
+    mono[0] += 15  # half a slot into the next one: its 31 requests are counted over a whole slot, 10 s
     for _ in range(31):
         svc.state.record(f.client_ip, "/p", 200)
-    assert "request rate 31/min is above 30/min" in svc.honour(challenge_verdict(8), with_cookie).reason
+    assert "request rate 186/min is above 30/min" in svc.honour(challenge_verdict(8), with_cookie).reason
 
 
 @pytest.mark.parametrize("target,expected", [("//evil.example/x", "/x"), ("/\\evil.example", "/evil.example"),

@@ -321,11 +321,17 @@ class ChallengeService:
             return None
         return payload
 
-    def drift(self, client_ip: str) -> str | None:
-        """Why a client holding a pass should be challenged again (behaviour since the pass), or None."""
+    def drift(self, client_ip: str, issued: float) -> str | None:
+        """Why a client holding a pass issued at ``issued`` (this service's clock) should be challenged again, or None.
+
+        Only what the client did after earning the pass counts (the window's slots after the one it was earned
+        in): the behaviour that got it challenged cannot refuse the pass it just earned, which would send it
+        round the challenge again and again.
+        """
         cfg = self.cfg
-        requests, errors = self.state.windows.counts(client_ip)
-        rate = requests * 60.0 / self.state.windows.window_s
+        windows = self.state.windows
+        requests, errors, covered = windows.counts_since(client_ip, windows.clock() - max(0.0, self.clock() - issued))
+        rate = requests * 60.0 / max(covered, windows.slot_s)
         if cfg.pass_max_rate_per_min and rate > cfg.pass_max_rate_per_min:
             return f"request rate {rate:.0f}/min is above {cfg.pass_max_rate_per_min:g}/min"
         if cfg.pass_max_error_ratio < 1.0 and requests >= 20 and errors / requests > cfg.pass_max_error_ratio:
@@ -346,7 +352,7 @@ class ChallengeService:
             return verdict
         required = verdict.difficulty or self.cfg.difficulty
         held = int(payload.get("d", 0))
-        why = f"pass earned at difficulty {held}, {required} now required" if held < required else self.drift(features.client_ip)
+        why = f"pass earned at difficulty {held}, {required} now required" if held < required else self.drift(features.client_ip, float(payload.get("i", 0.0)))
         if why:
             PASS_COOKIES.inc("rechallenged")
             return dataclasses.replace(verdict, reason=f"{verdict.reason}; challenged again: {why}",
