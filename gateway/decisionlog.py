@@ -25,6 +25,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 import time
 import zlib
@@ -49,14 +50,40 @@ _str = json.encoder.encode_basestring  # the encoder's own (C) string escaping f
 _BATCH_S = 0.02
 
 
+_LONE = re.compile("[\udc80-\udcff]")  # a byte the client sent that is not UTF-8, as ``as_sent`` holds it
+
+
+def _escape_lone(m: re.Match[str]) -> str:
+    return f"\\u{ord(m[0]):04x}"
+
+
+def as_sent(wire: str) -> str:
+    """A value as the client sent it: the proxy reads bytes as latin-1, a record holds text (UTF-8 read as such,
+    a byte that is not UTF-8 as a lone surrogate), and ``from_record`` turns it back into the same wire value."""
+    if wire.isascii():
+        return wire
+    try:
+        return wire.encode("latin-1").decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # not a wire value (a hand-made request): as it is
+        return wire
+
+
+def _sent_json(wire: str) -> str:
+    """The JSON string of ``as_sent(wire)``; lone surrogates as \\udcXX escapes, so the line stays UTF-8."""
+    if wire.isascii():
+        return _str(wire)
+    out = _str(as_sent(wire))
+    return _LONE.sub(_escape_lone, out) if _LONE.search(out) else out
+
+
 def record_of(features: Features) -> dict[str, Any]:
-    """The request in the record shape read by ``gateway.features.from_record``."""
-    body = features.body_prefix.decode("utf-8", "replace") if features.body_prefix else None
+    """The request in the record shape read by ``gateway.features.from_record`` (values as the client sent them)."""
+    body = as_sent(features.body_prefix.decode("latin-1")) if features.body_prefix else None
     return {
         "method": features.method,
-        "path": features.target,
+        "path": as_sent(features.target),
         "http_version": features.http_version,
-        "headers": features.headers,
+        "headers": [[as_sent(n), as_sent(v)] for n, v in features.headers],
         "body": body,
         "client_ip": features.client_ip,
     }
@@ -181,12 +208,13 @@ class _LineEncoder:
         s = _str
         client_ip = s(features.client_ip)
         body = features.body_prefix
-        headers = ",".join([f"[{s(n)},{s(v)}]" for n, v in features.headers])
+        sent = _sent_json
+        headers = ",".join([f"[{sent(n)},{sent(v)}]" for n, v in features.headers])
         decided, described = self._verdict_parts(verdict)
         parts = [
             f'{{"request_id":{s(features.request_id)},"time":{s(self._time(when))},"client":{client_ip},'
-            f'"record":{{"method":{s(features.method)},"path":{s(features.target)},"http_version":{s(features.http_version)},'
-            f'"headers":[{headers}],"body":{s(body.decode("utf-8", "replace")) if body else "null"},"client_ip":{client_ip}}},',
+            f'"record":{{"method":{s(features.method)},"path":{sent(features.target)},"http_version":{s(features.http_version)},'
+            f'"headers":[{headers}],"body":{sent(body.decode("latin-1")) if body else "null"},"client_ip":{client_ip}}},',
             decided, f',"status":{status}', described,
         ]
         if verdict.decision_ms is not None:

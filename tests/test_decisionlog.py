@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -121,10 +122,34 @@ def test_encoded_lines_are_the_json_encoders_bytes() -> None:
 
     from gateway.decisionlog import _encode, encode_line, line_of
 
+    def reference(features: Features, verdict: Verdict, status: int, when: float) -> str:
+        # the encoder's bytes, with a byte the client sent that is not UTF-8 (a lone surrogate) as its JSON escape
+        return re.sub("[\udc80-\udcff]", lambda m: f"\\u{ord(m[0]):04x}", _encode(line_of(features, verdict, status, when)))
+
     for when in (1_800_000_000.0, 1_800_000_000.9996, time.time()):
         for features, verdict, status in _line_cases():
             for _ in range(2):  # the second time from the memo
-                assert encode_line(features, verdict, status, when) == _encode(line_of(features, verdict, status, when))
+                assert encode_line(features, verdict, status, when) == reference(features, verdict, status, when)
+
+
+def test_a_logged_request_reads_back_as_the_request_the_gateway_saw() -> None:
+    """Non-ASCII header values, target and body, valid UTF-8 or not, come back byte for byte through replay and eval."""
+    from gateway.decisionlog import encode_line
+    from gateway.features import from_record
+
+    def wire(raw: bytes) -> str:
+        return raw.decode("latin-1")  # how the proxy reads bytes off the wire
+
+    headers = (("Host", "shop.example"), ("User-Agent", wire("Mozilla/5.0 caf\xc3\xa9".encode("latin-1"))),
+               ("X-Note", wire(b"a\xff\xfeb")))
+    live = make_features(method="POST", target=wire(b"/caf\xc3\xa9?q=\xe9"), headers=list(headers), body=b"pw=\xc3\xa9\xff",
+                         request_id="r1")
+    line = encode_line(live, Verdict(Action.BLOCK, Source.RULE, "x", rule="r"), 403, 1_800_000_000.0)
+    line.encode("utf-8")  # the line itself is valid UTF-8
+    record = json.loads(line)["record"]
+    assert record["headers"][1] == ["User-Agent", "Mozilla/5.0 caf\u00e9"]  # readable as the client sent it
+    back = from_record(record)
+    assert back.headers == live.headers and back.target == live.target and back.body_prefix == live.body_prefix
 
 
 def test_cached_decision_lines_feed_training(tmp_path: Path) -> None:
