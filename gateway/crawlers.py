@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(argv) if argv is not None else None)
 
     name = args.name or Path(args.file).stem.lower()
-    if not LIST_NAME.match(name):
+    if not LIST_NAME.fullmatch(name):
         print(f"clefgate crawlers: {name!r} is not a list name (lower-case letters, digits, - and _)", file=sys.stderr)
         return 2
     try:

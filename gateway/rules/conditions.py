@@ -302,7 +302,7 @@ def _headers(value: Any, ctx: Context, problems: list[str], where: str) -> str |
     tests = []
     for name, spec in value.items():
         hname = str(name).lower()
-        if not _HEADER_NAME.match(hname):
+        if not _HEADER_NAME.fullmatch(hname):
             problems.append(f"{where}.{name}: not a header name")
             continue
         n = emit.const(hname)
@@ -441,7 +441,7 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
         problems.append(f"{where}: {exc}")
         return None
     key = str(spec.get("key", "ip"))
-    if key not in ("ip", "prefix") and not (key.startswith("header:") and _HEADER_NAME.match(key[7:] or "-")):
+    if key not in ("ip", "prefix") and not (key.startswith("header:") and key[7:] and _HEADER_NAME.fullmatch(key[7:])):
         problems.append(f"{where}.key: {key!r} is not ip, prefix or header:NAME")
         return None
     burst = spec.get("burst", 0)

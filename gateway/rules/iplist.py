@@ -67,13 +67,13 @@ class NamedLists:
     def available(self) -> list[str]:
         if self.folder is None or not self.folder.is_dir():
             return []
-        return sorted({p.stem for p in self.folder.iterdir() if p.suffix in (".txt", ".json") and LIST_NAME.match(p.stem)})
+        return sorted({p.stem for p in self.folder.iterdir() if p.suffix in (".txt", ".json") and LIST_NAME.fullmatch(p.stem)})
 
     def get(self, name: str) -> tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]] | None:
         """(networks, problems) of a list, or None when no such list exists."""
         if name in self._cache:
             return self._cache[name]
-        if self.folder is None or not LIST_NAME.match(name):
+        if self.folder is None or not LIST_NAME.fullmatch(name):
             return None
         txt, js = self.folder / f"{name}.txt", self.folder / f"{name}.json"
         if txt.is_file():
