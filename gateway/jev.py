@@ -50,6 +50,7 @@ from gateway.decider.zeroshot import (
     Question,
     QuestionError,
     QuestionSet,
+    StateTooLarge,
     StateTooLongError,
     ZeroShotModel,
     candidate_question_set,
@@ -249,7 +250,11 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
         state = body["state"]
         if not isinstance(state, (str, Mapping)):
             raise _invalid(f"{path}state", "must be a string or a JSON object")
-        text = render_state(state)
+        try:
+            text = render_state(state, cfg.max_state_bytes)
+        except StateTooLarge:
+            raise ApiError(413, "too_large", f"{path}state: renders to more than the {cfg.max_state_bytes} bytes allowed "
+                           "(jev.max_state_bytes)", f"{path}state") from None
         _check_state_size(text, f"{path}state", cfg.max_state_bytes)
         return _Item("questions", body, path, _questions(body["questions"], path, cfg), text,
                      _as_request_record(state) if model == "clef-flash" else None, model)
@@ -275,7 +280,11 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
             raise _invalid(f"{path}candidates", f"must be a list of 2 to {MAX_OPTIONS} strings of 1 to {MAX_ID} characters")
         if len(set(cands)) != len(cands):
             raise _invalid(f"{path}candidates", "must be distinct")
-        qs = candidate_question_set(task, feats, cands)
+        try:
+            qs = candidate_question_set(task, feats, cands, cfg.max_state_bytes)
+        except StateTooLarge:
+            raise ApiError(413, "too_large", f"{path}features: renders to more than the {cfg.max_state_bytes} bytes allowed "
+                           "(jev.max_state_bytes)", f"{path}features") from None
         _check_state_size(qs.state, f"{path}features", cfg.max_state_bytes)
         return _Item("candidates", body, path, qs.questions, qs.state)
     raise _invalid(path.rstrip(".") or "body", "expected one of the request shapes: questions (with state), input, or candidates")

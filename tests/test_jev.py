@@ -227,3 +227,20 @@ def test_parse_item_shapes() -> None:
     assert parse_item({"task": "t", "candidates": ["a", "b"]}, "", cfg).shape == "candidates"
     item = parse_item({"state": {"service": "db", "errors": 5}, "questions": [{"id": "ok", "type": "bool"}]}, "", cfg)
     assert item.shape == "questions" and "service" in item.state and item.record is None
+
+
+def test_a_deep_small_state_is_refused_before_it_is_rendered_whole() -> None:
+    """Each leaf's line repeats its key path, so 0.6 MB of deep JSON would render to ~50 MB on the event loop: the
+    rendering stops at jev.max_state_bytes and the answer is a 413."""
+    from gateway import config as configmod
+    from gateway.jev import ApiError, parse_item
+
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}}).jev
+    inner = "{" + ",".join(f'"{i}":0' for i in range(60_000)) + "}"
+    deep = json.loads('{"a":' * 400 + inner + "}" * 400)
+    for body, field in (({"task": "t", "candidates": ["a", "b"], "features": deep}, "features"),
+                        ({"questions": [{"id": "q", "options": ["a", "b"]}], "model": "clef", "state": deep}, "state")):
+        with pytest.raises(ApiError) as err:
+            parse_item(body, "", cfg)
+        assert err.value.status == 413 and err.value.field == field
+        assert "renders to more than" in str(err.value)  # stopped while rendering, not measured after the whole text

@@ -200,39 +200,53 @@ def _scalar(value: Any) -> str:
     return _SPACES.sub(" ", str(value)).strip()
 
 
-def _render_into(prefix: str, value: Any, lines: list[str]) -> None:
+class StateTooLarge(ValueError):
+    """A state whose rendered text would pass the given size (rendering stopped there)."""
+
+
+def _render_into(prefix: str, value: Any, lines: list[str], budget: list[int] | None = None) -> None:
     if isinstance(value, Mapping):
         for key in sorted(value, key=str):
-            _render_into(f"{prefix} {humanize(str(key))}".strip(), value[key], lines)
+            _render_into(f"{prefix} {humanize(str(key))}".strip(), value[key], lines, budget)
     elif isinstance(value, (list, tuple)):
         if all(not isinstance(v, (Mapping, list, tuple)) for v in value):
-            lines.append(f"{prefix}: {', '.join(_scalar(v) for v in value) or 'none'}")
+            _emit(f"{prefix}: {', '.join(_scalar(v) for v in value) or 'none'}", lines, budget)
         else:
             for i, item in enumerate(value):
-                _render_into(f"{prefix} {i + 1}".strip(), item, lines)
+                _render_into(f"{prefix} {i + 1}".strip(), item, lines, budget)
     else:
-        lines.append(f"{prefix}: {_scalar(value)}" if prefix else _scalar(value))
+        _emit(f"{prefix}: {_scalar(value)}" if prefix else _scalar(value), lines, budget)
 
 
-def render_features(features: Mapping[str, Any]) -> str:
+def _emit(line: str, lines: list[str], budget: list[int] | None) -> None:
+    if budget is not None:
+        # a deep object repeats its key path on every leaf's line: count as it grows, and stop past the limit
+        budget[0] -= len(line) + 1
+        if budget[0] < 0:
+            raise StateTooLarge("the rendered state is larger than allowed")
+    lines.append(line)
+
+
+def render_features(features: Mapping[str, Any], limit: int | None = None) -> str:
     """Render a feature dict as text, one ``key: value`` line per leaf, keys sorted.
 
     Sorted keys make the text (and so the answer and any cache key) independent of the
     order a client happened to send; nested keys are joined ("sender reputation score").
+    With ``limit``, raises ``StateTooLarge`` as soon as the text would pass that many characters.
     """
     lines: list[str] = []
-    _render_into("", features, lines)
+    _render_into("", features, lines, None if limit is None else [limit + 1])
     return "\n".join(lines)
 
 
-def render_state(state: str | Mapping[str, Any] | Sequence[Any]) -> str:
-    """A Jev ``state`` as text: strings pass through, JSON objects/arrays are rendered."""
+def render_state(state: str | Mapping[str, Any] | Sequence[Any], limit: int | None = None) -> str:
+    """A Jev ``state`` as text: strings pass through, JSON objects/arrays are rendered (``limit`` as in ``render_features``)."""
     if isinstance(state, str):
         return state
     if isinstance(state, Mapping):
-        return render_features(state)
+        return render_features(state, limit)
     lines: list[str] = []
-    _render_into("", list(state), lines)
+    _render_into("", list(state), lines, None if limit is None else [limit + 1])
     return "\n".join(lines)
 
 
@@ -243,10 +257,10 @@ def label_question_set(text: str, labels: Sequence[str] = DEFAULT_LABELS, *, cri
     return QuestionSet(state=text, questions=(question,), max_tokens=max_tokens, sentence_evidence=True)
 
 
-def candidate_question_set(task: str, features: Mapping[str, Any], candidates: Sequence[str]) -> QuestionSet:
+def candidate_question_set(task: str, features: Mapping[str, Any], candidates: Sequence[str], limit: int | None = None) -> QuestionSet:
     """The Jev "candidates" shape: a task name, a feature dict and the candidate decisions."""
     question = Question(id=task, options=tuple(candidates), criteria=humanize(task))
-    return QuestionSet(state=render_features(features), questions=(question,))
+    return QuestionSet(state=render_features(features, limit), questions=(question,))
 
 
 # ---------------------------------------------------------------------------- windows
