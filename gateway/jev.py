@@ -103,11 +103,16 @@ class ClefRuntime:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clefgate-clef")
         self.breaker = CircuitBreaker(self.label, failure_threshold=5, window_s=30.0, cooldown_s=10.0, half_open_probes=1)
 
+    @staticmethod
+    def directory(settings: ClefConfig) -> Path:
+        """The version folder ``settings`` name (``'latest'``: the highest stable version); raises ``ManifestError``."""
+        repo = Path(settings.repository) if settings.repository else SHIPPED_REPOSITORY
+        return mf.resolve(repo, settings.name, settings.version)
+
     @classmethod
     def load(cls, settings: ClefConfig) -> ClefRuntime:
         """Load and warm clef (blocking: call it in a thread)."""
-        repo = Path(settings.repository) if settings.repository else SHIPPED_REPOSITORY
-        directory = mf.resolve(repo, settings.name, settings.version)  # 'latest': the highest stable version
+        directory = cls.directory(settings)
         model = ZeroShotModel.load(directory, device=settings.device, threads=settings.threads,  # type: ignore[arg-type]
                                    max_windows=settings.max_windows)
         return cls(model, settings)

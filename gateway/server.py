@@ -41,7 +41,7 @@ from gateway.decider import load as load_decider
 from gateway.decider.manifest import ManifestError
 from gateway.decider.onnx import ModelLoadError
 from gateway.decisionlog import DecisionLog
-from gateway.jev import ClefChange, DecisionApi
+from gateway.jev import ClefChange, ClefRuntime, DecisionApi
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
@@ -108,6 +108,13 @@ def check_config(cfg: Config) -> tuple[Pipeline, tuple[str, ...]]:
         decider = load_decider(cfg)
     except (ManifestError, ModelLoadError) as exc:
         raise ConfigError([f"model: {p}" for p in exc.problems], cfg.source) from exc
+    if cfg.jev.enabled and cfg.clef.enabled:
+        try:
+            ClefRuntime.directory(cfg.clef)  # the version named exists (loading it is the decision API's, at start)
+        except ManifestError as exc:
+            if decider is not None:
+                decider.close()
+            raise ConfigError([f"clef: {p}" for p in exc.problems], cfg.source) from exc
     try:
         pipeline = build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
         return pipeline, decider.notes if decider is not None else ()

@@ -253,3 +253,16 @@ async def test_a_reload_whose_clef_cannot_load_changes_nothing(tmp_path: Path) -
     rules = worker.runtime.pipeline.rules
     assert rules is not None and [r.label for r in rules.rules] == ["block-b"]
     await close_runtime(worker.runtime)
+
+
+def test_check_names_a_clef_version_that_does_not_exist(tmp_path: Path) -> None:
+    from gateway import config as configmod
+    from gateway.config import ConfigError
+    from gateway.server import check_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nmodel: {enabled: false}\n"
+                    "clef: {enabled: true, version: '9.9.9'}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        check_config(configmod.load(str(path)))
+    assert len(err.value.problems) == 1 and err.value.problems[0].startswith("clef: ") and "9.9.9" in err.value.problems[0]
