@@ -155,6 +155,19 @@ def test_stalled_request_body_is_408(impatient: GatewayThread) -> None:
     assert resp.status == 408
 
 
+def test_a_stalled_body_pipelined_behind_a_request_in_flight_does_not_cut_its_answer(origin_a: OriginProcess,
+                                                                                     tmp_path: Path) -> None:
+    cfg = make_config([origin_a.url], tmp_path, timeouts={"client_body_s": 0.3, "upstream_response_s": 10.0})
+    with gateway(cfg) as g, RawClient(g.port) as c:
+        # the body stalls (0.3 s) while the first request is still answered (1 s)
+        c.send(get("/delay/1.0") + b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\npartial")
+        first = c.response()
+        assert first.status == 200 and first.json()["target"] == "/delay/1.0"
+        second = c.response()
+        assert second.status == 408 and second.header("connection") == "close"
+        assert c.closed(5)
+
+
 def test_upstream_timeout_is_504(impatient: GatewayThread) -> None:
     started = time.monotonic()
     resp = request(impatient.port, get("/hang"))

@@ -576,6 +576,10 @@ class ClientConnection(asyncio.Protocol):
                 ex = self.reading
                 if ex is not None and not ex.resp_started and self.queue and self.queue[0] is ex:
                     ex.fail(GatewayError(408, "body_timeout", "The request body stalled."))
+                elif ex is not None and not ex.started:
+                    # pipelined behind a request still being answered: that answer is not cut, this one's 408
+                    # follows it, then the connection closes
+                    self.reject(GatewayError(408, "body_timeout", "The request body stalled."))
                 else:
                     self.abort()
                 return
