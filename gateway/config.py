@@ -320,7 +320,7 @@ class ChallengeConfig:
     pass_ttl_s: float = setting(86400.0, "Lifetime of the pass cookie in seconds.", check=positive)
     cookie_name: str = setting("clefgate_pass", "Name of the pass cookie.", check=lambda v: None if re.fullmatch(r"[A-Za-z0-9_-]+", v) else f"{v!r} is not a cookie name")
     cookie_secure: str = setting("auto", "Secure cookie flag: auto (when the client used https), always or never.", check=one_of("auto", "always", "never"))
-    cookie_domain: str = setting("", "Domain attribute of the pass cookie; empty binds it to the host that set it.")
+    cookie_domain: str = setting("", "Domain attribute of the pass cookie; empty binds it to the host that set it. The gateway holds a pass to the same scope (a cookie replayed on another host is refused).")
     bind_ipv4_prefix: int = setting(24, "The pass is bound to the client's IPv4 network of this prefix length: 32 exact, 24 default, 0 any address "
                                     "(users behind CGNAT or roaming).", check=lambda v: None if 0 <= v <= 32 else f"{v} is not 0-32")
     bind_ipv6_prefix: int = setting(64, "Same for IPv6: 128 exact, 64 default, 0 any address.", check=lambda v: None if 0 <= v <= 128 else f"{v} is not 0-128")

@@ -512,3 +512,27 @@ def test_the_nonce_store_forgets_the_soonest_to_expire_not_the_first_claimed() -
     bigger = store.resized(5)
     assert bigger is not store and store.max_entries == 2 and len(bigger) == len(store)
     assert store.resized(2) is store
+
+
+def test_a_pass_holds_on_the_site_it_was_earned_on(clock: Clock) -> None:
+    """Browsers keep a cookie to its host (or cookie_domain); a bot replaying it elsewhere must not be let through."""
+    def on(svc: ChallengeService, host: str, cookie: str = "") -> Features:
+        headers = [("Host", host), ("User-Agent", UA), ("Accept", "text/html")] + ([("Cookie", cookie)] if cookie else [])
+        return make_features("GET", "/p", headers, client_ip="203.0.113.7")
+
+    def earn(svc: ChallengeService, host: str) -> str:
+        f = on(svc, host)
+        form, counter = solved(svc, f)
+        body = urlencode({"token": form["token"], "counter": str(counter)}).encode()
+        resp = svc.handle(make_features("POST", "/.clefgate/verify", list(f.headers), client_ip=f.client_ip, body=body), body)
+        assert isinstance(resp, LocalResponse) and resp.status == 303
+        return cookie_of(resp)
+
+    svc = ChallengeService(ChallengeConfig(), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    cookie = earn(svc, "shop.example")
+    assert svc.pass_for(on(svc, "shop.example:8443", cookie)) is not None  # the port is not part of a cookie's scope
+    assert svc.pass_for(on(svc, "blog.other.example", cookie)) is None
+    shared = ChallengeService(ChallengeConfig(cookie_domain=".example.com"), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    cookie = earn(shared, "www.example.com")
+    assert shared.pass_for(on(shared, "shop.example.com", cookie)) is not None  # the cookie's domain
+    assert shared.pass_for(on(shared, "example.org", cookie)) is None

@@ -220,7 +220,7 @@ async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> N
     cookie = _pass_cookie(first, make_features(target="/gated"))
     second = build(cfg, previous=first)
     assert second.state is first.state and second.passes.nonces is first.passes.nonces  # type: ignore[union-attr]
-    honoured = second.decide(make_features(target="/gated", headers=[("Host", "h"), ("User-Agent", make_features().user_agent),
+    honoured = second.decide(make_features(target="/gated", headers=[("Host", "shop.example"), ("User-Agent", make_features().user_agent),
                                                                       ("Cookie", cookie)]))
     assert honoured.action is Action.FORWARD  # type: ignore[union-attr]
     # a new max_nonces applies to the carried-over nonces; the running pipeline's store keeps its own limit

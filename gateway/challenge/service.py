@@ -120,7 +120,20 @@ class ChallengeService:
     # ------------------------------------------------------------------ helpers
 
     def _bind(self, features: Features) -> str:
-        return self.binding.of(features.client_ip, features.user_agent)
+        return self.binding.of(features.client_ip, features.user_agent, self._site(features.host))
+
+    def _site(self, host: str) -> str:
+        """Where a pass holds: the cookie domain for hosts inside it, else the host itself (port aside)."""
+        if host.startswith("["):  # an IPv6 literal, with or without a port
+            end = host.find("]")
+            name = host[:end + 1] if end > 0 else host
+        else:
+            name = host.split(":", 1)[0]
+        name = name.lower().rstrip(".")
+        domain = self.cfg.cookie_domain.lower().lstrip(".")
+        if domain and (name == domain or name.endswith("." + domain)):
+            return domain
+        return name
 
     def _lang(self, features: Features) -> str:
         return pick_language(features.header_map.get("accept-language", ""))

@@ -134,13 +134,14 @@ class Binding:
     v6_prefix: int = 64
     user_agent: bool = True
 
-    def of(self, client_ip: str, user_agent: str) -> str:
-        """A short hash naming the client as far as the binding cares (never the address itself)."""
+    def of(self, client_ip: str, user_agent: str, site: str = "") -> str:
+        """A short hash naming the client as far as the binding cares (never the address itself), on ``site`` (the
+        host or cookie domain a pass is for: a cookie's scope is kept by browsers, not by a bot replaying it)."""
         v6 = ":" in client_ip and not client_ip.startswith("::ffff:")
         prefix = self.v6_prefix if v6 else self.v4_prefix
         network = network_of(client_ip, self.v4_prefix, self.v6_prefix) if prefix else "*"
         ua = user_agent if self.user_agent else ""
-        return b64e(hashlib.sha256(f"{network}|{ua}".encode("utf-8", "surrogateescape")).digest()[:12])
+        return b64e(hashlib.sha256(f"{network}|{ua}|{site}".encode("utf-8", "surrogateescape")).digest()[:12])
 
 
 _NONCE_BYTES = 16
