@@ -363,6 +363,16 @@ def test_evaluation_never_raises(shipped: RuleTable, every: RuleTable, f: Featur
         assert out is None or isinstance(out, (Verdict, ScoreRequest))
 
 
+def test_ai_training_crawlers_get_no_waiting_path_past_the_challenge(shipped: RuleTable) -> None:
+    """The no-JavaScript path (a signed meta refresh after a wait) is for people; the crawlers rule asks more work
+    than it offers, so a crawler cannot pass by waiting five seconds."""
+    from gateway.config import ChallengeConfig
+
+    verdict = shipped.evaluate(req("/blog/post", ua=GPTBOT))
+    assert isinstance(verdict, Verdict) and verdict.action is Action.CHALLENGE
+    assert (verdict.difficulty or 0) > ChallengeConfig().nojs_max_difficulty
+
+
 def test_files_that_are_not_utf8_are_listed_problems(tmp_path: Path) -> None:
     """A rule file or an address list saved in another encoding is a problem in the list, not a traceback."""
     (tmp_path / "latin1.yaml").write_bytes("rules:\n  - name: caf\xe9\n    path: /x\n    action: block\n".encode("latin-1"))
