@@ -64,6 +64,8 @@ class FakeModel:
             out = out[:-1]
         if behaviour == "wrong_options":
             out = [{"class": {"yes": 1.0}} for _ in batch]
+        if behaviour == "not_a_mapping":
+            out = [[0.25, 0.25, 0.25, 0.25] for _ in batch]
         return out
 
 
@@ -118,11 +120,16 @@ async def test_failed_batch_fails_only_its_callers(executor) -> None:
     assert isinstance(results[2], Scored) and isinstance(results[3], Scored)
 
 
-@pytest.mark.parametrize("behaviour", ["nan", "short", "wrong_options"])
+@pytest.mark.parametrize("behaviour", ["nan", "short", "wrong_options", "not_a_mapping"])
 async def test_invalid_outputs_are_refused(executor, behaviour: str) -> None:
     scorer = batching(FakeModel(behaviour), executor, max_batch=1)
     with pytest.raises(InvalidOutput):
         await scorer.score(mi())
+    # every caller of a batch gets its answer (an error here), none waits for its deadline
+    scorer = batching(FakeModel(behaviour), executor, max_batch=4)
+    results = await asyncio.wait_for(asyncio.gather(*(scorer.score(mi(target=f"/{i}")) for i in range(4)), return_exceptions=True), 5)
+    assert all(isinstance(r, Scored | ModelError) for r in results) and any(isinstance(r, ModelError) for r in results)
+    assert scorer.queued == 0
 
 
 async def test_queue_bound_sheds_load(executor) -> None:

@@ -11,6 +11,7 @@ them by kind and the stage can pick the configured fallback.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,6 +70,8 @@ class BatchModel(Protocol):
 
 def check_probabilities(probs: Probabilities, questions: dict[str, tuple[str, ...]] | None = None) -> None:
     """Raise InvalidOutput unless every question's probabilities are finite, in [0, 1] and sum to 1."""
+    if not isinstance(probs, Mapping) or not all(isinstance(options, Mapping) for options in probs.values()):
+        raise InvalidOutput(f"model returned {type(probs).__name__}, not probabilities per question and option")
     if not probs:
         raise InvalidOutput("model returned no questions")
     for qid, options in probs.items():
