@@ -193,7 +193,9 @@ class ChallengeService:
         if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
             # this token travels in a link's query: a very long return URL goes back without its query, so the
             # link stays within a request line
-            nojs_back = url if len(url) <= _NOJS_URL_MAX else (url.split("?", 1)[0] if len(url.split("?", 1)[0]) <= _NOJS_URL_MAX else "/")
+            nojs_back = url if len(url) <= _NOJS_URL_MAX else url.split("?", 1)[0]
+            if len(nojs_back) > _NOJS_URL_MAX:
+                nojs_back = "/"
             wait = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
                                               url=nojs_back, post_lost=int(post_lost), not_before=now + cfg.nojs_wait_s)
             # a token is "<key id>.<base64url>.<base64url>": only a key id with URL-unsafe characters needs quoting
@@ -365,7 +367,10 @@ class ChallengeService:
             return verdict
         required = verdict.difficulty or self.cfg.difficulty
         held = int(payload.get("d", 0))
-        why = f"pass earned at difficulty {held}, {required} now required" if held < required else self.drift(features.client_ip, float(payload.get("i", 0.0)))
+        if held < required:
+            why: str | None = f"pass earned at difficulty {held}, {required} now required"
+        else:
+            why = self.drift(features.client_ip, float(payload.get("i", 0.0)))
         if why:
             PASS_COOKIES.inc("rechallenged")
             return dataclasses.replace(verdict, reason=f"{verdict.reason}; challenged again: {why}",
