@@ -257,6 +257,8 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
             raise _invalid(f"{path}state", "must be a string or a JSON object")
         try:
             text = render_state(state, cfg.max_state_bytes)
+        except RecursionError:
+            raise ApiError(400, "invalid_json", f"{path}state: nested deeper than is read here", f"{path}state") from None
         except StateTooLarge:
             raise ApiError(413, "too_large", f"{path}state: renders to more than the {cfg.max_state_bytes} bytes allowed "
                            "(jev.max_state_bytes)", f"{path}state") from None
@@ -287,6 +289,8 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
             raise _invalid(f"{path}candidates", "must be distinct")
         try:
             qs = candidate_question_set(task, feats, cands, cfg.max_state_bytes)
+        except RecursionError:
+            raise ApiError(400, "invalid_json", f"{path}features: nested deeper than is read here", f"{path}features") from None
         except StateTooLarge:
             raise ApiError(413, "too_large", f"{path}features: renders to more than the {cfg.max_state_bytes} bytes allowed "
                            "(jev.max_state_bytes)", f"{path}features") from None

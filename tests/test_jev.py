@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -244,3 +245,18 @@ def test_a_deep_small_state_is_refused_before_it_is_rendered_whole() -> None:
             parse_item(body, "", cfg)
         assert err.value.status == 413 and err.value.field == field
         assert "renders to more than" in str(err.value)  # stopped while rendering, not measured after the whole text
+
+
+def test_a_state_nested_deeper_than_can_be_rendered_is_a_400() -> None:
+    from gateway import config as configmod
+    from gateway.jev import ApiError
+
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}}).jev
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"a": deep}
+    for body, field in (({"task": "t", "candidates": ["a", "b"], "features": deep}, "features"),
+                        ({"questions": [{"id": "q", "options": ["a", "b"]}], "model": "clef", "state": deep}, "state")):
+        with pytest.raises(ApiError) as err:
+            parse_item(body, "", cfg)
+        assert err.value.status == 400 and err.value.code == "invalid_json" and err.value.field == field
