@@ -200,7 +200,8 @@ class _LineEncoder:
         try:
             return self._fast(features, verdict, status, when)
         except (TypeError, ValueError, AttributeError):
-            return _encode(line_of(features, verdict, status, when))
+            out = _encode(line_of(features, verdict, status, when))
+            return _LONE.sub(_escape_lone, out) if _LONE.search(out) else out  # as the fast path: the line stays UTF-8
 
     def _fast(self, features: Features, verdict: Verdict, status: int, when: float) -> str:
         if type(status) is not int:

@@ -150,6 +150,10 @@ def test_a_logged_request_reads_back_as_the_request_the_gateway_saw() -> None:
     assert record["headers"][1] == ["User-Agent", "Mozilla/5.0 caf\u00e9"]  # readable as the client sent it
     back = from_record(record)
     assert back.headers == live.headers and back.target == live.target and back.body_prefix == live.body_prefix
+    # the generic encoder (for values of unexpected types) writes the same escapes: the line stays UTF-8
+    fallback = encode_line(live, Verdict(Action.BLOCK, Source.RULE, "x", rule="r"), True, 1_800_000_000.0)  # type: ignore[arg-type]
+    fallback.encode("utf-8")
+    assert from_record(json.loads(fallback)["record"]).body_prefix == live.body_prefix
 
 
 def test_cached_decision_lines_feed_training(tmp_path: Path) -> None:
