@@ -421,6 +421,16 @@ def test_the_behaviour_that_got_a_client_challenged_does_not_refuse_the_pass_it_
     clock.t += 1
     mono[0] += 1
     assert svc.honour(challenge_verdict(8), with_cookie).action is Action.FORWARD
+    # the pass records whole seconds: earned 0.8 s into a second but 0.3 s into a window slot, the slot it shares
+    # with the burst before it is still left out
+    other = browser(ip="198.51.100.20")
+    clock.t, mono[0] = 1_800_000_100.8, 5010.1
+    for _ in range(25):
+        svc.state.record(other.client_ip, "/missing", 404)
+    mono[0] = 5010.3
+    form, counter = solved(svc, other)
+    passed = browser(ip="198.51.100.20", cookie=cookie_of(answer(svc, other, form["token"], counter)))
+    assert svc.honour(challenge_verdict(8), passed).action is Action.FORWARD
 
 
 def test_fast_clients_are_rechallenged(clock: Clock) -> None:

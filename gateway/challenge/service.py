@@ -345,7 +345,8 @@ class ChallengeService:
         """
         cfg = self.cfg
         windows = self.state.windows
-        requests, errors, covered = windows.counts_since(client_ip, windows.clock() - max(0.0, self.clock() - issued))
+        # the pass records its issue time in whole seconds: the moment is rounded up, never into an earlier slot
+        requests, errors, covered = windows.counts_since(client_ip, windows.clock() - max(0.0, self.clock() - issued - 1.0))
         rate = requests * 60.0 / max(covered, windows.slot_s)
         if cfg.pass_max_rate_per_min and rate > cfg.pass_max_rate_per_min:
             return f"request rate {rate:.0f}/min is above {cfg.pass_max_rate_per_min:g}/min"
