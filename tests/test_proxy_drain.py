@@ -75,6 +75,26 @@ def test_pipelined_requests_already_read_are_all_answered_before_the_connection_
         gw.stop()
 
 
+def test_a_request_sent_after_the_drain_began_is_not_read(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """Only requests already read are answered: a client that keeps pipelining cannot hold a draining connection open."""
+    gw = started(origin_a, tmp_path)
+    try:
+        with RawClient(gw.port) as busy:
+            busy.send(get("/delay/0.3"))
+            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
+                     what="request in flight")
+            assert gw.loop is not None
+            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            wait_for(lambda: gw.call(lambda: gw.plane.draining), what="draining")
+            busy.send(get("/bytes/1"))
+            resp = busy.response()
+            assert resp.status == 200 and resp.header("connection") == "close"
+            assert busy.closed(5) and b"HTTP/1.1" not in busy.buf
+            assert drained.result(10) == 0
+    finally:
+        gw.stop()
+
+
 def test_requests_outliving_the_deadline_are_cut_and_counted(origin_a: OriginProcess, tmp_path: Path) -> None:
     gw = started(origin_a, tmp_path)
     try:

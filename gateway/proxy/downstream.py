@@ -190,6 +190,8 @@ class ClientConnection(asyncio.Protocol):
             return
         if self.closing:
             return  # lingering close: drop whatever the client still sends
+        if self.draining and self.in_head and not self.msg_open and not self.head_seen:
+            return  # draining: a request that starts now is not read (the last answer said Connection: close)
         if self.in_head:
             if not self.msg_open and not self.head_seen:
                 # a new request starts at data[0]: keep its raw head when it is complete here,
@@ -554,6 +556,8 @@ class ClientConnection(asyncio.Protocol):
             tunnel.from_upstream(rest)
         self.deadline_kind = C_TUNNEL
         self.paused = 0
+        if self.eof:  # the client half-closed while the upgrade was pending
+            tunnel.client_eof()
         if self.transport is not None:
             self.transport.resume_reading()
 
