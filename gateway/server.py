@@ -265,11 +265,12 @@ class Worker:
         async with self._reload_lock:
             return await self._reload(self.source)
 
-    async def _reload(self, source: ConfigSource) -> list[str]:
-        """Build and start a runtime from ``source`` and swap it in (the caller holds the reload lock)."""
+    async def _reload(self, source: ConfigSource, cfg: Config | None = None) -> list[str]:
+        """Build and start a runtime from ``source`` (or ``cfg``, already loaded from it) and swap it in (the caller
+        holds the reload lock)."""
         old = self.runtime
         try:
-            cfg = source.load()
+            cfg = source.load() if cfg is None else cfg
             if cfg.listen != old.config.listen:
                 raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
                                   cfg.source)
@@ -358,26 +359,31 @@ class LocalControl:
         return [self.worker.status()]
 
     async def reload(self) -> list[str]:
+        if self.api is None:
+            return await self.worker.reload()
         # clef is loaded first, beside the running one: if it cannot load, the reload is rejected before anything
-        # changed (a worker reload that then failed on it would have left the new config serving)
-        change = None
-        if self.api is not None:
+        # changed (a worker reload that then failed on it would have left the new config serving). One reload at a
+        # time, and the worker swaps to the very config clef was prepared for.
+        worker = self.worker
+        async with worker._reload_lock:
             try:
-                cfg = self.worker.source.load()
+                cfg = worker.source.load()
             except ConfigError:
-                cfg = None  # the worker's reload reports it
-            if cfg is not None:
-                problems, change = await self.api.prepare(cfg)
-                if problems:
-                    metrics.CONFIG_RELOADS.inc("error")
-                    return problems
-        problems = await self.worker.reload()
-        if self.api is not None:
+                return await worker._reload(worker.source)  # it reports the problems, as any reload does
+            problems, change = await self.api.prepare(cfg)
+            if problems:
+                metrics.CONFIG_RELOADS.inc("error")
+                return problems
+            try:
+                problems = await worker._reload(worker.source, cfg)
+            except BaseException:
+                self.api.discard(change)
+                raise
             if problems:
                 self.api.discard(change)
             else:
                 self.api.commit(change)
-        return problems
+            return problems
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
         return await self.worker.swap_model(swap)
@@ -738,11 +744,15 @@ class Supervisor:
         if problems:
             metrics.CONFIG_RELOADS.inc("error")
             return problems
-        for w in self.workers:
-            try:
-                problems += [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
-            except (TimeoutError, EOFError, OSError) as exc:
-                problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
+        try:
+            for w in self.workers:
+                try:
+                    problems += [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
+                except (TimeoutError, EOFError, OSError) as exc:
+                    problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
+        except BaseException:
+            self._discard_api(prepared)
+            raise
         if problems:
             self._discard_api(prepared)
         else:
