@@ -275,9 +275,15 @@ async def test_a_caller_who_goes_away_leaves_the_shared_model_call_to_those_wait
     first.cancel()
     answer = await second
     assert first.cancelled() and answer.probabilities == probs_for(mi(target="/?id=1%20UNION%20SELECT%20password"))
-    assert inner.calls == 1
+    assert inner.calls == 2  # the cancelled call, and the one the cache made for the caller left waiting
     # and the answer is cached for the next one
-    assert (await cache.score(mi(target="/?id=1%20UNION%20SELECT%20password"))).source is Source.CACHE and inner.calls == 1
+    assert (await cache.score(mi(target="/?id=1%20UNION%20SELECT%20password"))).source is Source.CACHE and inner.calls == 2
+    # a first caller that goes away with nobody waiting costs no second call
+    alone = asyncio.ensure_future(cache.score(mi(target="/only-me")))
+    await asyncio.sleep(0)
+    alone.cancel()
+    await asyncio.sleep(0.05)
+    assert inner.calls == 3 and len(cache) == 1
     # a failing shared call still fails every caller, and nothing is cached
     failing = CachedScorer(FailingScorer(), key, ttl_s=60, maxsize=10)
     calls = [asyncio.ensure_future(failing.score(mi(target="/x"))) for _ in range(2)]

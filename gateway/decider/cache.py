@@ -35,7 +35,7 @@ from typing import Any, Literal
 from cachetools import TTLCache
 
 from gateway import metrics
-from gateway.decider.scoring import Scored, Scorer
+from gateway.decider.scoring import ModelError, Scored, Scorer
 from gateway.features import INFRA_HEADERS, ClientStats, Features, ModelInput
 from gateway.verdict import Source
 
@@ -138,6 +138,13 @@ class _RequestLevel:
         return len(self._entries)
 
 
+def _fail(shared: asyncio.Future[Scored], exc: BaseException) -> None:
+    """Hand a failed shared call's error to the callers waiting on it (their fallback applies)."""
+    if not shared.done():
+        shared.set_exception(exc if isinstance(exc, Exception) else ModelError("the shared model call was cancelled"))
+        shared.exception()  # marked retrieved: the callers re-raise it themselves
+
+
 def _retrieve(call: asyncio.Future[Scored]) -> None:
     """Mark a shared model call's failure as seen: its callers, if any are left, re-raise it themselves."""
     if not call.cancelled():
@@ -154,6 +161,7 @@ class CachedScorer:
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
         self.requests = _RequestLevel(maxsize, ttl_s, timer)
         self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
+        self._followers: dict[Hashable, int] = {}  # callers waiting on an in-flight call, by key
 
     def sharing(self, inner: Scorer) -> CachedScorer:
         """A cache in front of ``inner`` holding the same entries as this one (a reload with the same model).
@@ -191,21 +199,48 @@ class CachedScorer:
         waiting = self._inflight.get(key)
         if waiting is not None:
             CACHE_REQUESTS.inc("coalesced")
-            return dataclasses.replace(await asyncio.shield(waiting), source=Source.CACHE)
+            followers = self._followers
+            followers[key] = followers.get(key, 0) + 1
+            try:
+                return dataclasses.replace(await asyncio.shield(waiting), source=Source.CACHE)
+            finally:
+                left = followers.pop(key, 1) - 1
+                if left:
+                    followers[key] = left
         CACHE_REQUESTS.inc("miss")
-        # The model call belongs to the cache, not to the first caller: when that caller goes away (its client
-        # hung up and the proxy cancelled it), the callers waiting on the same input still get the model's
-        # answer, not a fallback. The call stays bounded by the breaker's timeout below it.
-        call = asyncio.ensure_future(self._fill(key, item))
-        call.add_done_callback(_retrieve)
-        self._inflight[key] = call
-        return await asyncio.shield(call)
-
-    async def _fill(self, key: Hashable, item: ModelInput) -> Scored:
+        shared: asyncio.Future[Scored] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = shared
         try:
             scored = await self.inner.score(item)
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and self._followers.get(key) and not shared.done():
+                # The first caller went away (its client hung up and the proxy cancelled it) while others wait on
+                # the same input: they get the model's answer, from a call the cache makes for them, not a fallback.
+                call = asyncio.ensure_future(self._fill(key, item, shared))
+                call.add_done_callback(_retrieve)
+                raise
+            self._inflight.pop(key, None)
+            _fail(shared, exc)
+            raise
+        self._inflight.pop(key, None)
+        shared.set_result(scored)
+        self._store(key, scored)
+        return scored
+
+    async def _fill(self, key: Hashable, item: ModelInput, shared: asyncio.Future[Scored]) -> Scored:
+        """The model call for the callers left waiting on ``shared`` (its first caller was cancelled)."""
+        try:
+            scored = await self.inner.score(item)
+        except BaseException as exc:
+            _fail(shared, exc)
+            raise
         finally:
             self._inflight.pop(key, None)
+        if not shared.done():
+            shared.set_result(scored)
+        self._store(key, scored)
+        return scored
+
+    def _store(self, key: Hashable, scored: Scored) -> None:
         self.cache[key] = dataclasses.replace(scored, source=Source.CACHE)
         CACHE_ENTRIES.set(len(self.cache))
-        return scored
