@@ -218,34 +218,27 @@ class ClientWindows:
 
     def counts(self, client: str) -> tuple[int, int]:
         """(requests, 4xx answers) in the client's window; (0, 0) for an unknown client."""
-        w = self._table.get(client)
-        if w is None:
-            return 0, 0
-        oldest = int(self.clock() // self.slot_s) - _SLOTS + 1
-        c = w.c
-        requests = errors = 0
-        for pos in range(_SLOTS):
-            if c[pos] >= oldest:
-                requests += c[_SLOTS + pos]
-                errors += c[2 * _SLOTS + pos]
-        return requests, errors
+        return self._sum(client, int(self.clock() // self.slot_s) - _SLOTS + 1)
 
     def counts_since(self, client: str, since: float) -> tuple[int, int, float]:
         """(requests, 4xx answers, seconds covered) in the slots after the one ``since`` (this clock) falls in:
         what a client did after a moment, without the slot that moment shares with what came before it."""
-        w = self._table.get(client)
         now = self.clock()
         first = max(int(now // self.slot_s) - _SLOTS + 1, int(since // self.slot_s) + 1)
-        covered = max(0.0, now - first * self.slot_s)
+        return (*self._sum(client, first), max(0.0, now - first * self.slot_s))
+
+    def _sum(self, client: str, first: int) -> tuple[int, int]:
+        """(requests, 4xx answers) in the client's slots numbered ``first`` or later."""
+        w = self._table.get(client)
         if w is None:
-            return 0, 0, covered
+            return 0, 0
         c = w.c
         requests = errors = 0
         for pos in range(_SLOTS):
             if c[pos] >= first:
                 requests += c[_SLOTS + pos]
                 errors += c[2 * _SLOTS + pos]
-        return requests, errors, covered
+        return requests, errors
 
     def stats(self, client: str) -> ClientStats:
         """The client's window as ``ClientStats`` (zeros for an unknown client)."""

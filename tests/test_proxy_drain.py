@@ -4,6 +4,7 @@ response, and whatever outlives the deadline is cut and counted."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 from pathlib import Path
 
@@ -36,15 +37,19 @@ def test_idle_connections_close_at_once(origin_a: OriginProcess, tmp_path: Path)
         gw.stop()
 
 
+def drain_while_busy(gw: GatewayThread, busy: RawClient, requests: bytes) -> concurrent.futures.Future[int]:
+    """Send ``requests`` on ``busy``, wait until the first is in flight upstream, then start a drain (10 s)."""
+    busy.send(requests)
+    wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1, what="request in flight")
+    assert gw.loop is not None
+    return asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+
+
 def test_in_flight_request_finishes_then_its_connection_closes(origin_a: OriginProcess, tmp_path: Path) -> None:
     gw = started(origin_a, tmp_path)
     try:
         with RawClient(gw.port) as busy:
-            busy.send(get("/delay/0.5"))
-            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
-                     what="request in flight")
-            assert gw.loop is not None
-            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            drained = drain_while_busy(gw, busy, get("/delay/0.5"))
             resp = busy.response()
             assert resp.status == 200 and resp.json()["target"] == "/delay/0.5"
             assert resp.header("connection") == "close"
@@ -61,11 +66,7 @@ def test_pipelined_requests_already_read_are_all_answered_before_the_connection_
     gw = started(origin_a, tmp_path)
     try:
         with RawClient(gw.port) as busy:
-            busy.send(get("/delay/0.3") + get("/bytes/2") + get("/delay/0.05"))
-            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
-                     what="request in flight")
-            assert gw.loop is not None
-            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            drained = drain_while_busy(gw, busy, get("/delay/0.3") + get("/bytes/2") + get("/delay/0.05"))
             answers = [busy.response() for _ in range(3)]
             assert [a.status for a in answers] == [200, 200, 200]
             assert [a.header("connection") for a in answers] == [None, None, "close"]
@@ -80,11 +81,7 @@ def test_a_request_sent_after_the_drain_began_is_not_read(origin_a: OriginProces
     gw = started(origin_a, tmp_path)
     try:
         with RawClient(gw.port) as busy:
-            busy.send(get("/delay/0.3"))
-            wait_for(lambda: gw.call(lambda: sum(s.outstanding for s in gw.runtime.backends.servers())) == 1,
-                     what="request in flight")
-            assert gw.loop is not None
-            drained = asyncio.run_coroutine_threadsafe(gw.plane.drain(10.0), gw.loop)
+            drained = drain_while_busy(gw, busy, get("/delay/0.3"))
             wait_for(lambda: gw.call(lambda: gw.plane.draining), what="draining")
             busy.send(get("/bytes/1"))
             resp = busy.response()
