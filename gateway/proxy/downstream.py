@@ -443,7 +443,8 @@ class ClientConnection(asyncio.Protocol):
         self.resume(P_EXCHANGE)
         if self.gone:
             return
-        if not (ex.close_after or not ex.keep_alive) and queue:
+        ends = ex.close_after or not ex.keep_alive
+        if queue and not ends:
             # Requests already read are answered in order, also while the connection drains, after the client
             # half-closed, or when a later one was refused (that one answers with its error, then closes).
             if len(queue) <= self.st.max_pipelined:
@@ -451,7 +452,7 @@ class ClientConnection(asyncio.Protocol):
             # from the loop, not from here: a long pipeline answered without the upstream would recurse
             self.plane.loop.call_soon(self._start_next)
             return
-        if ex.close_after or not ex.keep_alive or self.draining or self.closing:
+        if ends or self.draining or self.closing:
             linger = bool(queue) or self.reading is not None or self.head_seen > 0 or not ex.req_done or ex.status in (
                 400, 408, 413, 417, 431, 501, 505)
             self.shutdown(linger)
@@ -471,10 +472,10 @@ class ClientConnection(asyncio.Protocol):
         if not self.gone and queue and not queue[0].started:
             queue[0].start()
 
-    def nothing_after(self, ex: Exchange) -> bool:
-        """Whether ``ex`` is the last request this connection has read (whole head) or is reading: a draining
-        connection answers every one up to it and says ``Connection: close`` on its response."""
-        return all(other is ex for other in self.queue)
+    def closes_after(self, ex: Exchange) -> bool:
+        """Whether the connection drains and ``ex`` is the last request it has read (whole head) or is reading: a
+        draining connection answers every one up to it and says ``Connection: close`` on that one's response."""
+        return self.draining and all(other is ex for other in self.queue)
 
     def close_after_response(self, ex: Exchange) -> None:
         """``ex`` answered before its request body was read: account it, then close."""

@@ -481,10 +481,7 @@ class Exchange:
             self.body_left -= n
         mode = self.mode
         if mode == B_FORWARD:
-            if self.deadline_kind == D_RESPONSE:
-                # time to the first response byte counts from the end of the request: an upload that keeps
-                # moving is not the upstream being slow to answer
-                self.deadline = self.conn.plane.now + self.st.upstream_response_s
+            self._request_moved()
             up = self.up
             if up is not None and up.transport is not None:
                 if self.body == CHUNKED:
@@ -529,12 +526,17 @@ class Exchange:
             self._server_done()
         self.fail(GatewayError(413, "body_too_large", "The request body is larger than the configured limit."))
 
+    def _request_moved(self) -> None:
+        """Request bytes went upstream: the time to the first response byte counts from the end of the request, so an
+        upload that keeps moving is not the upstream being slow to answer."""
+        if self.deadline_kind == D_RESPONSE:
+            self.deadline = self.conn.plane.now + self.st.upstream_response_s
+
     def on_request_end(self) -> None:
         """The whole request has been read."""
         self.req_done = True
         if self.mode == B_FORWARD:
-            if self.deadline_kind == D_RESPONSE:
-                self.deadline = self.conn.plane.now + self.st.upstream_response_s
+            self._request_moved()
             up = self.up
             if self.body == CHUNKED and up is not None and up.transport is not None:
                 up.transport.write(LAST_CHUNK)
@@ -569,7 +571,7 @@ class Exchange:
             # fields the upstream named in Connection are hop-by-hop too
             block = header_stripper({t.decode("latin-1") for t in head.connection}).sub(b"", block)
         parts = [b"HTTP/1.1 ", head.status_text, block, b"\r\n"]
-        close = not self.keep_alive or (self.conn.draining and self.conn.nothing_after(self)) or not self.req_done or self.upgrade
+        close = not self.keep_alive or self.conn.closes_after(self) or not self.req_done or self.upgrade
         if has_body:
             if chunked:
                 if self.decode_chunks:
@@ -763,7 +765,7 @@ class Exchange:
 
     def _close_before_body(self) -> bool:
         """Whether the connection closes after a response sent before the body was read."""
-        if not self.keep_alive or (self.conn.draining and self.conn.nothing_after(self)) or self.upgrade:
+        if not self.keep_alive or self.conn.closes_after(self) or self.upgrade:
             return True
         if self.req_done or self.body == NO_BODY:
             return False
