@@ -97,6 +97,9 @@ SHIPPED_CASES = [
     ("wordpress nested", req("/blog/wp-admin/install.php"), "block-wordpress-probes", "block"),
     ("phpmyadmin", req("/phpMyAdmin/index.php"), "block-phpmyadmin-probes", "block"),
     ("spring actuator", req("/actuator/env"), "block-java-admin-probes", "block"),
+    ("actuator behind a segment parameter", req("/actuator;/env"), "block-java-admin-probes", "block"),
+    ("tomcat manager through ..;", req("/app/..;/manager/html"), "block-java-admin-probes", "block"),
+    ("a secret file with a parameter", req("/.env;.css"), "block-secret-files", "block"),
     ("googlebot from google", req("/p/1", ua=GOOGLEBOT, ip="66.249.66.1"), "allow-verified-googlebot", "forward"),
     ("googlebot over ipv6", req("/p/1", ua=GOOGLEBOT, ip="2001:4860:4801:10::1"), "allow-verified-googlebot", "forward"),
     ("bingbot from bing", req("/p/1", ua=BINGBOT, ip="157.55.39.20"), "allow-verified-bingbot", "forward"),
@@ -287,7 +290,7 @@ def test_client_window_condition_and_rate_keys(tmp_path: Path) -> None:
 
 
 def test_rule_text_never_becomes_code(tmp_path: Path) -> None:
-    nasty = "/x'); raise SystemExit('boom"
+    nasty = "/x'), exec('raise SystemExit(1)')"
     rules = tmp_path / "r.yaml"
     rules.write_text(f"""
 rules:
@@ -315,6 +318,10 @@ def test_empty_rule_set_matches_nothing() -> None:
     ("/a/b", "/a/b"), ("/a//b", "/a/b"), ("/a/./b", "/a/b"), ("/a/../b", "/b"), ("/../../etc/passwd", "/etc/passwd"),
     ("/%2e%2e/%2e%65nv", "/.env"), ("/a\\..\\.git\\config", "/.git/config"), ("/dir/", "/dir/"), ("/a/b/..", "/a/"),
     ("/%41", "/A"),
+    # segment parameters, dropped as servlet containers drop them before mapping the path
+    ("/actuator;/env", "/actuator/env"), ("/app/..;/manager/html", "/manager/html"), ("/.env;.css", "/.env"),
+    ("/manager;jsessionid=0A1B/html", "/manager/html"), ("/;x/.git/config", "/.git/config"), ("/x/%2e%2e%3b/.env", "/.env"),
+    ("/a/b/..;", "/a/"), ("/a;b", "/a"),
 ])
 def test_normalize_path(raw: str, normal: str) -> None:
     assert normalize_path(raw) == normal

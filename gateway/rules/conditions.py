@@ -185,6 +185,11 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
         if bad:
             problems.append(f"{where}: {bad[0]!r} must start with '/' (globs: * within a segment, ** across segments)")
             return None
+        params = [g for g in globs if ";" in g]
+        if params:
+            problems.append(f"{where}: {params[0]!r} can never match: rules read the path with segment parameters "
+                            "dropped (';' to the end of a segment, as servlet containers do)")
+            return None
         try:
             shapes = classify_path_globs(globs)
         except PatternError as exc:

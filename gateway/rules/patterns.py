@@ -22,26 +22,32 @@ class PatternError(ValueError):
 # ----------------------------------------------------------------------------- path normalisation
 
 def normalize_path(path: str) -> str:
-    """The path as a server would resolve it: percent-decoded, ``\\`` as ``/``, ``//`` collapsed, dot segments removed.
+    """The path as a server would resolve it: percent-decoded, ``\\`` as ``/``, ``//`` collapsed,
+    segment parameters (``;...``) dropped, dot segments removed.
 
     Rules match the normalised path so that ``/%2e%65nv`` or ``/static/../.env`` cannot
-    slip past a rule written for ``/.env``.
+    slip past a rule written for ``/.env``. Java servlet containers (Tomcat, Jetty,
+    Spring) drop everything from a ``;`` to the end of each segment before they map the
+    path, so ``/actuator;/env`` is ``/actuator/env`` and ``/app/..;/manager/html`` is
+    ``/manager/html`` to them; the rules read it the same way.
     """
-    if "%" not in path and "//" not in path and "/." not in path and "\\" not in path:
-        return path  # the common clean path: four C-level scans, no allocation
+    if "%" not in path and "//" not in path and "/." not in path and "\\" not in path and ";" not in path:
+        return path  # the common clean path: five C-level scans, no allocation
     if "%" in path:
         path = unquote_to_bytes(path).decode("latin-1")
     path = path.replace("\\", "/")
     out: list[str] = []
+    seg = ""
     for seg in path.split("/"):
+        if ";" in seg:
+            seg = seg[:seg.index(";")]
         if seg == "..":
             if out:
                 out.pop()
         elif seg and seg != ".":
             out.append(seg)
-    trailing = path.endswith(("/", "/.", "/.."))
     result = "/" + "/".join(out)
-    if trailing and out:
+    if seg in ("", ".", "..") and out:  # the last segment names a folder: keep its trailing slash
         result += "/"
     return result
 
