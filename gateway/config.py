@@ -114,11 +114,32 @@ def http_url(v: str) -> str | None:
     return None
 
 
+def parse_cidr(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """``"10.0.0.0/8"`` or a single address; ValueError with a readable message otherwise.
+
+    A CIDR with host bits set (``10.0.0.5/8``) is refused rather than widened: whether
+    it meant the one address or the whole network, an allow list or a trusted proxy
+    must not quietly grant the larger of the two.
+    """
+    text = text.strip() if isinstance(text, str) else text
+    try:
+        return ipaddress.ip_network(text)
+    except ValueError:
+        pass
+    try:
+        net = ipaddress.ip_network(text, strict=False)
+    except (ValueError, TypeError):
+        raise ValueError(f"{text!r} is not an IP address or CIDR (for example 10.0.0.0/8)") from None
+    address = str(text).split("/", 1)[0]
+    raise ValueError(f"{text!r} has host bits set: write {str(net)!r} for the network "
+                     f"or '{address}/{net.max_prefixlen}' for the one address") from None
+
+
 def cidr(v: str) -> str | None:
     try:
-        ipaddress.ip_network(v, strict=False)
-    except ValueError:
-        return f"{v!r} is not an IP address or CIDR (for example 10.0.0.0/8)"
+        parse_cidr(v)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -467,7 +488,7 @@ class Config:
 
     listen: str = setting("127.0.0.1:8080", "HOST:PORT of the proxied (data) listener.", check=host_port)
     workers: int = setting(1, "Worker processes sharing the listener with SO_REUSEPORT.", check=positive)
-    trusted_proxies: list[str] = setting(factory=list, doc="CIDRs whose X-Forwarded-For/Forwarded headers are believed.", check=each(cidr), coerce=_csv_list)
+    trusted_proxies: list[str] = setting(factory=list, doc="CIDRs whose X-Forwarded-For/Forwarded headers are believed (a CIDR with host bits set, such as 10.0.0.5/8, is refused).", check=each(cidr), coerce=_csv_list)
     public_scheme: str = setting("", "Scheme clients used (http/https) when a TLS terminator is in front; empty = trust X-Forwarded-Proto from trusted proxies, else http.", check=lambda v: None if v in ("", "http", "https") else f"{v!r} is not http or https")
     via: str = setting("clefgate", "Pseudonym added to the Via header.")
     request_id_header: str = setting("X-Request-Id", "Header carrying the request id; propagated when a client or proxy sent one, created otherwise.")

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.clients import ClientState, RateLimit, network_of, rate_key
-from gateway.config import ClientsConfig
+from gateway.config import ClientsConfig, parse_cidr
 from gateway.features import ClientStats, Features
 from gateway.rules.inputs import InputsScan, compile_inputs
 from gateway.rules.inputs import PatternError as InputsPatternError
-from gateway.rules.iplist import NamedLists, PrefixSet, parse_network
+from gateway.rules.iplist import NamedLists, PrefixSet
 from gateway.rules.patterns import PatternError, classify_path_globs, compile_globs, compile_regexes, parse_comparison, parse_rate
 
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
@@ -375,7 +375,7 @@ def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None
             nets.extend(list_nets)
         else:
             try:
-                nets.append(parse_network(item))
+                nets.append(parse_cidr(item))
             except ValueError as exc:
                 problems.append(f"{where}: {exc}")
                 ok = False

@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from gateway.config import parse_cidr
 from gateway.crawlers import LIST_NAME, parse_published
 
 
@@ -46,14 +47,6 @@ class PrefixSet:
 
     def __len__(self) -> int:
         return self.count
-
-
-def parse_network(text: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-    """``"10.0.0.0/8"`` or a single address; raises ValueError with a readable message."""
-    try:
-        return ipaddress.ip_network(text.strip(), strict=False)
-    except ValueError:
-        raise ValueError(f"{text!r} is not an IP address or CIDR") from None
 
 
 class NamedLists:
@@ -99,7 +92,7 @@ class NamedLists:
             if not text:
                 continue
             try:
-                nets.append(parse_network(text))
+                nets.append(parse_cidr(text))
             except ValueError as exc:
                 problems.append(f"{path.name}:{lineno}: {exc}")
         return nets, problems
