@@ -286,6 +286,49 @@ class ReplayClock:
         return self.now
 
 
+ACTIONS = ("forward", "challenge", "block")
+TABLE_KEYS = 50_000  # distinct paths (or clients) a table holds before it sheds its lightest rows
+
+
+class TopTable:
+    """Counts of forward / challenge / block by key (a path, a client), in bounded memory.
+
+    A month of logs can hold tens of millions of distinct paths (cache-busting segments,
+    scanners' fuzzing), about 300 bytes each if all were kept. Past ``cap`` keys the
+    table keeps the heaviest half -- a quarter by volume, a quarter by challenges and
+    blocks -- and drops the rest, remembering how many requests it dropped. A key that
+    was dropped and comes back counts from zero again, so once ``pruned`` the figures of
+    rows near the bottom of a table can be low; the heaviest rows stay exact unless they
+    were rare when a prune happened. The report says when this happened.
+    """
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = max(cap or TABLE_KEYS, 8)
+        self.counts: dict[str, list[int]] = {}
+        self.pruned = 0            # how many times the table shed rows
+        self.dropped_requests = 0  # requests counted in rows it shed
+
+    def add(self, key: str, action: str) -> None:
+        row = self.counts.get(key)
+        if row is None:
+            if len(self.counts) >= self.cap:
+                self._prune()
+            row = self.counts[key] = [0, 0, 0]
+        row[ACTIONS.index(action)] += 1
+
+    def _prune(self) -> None:
+        keep = self.cap // 4
+        by_volume = sorted(self.counts, key=lambda k: -sum(self.counts[k]))[:keep]
+        by_refused = sorted(self.counts, key=lambda k: -(self.counts[k][1] + self.counts[k][2]))[:keep]
+        kept = {k: self.counts[k] for k in (*by_volume, *by_refused)}
+        self.dropped_requests += sum(sum(row) for k, row in self.counts.items() if k not in kept)
+        self.counts = kept
+        self.pruned += 1
+
+    def items(self) -> list[tuple[str, Counter[str]]]:
+        return [(k, Counter(dict(zip(ACTIONS, row, strict=True)))) for k, row in self.counts.items()]
+
+
 @dataclass
 class Tally:
     """What the replay decided, by rule, path and client."""
@@ -295,8 +338,8 @@ class Tally:
     shadow_only: Counter[str] = field(default_factory=Counter)
     sources: Counter[str] = field(default_factory=Counter)
     by_rule: dict[str, Counter[str]] = field(default_factory=dict)
-    by_path: dict[str, Counter[str]] = field(default_factory=dict)
-    by_client: dict[str, Counter[str]] = field(default_factory=dict)
+    by_path: TopTable = field(default_factory=TopTable)
+    by_client: TopTable = field(default_factory=TopTable)
     formats: Counter[str] = field(default_factory=Counter)
     changed: Counter[str] = field(default_factory=Counter)
 
@@ -318,8 +361,8 @@ class Tally:
         else:
             label = f"default: {verdict.reason}"
         self.by_rule.setdefault(label, Counter())[decided] += 1
-        self.by_path.setdefault(features.path, Counter())[decided] += 1
-        self.by_client.setdefault(features.client_ip, Counter())[decided] += 1
+        self.by_path.add(features.path, decided)
+        self.by_client.add(features.client_ip, decided)
         if item.status:
             # what the origin answered then vs what the gateway would do now
             was_refused = item.status in (403, 429)
@@ -487,7 +530,7 @@ def summary(replayer: Replayer, *, top: int, notes: list[str], skipped: Counter[
         model_info = {"model": None, "reason": replayer.model_error or ("--no-model" if not replayer.use_model
                                                                           else "model.enabled is false in the config")}
 
-    def rows(table: dict[str, Counter[str]], key: Callable[[tuple[str, Counter[str]]], Any]) -> list[dict[str, Any]]:
+    def rows(table: dict[str, Counter[str]] | TopTable, key: Callable[[tuple[str, Counter[str]]], Any]) -> list[dict[str, Any]]:
         ordered = sorted(table.items(), key=key)[:top]
         return [{"name": name, "total": sum(c.values()), "forward": c["forward"], "challenge": c["challenge"], "block": c["block"]}
                 for name, c in ordered]
@@ -519,7 +562,10 @@ def summary(replayer: Replayer, *, top: int, notes: list[str], skipped: Counter[
                   "notes": missing_fields_note(t.formats, host, reconstruct)},
         "notes": [*notes, "per-client windows and rate limits use the log's timestamps, in log order",
                   "not used offline: the decision cache, the circuit breaker, the model deadline",
-                  *([INT8_BATCH_NOTE] if model_info.get("precision") == "int8" else [])],
+                  *([INT8_BATCH_NOTE] if model_info.get("precision") == "int8" else []),
+                  *(f"more than {table.cap:,} distinct {name}: the table kept the heaviest and shed {table.dropped_requests:,} "
+                    f"requests' counts in {table.pruned:,} pass(es), so its lower rows can be undercounted"
+                    for name, table in (("paths", t.by_path), ("clients", t.by_client)) if table.pruned)],
     }
 
 

@@ -276,3 +276,35 @@ def test_text_output_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad.write_text("rules: {files: [nope.yaml]}\n")
     assert replay.main(["--config", str(bad), str(log)]) == 2
     assert "nope.yaml" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ bounded tables
+
+def test_path_and_client_tables_stay_bounded_and_keep_the_heaviest_rows() -> None:
+    table = replay.TopTable(cap=64)
+    for i in range(10_000):                       # a fuzzing scanner: every path new, every one forwarded
+        table.add(f"/fuzz/{i}", "forward")
+        if i % 10 == 0:
+            table.add("/shop", "forward")         # a popular page
+        if i % 25 == 0:
+            table.add("/wp-login.php", "block")   # a refused one, rarer than /shop
+        assert len(table.counts) <= 64
+    rows = dict(table.items())
+    assert rows["/shop"] == {"forward": 1_000, "challenge": 0, "block": 0}
+    assert rows["/wp-login.php"]["block"] == 400
+    assert table.pruned > 0 and table.dropped_requests > 9_000
+    # what is kept plus what was shed is everything that was counted
+    assert sum(sum(c.values()) for c in rows.values()) + table.dropped_requests == 10_000 + 1_000 + 400
+
+
+def test_a_replay_that_sheds_table_rows_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replay, "TABLE_KEYS", 16)
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(combined(f"203.0.113.{i % 200}", f"/item/{i}") for i in range(300)) + "\n")
+    code, result = run_replay(capsys, "--config", str(write_config(tmp_path)), "--no-model", str(log))
+    assert code == 0 and result["requests"] == 300
+    assert len(result["by_path"]) <= 20
+    notes = [n for n in result["notes"] if "distinct paths" in n]
+    assert notes and "undercounted" in notes[0]
+    assert any("distinct clients" in n for n in result["notes"])
