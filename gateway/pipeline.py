@@ -179,8 +179,10 @@ class Pipeline:
             return fallback
         FALLBACK_RULED.inc(outcome.rule or "?", outcome.action.value)
         backend = outcome.backend or fallback.backend
-        return dataclasses.replace(outcome, reason=f"{outcome.reason} (model unavailable: fallback rule)", backend=backend,
-                                   model=fallback.model, decision_ms=fallback.decision_ms)
+        ruled = dataclasses.replace(outcome, reason=f"{outcome.reason} (model unavailable: fallback rule)", backend=backend,
+                                    model=fallback.model, decision_ms=fallback.decision_ms, policy=fallback.policy)
+        # the rule stands in for the model, so the request's policy decides whether it is enforced (shadow, rollout)
+        return ruled if self.policy is None else self.policy.as_configured(features, ruled)
 
     def policy_for(self, features: Features) -> str | None:
         """The named policy of the route (host + longest path prefix) a request falls under."""

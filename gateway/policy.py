@@ -250,6 +250,14 @@ class Policy:
             raise ValueError(f"unknown fallback mode {mode!r} (one of {', '.join(FALLBACK_MODES)})")
         return self._enforce(features, verdict, t)
 
+    def as_configured(self, features: Features, verdict: Verdict) -> Verdict:
+        """``verdict`` (a fallback rule's, standing in for the model) under its policy's shadow mode and rollout.
+
+        Not counted again: the request was counted when the model's fallback was decided.
+        """
+        t = self.thresholds(verdict.policy)
+        return self._apply(verdict, t, self._mode(features, verdict.action, t))
+
     def _enforce(self, features: Features, verdict: Verdict, t: Thresholds) -> Verdict:
         mode = self._mode(features, verdict.action, t)
         DECISIONS.inc(t.name, verdict.action.value, mode)

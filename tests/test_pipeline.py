@@ -279,6 +279,20 @@ async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> No
     assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that finds it harmless is not overruled by them
 
 
+@pytest.mark.parametrize("mode", ["forward", "challenge", "rules-only"])
+async def test_shadow_mode_and_rollout_hold_while_fallback_rules_stand_in_for_the_model(mode: str) -> None:
+    for policy in ({"shadow": True}, {"rollout_percent": 0}):
+        cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy=policy)
+        down = build(cfg, FailingScorer(Policy(cfg.policy), mode))
+        v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
+        assert v.action is Action.FORWARD and v.source is Source.SHADOW, (policy, mode, v)
+        assert v.shadow_action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
+    # enforced as before when the policy enforces
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    v = await build(cfg, FailingScorer(Policy(cfg.policy), mode)).decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.BLOCK and v.shadow_action is None
+
+
 class CachedScorer(FakeScorer):
     """A ScoreStage that knows every request already (the synchronous cache path)."""
 
