@@ -59,6 +59,7 @@ from gateway.clients import ClientState
 from gateway.config import Config, ConfigError
 from gateway.decider.scoring import ModelError, Scored
 from gateway.decider.stage import ModelStage
+from gateway.decisionlog import as_sent
 from gateway.features import Features, ModelInput, from_record
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
@@ -88,7 +89,9 @@ class LogRequest:
 
 
 def _unescape(text: str) -> str:
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), text)
+    """A logged field as record text: nginx and Apache write bytes >= 0x80 as ``\\xHH``; those bytes are the
+    wire value, so they are read back the way the decision log records a wire value (UTF-8 as text)."""
+    return as_sent(_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else m.group(2), text))
 
 
 def _browser_family(agent: str) -> str | None:

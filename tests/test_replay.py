@@ -104,6 +104,17 @@ def test_combined_lines_become_requests_with_their_time_status_and_headers() -> 
                               ["Referer", "http://www.example.com/shop"]]
 
 
+def test_escaped_bytes_in_a_combined_line_replay_as_the_bytes_sent() -> None:
+    # nginx and Apache log bytes >= 0x80 as \xHH: "café" sent as raw UTF-8, a user agent with "ü", and one byte that is not UTF-8
+    line = r'203.0.113.9 - - [23/Nov/2026:10:00:05 +0000] "GET /search?q=caf\xC3\xA9&x=\xFF HTTP/1.1" 200 5 "-" "Bot/\xC3\xBC"'
+    item = replay.parse_combined(line, "h", "none")
+    assert item is not None
+    f = feat.from_record(item.record)
+    # what the live proxy holds for the same request: the wire bytes read as latin-1
+    assert f.query.encode("latin-1") == b"q=caf\xc3\xa9&x=\xff"
+    assert f.user_agent.encode("latin-1") == b"Bot/\xc3\xbc"
+
+
 def test_common_format_and_unreadable_lines() -> None:
     item = replay.parse_combined('198.51.100.2 - - [23/Nov/2026:10:00:05 +0000] "GET /robots.txt HTTP/1.0" 200 20', "h", "browser")
     assert item is not None and item.record["http_version"] == "1.0"
