@@ -199,6 +199,14 @@ class UnreadableRecord(ValueError):
     """A logged record that parses as JSON but describes no request (counted as an unreadable line)."""
 
 
+class AccessLogLine(UnreadableRecord):
+    """A line of clefgate's own access log: it names the request but records none of its headers or body."""
+
+
+ACCESS_LOG_NOTE = ("clefgate's own access log records no headers or body, so its lines cannot be decided again (every one "
+                   "would look like a client with no user agent): replay the decision log (decision_log.path) instead")
+
+
 def parse_json(line: str, fallback_time: float) -> LogRequest | None:
     """A decision-log line (``{"record": {...}, "time": ..., "status": ...}``) or a bare request record."""
     try:
@@ -215,6 +223,8 @@ def parse_json(line: str, fallback_time: float) -> LogRequest | None:
         return LogRequest(record, when if when is not None else fallback_time, int(status) if isinstance(status, int) else 0,
                           "decision_log")
     if "method" in obj and "path" in obj:
+        if "headers" not in obj and "client_ip" not in obj and ("duration_us" in obj or "client" in obj):
+            raise AccessLogLine(ACCESS_LOG_NOTE)
         when = _iso_time(obj.get("time"))
         status = obj.get("status")
         return LogRequest(obj, when if when is not None else fallback_time, int(status) if isinstance(status, int) else 0, "record")
@@ -239,7 +249,11 @@ def read_log(paths: Sequence[str], host: str, reconstruct: str, skipped: Counter
                 if not line.strip():
                     continue
                 pseudo += 0.001
-                item = parse_json(line, pseudo) if line.lstrip().startswith("{") else parse_combined(line, host, reconstruct)
+                try:
+                    item = parse_json(line, pseudo) if line.lstrip().startswith("{") else parse_combined(line, host, reconstruct)
+                except AccessLogLine:
+                    skipped["clefgate_access_log"] += 1
+                    continue
                 if item is None:
                     skipped["unreadable"] += 1
                     if len(examples) < 3:
@@ -610,9 +624,12 @@ def render(result: dict[str, Any]) -> str:
     out.append("input:")
     out += [f"  - {note}" for note in result["input"]["notes"]]
     out += [f"  - {note}" for note in result["notes"]]
-    if result["skipped_lines"]:
-        out.append(f"  - skipped {sum(result['skipped_lines'].values()):,} line(s) that are not combined-format or JSONL requests, "
-                   "e.g.:")
+    own = result["skipped_lines"].get("clefgate_access_log", 0)
+    if own:
+        out.append(f"  - skipped {own:,} line(s) of clefgate's access log: {ACCESS_LOG_NOTE}")
+    other = sum(result["skipped_lines"].values()) - own
+    if other:
+        out.append(f"  - skipped {other:,} line(s) that are not combined-format or JSONL requests, e.g.:")
         out += [f"      {e}" for e in result["skipped_examples"]]
     return "\n".join(out)
 

@@ -319,3 +319,21 @@ def test_a_replay_that_sheds_table_rows_says_so(tmp_path: Path, capsys: pytest.C
     notes = [n for n in result["notes"] if "distinct paths" in n]
     assert notes and "undercounted" in notes[0]
     assert any("distinct clients" in n for n in result["notes"])
+
+
+def test_clefgate_access_log_lines_are_refused_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gateway.accesslog import AccessLog
+    path = tmp_path / "access.log"
+    log = AccessLog(str(path))
+    for i in range(5):
+        log.write(1_763_000_000 + i, f"id{i}", f"198.51.100.{i}", "GET", f"/shop/item/{i}", 200, 0, 512, "app", "app",
+                  "127.0.0.1:8000", "forward", "model", None, 0.01, 0.002, 0.001, 0.0005)
+    log.close()
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(json.dumps({"method": "GET", "path": "/shop", "client_ip": "203.0.113.7",
+                                     "headers": [["Host", "h"], ["User-Agent", FIREFOX]]}) + "\n")
+    code, result = run_replay(capsys, "--config", str(write_config(tmp_path)), "--no-model", str(path), str(decisions))
+    assert code == 0 and result["requests"] == 1  # the record with headers, not the five access-log lines
+    assert result["skipped_lines"] == {"clefgate_access_log": 5}
+    replay.main(["--config", str(write_config(tmp_path)), "--no-model", str(path)])
+    assert "replay the decision log" in capsys.readouterr().out
