@@ -239,6 +239,36 @@ def _open(path: str) -> TextIO:
     return open(path, encoding="utf-8", errors="replace")
 
 
+def _first_time(path: str, host: str, lines: int = 200) -> float | None:
+    """When the first request in a file was logged (None when none of its first ``lines`` lines says)."""
+    with _open(path) as fh:
+        for _, raw in zip(range(lines), fh, strict=False):
+            line = raw.strip()
+            try:
+                item = parse_json(line, float("nan")) if line.startswith("{") else parse_combined(line, host, "none")
+            except UnreadableRecord:
+                continue
+            if item is not None and item.when == item.when:  # not NaN: the line carried its time
+                return item.when
+    return None
+
+
+def in_time_order(paths: Sequence[str], host: str) -> tuple[list[str], str | None]:
+    """The files oldest first, by the first request each logged, and a note when that is not the order given.
+
+    ``clefgate replay access.log*`` gets the shell's order, newest first (access.log,
+    access.log.1, ...); replayed in that order, windows and rate limits would see a
+    steady client's older traffic all at once. Standard input stays where it was given.
+    """
+    if len(paths) < 2 or "-" in paths:
+        return list(paths), None
+    firsts = {p: _first_time(p, host) for p in paths}
+    ordered = sorted(paths, key=lambda p: (firsts[p] is None, firsts[p] or 0.0))
+    if ordered == list(paths):
+        return ordered, None
+    return ordered, "files replayed oldest first, by the first request each logged: " + ", ".join(ordered)
+
+
 def read_log(paths: Sequence[str], host: str, reconstruct: str, skipped: Counter[str], examples: list[str]) -> Iterator[LogRequest]:
     """Every request in the files, in file order; unreadable lines are counted (and a few kept as examples)."""
     pseudo = 0.0
@@ -304,6 +334,7 @@ class ReplayClock:
 
 
 ACTIONS = ("forward", "challenge", "block")
+LATE_S = 60.0  # a log's lines are written as requests end, so a little disorder is normal
 TABLE_KEYS = 50_000  # distinct paths (or clients) a table holds before it sheds its lightest rows
 
 
@@ -393,6 +424,7 @@ class Replayer:
     def __init__(self, cfg: Config, *, use_model: bool = True, batch: int = 64, model_loader: Callable[[Config], Any] | None = None) -> None:
         self.cfg = cfg
         self.clock = ReplayClock()
+        self.late = 0  # requests logged more than LATE_S before one replayed earlier
         self.state = ClientState(cfg.clients, cfg.redis, clock=self.clock)
         self.model: Any = None
         self.model_error = ""
@@ -421,6 +453,8 @@ class Replayer:
             features = from_record(item.record)
         except (TypeError, ValueError) as exc:  # e.g. a header that is not a [name, value] pair
             raise UnreadableRecord(f"{type(exc).__name__}: {exc}") from None
+        if item.when < self.clock.now - LATE_S:
+            self.late += 1  # replayed at the later time: windows and rate limits see it late
         self.clock.now = max(self.clock.now, item.when)
         if not features.request_id:
             features = dataclasses.replace(features, request_id=f"replay-{self.tally.total + len(self._pending) + 1}")
@@ -580,6 +614,9 @@ def summary(replayer: Replayer, *, top: int, notes: list[str], skipped: Counter[
         "notes": [*notes, "per-client windows and rate limits use the log's timestamps, in log order",
                   "not used offline: the decision cache, the circuit breaker, the model deadline",
                   *([INT8_BATCH_NOTE] if model_info.get("precision") == "int8" else []),
+                  *([f"{replayer.late:,} request(s) were logged more than {LATE_S:g} s before one replayed earlier; they were "
+                     "replayed at the later time, so windows and rate limits saw them late (are the files in time order?)"]
+                    if replayer.late else []),
                   *(f"more than {table.cap:,} distinct {name}: the table kept the heaviest and shed {table.dropped_requests:,} "
                     f"requests' counts in {table.pruned:,} pass(es), so its lower rows can be undercounted"
                     for name, table in (("paths", t.by_path), ("clients", t.by_client)) if table.pruned)],
@@ -661,7 +698,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     examples: list[str] = []
     started = time.perf_counter()
     try:
-        for i, item in enumerate(read_log(args.logs, args.host, args.reconstruct, skipped, examples)):
+        logs, order_note = in_time_order(args.logs, args.host)
+        if order_note:
+            notes.append(order_note)
+        for i, item in enumerate(read_log(logs, args.host, args.reconstruct, skipped, examples)):
             if args.limit and i >= args.limit:
                 break
             try:
