@@ -328,6 +328,12 @@ def test_solve_verify_and_pass(svc: ChallengeService) -> None:
     honoured = svc.honour(challenge_verdict(8), with_cookie)
     assert honoured.action is Action.FORWARD and honoured.rule == "x" and "challenge passed" in honoured.reason
     assert svc.honour(Verdict(Action.BLOCK, Source.RULE, "b"), with_cookie).action is Action.BLOCK  # a pass never lifts a block
+    scored = Verdict(Action.CHALLENGE, Source.MODEL, "default policy: risk 0.7", probabilities={"class": {"bad_bot": 0.7}},
+                     difficulty=8, model="clef-flash@1.7.0", decision_ms=0.4, model_input=object())
+    lifted = svc.honour(scored, with_cookie)
+    assert lifted.action is Action.FORWARD and lifted.difficulty is None
+    # what the decision log (the retraining feed) records of the model is kept
+    assert (lifted.model, lifted.decision_ms, lifted.model_input) == (scored.model, scored.decision_ms, scored.model_input)
 
 
 def test_secure_cookie_behind_tls(svc: ChallengeService) -> None:

@@ -377,6 +377,6 @@ class ChallengeService:
             return dataclasses.replace(verdict, reason=f"{verdict.reason}; challenged again: {why}",
                                        explanation=(*verdict.explanation, f"challenged again: {why}"))
         PASS_COOKIES.inc("accepted")
-        return Verdict(Action.FORWARD, verdict.source, f"challenge passed (pass cookie); would otherwise: {verdict.reason}",
-                       probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, explanation=verdict.explanation,
-                       policy=verdict.policy, headers=(("X-Clefgate-Pass", f"difficulty={held}"),))
+        # the model's fields (version, latency, input) stay: the decision log is the retraining feed
+        return dataclasses.replace(verdict, action=Action.FORWARD, reason=f"challenge passed (pass cookie); would otherwise: {verdict.reason}",
+                                   status=None, difficulty=None, shadow_action=None, headers=(("X-Clefgate-Pass", f"difficulty={held}"),))
