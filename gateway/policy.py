@@ -175,20 +175,20 @@ class Policy:
         difficulty: int | None = None
         if attack >= t.block_attack:
             action = Action.BLOCK
-            reason = f"P(attack)={attack:.2f} >= {t.block_attack:g}"
+            reason = f"P(attack)={_shown(attack, (t.block_attack,), ())} >= {t.block_attack:g}"
             kind = _top(probabilities.get("attack_kind"))
             if kind:
                 reason += f" ({kind[0]} {kind[1]:.2f})"
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = f"P(bad_bot)+P(attack)={risk:.2f} >= {t.block_risk:g}"
+            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g}"
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"P(bad_bot)+P(attack)={risk:.2f} >= {t.challenge_risk:g}"
+            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"P(bad_bot)+P(attack)={risk:.2f} < {t.challenge_risk:g}"
+            reason = f"P(bad_bot)+P(attack)={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
         verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
                           rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name)
         if not memo:
@@ -279,6 +279,22 @@ class Policy:
         return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
                        probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
+
+
+def _above(t: Thresholds) -> tuple[float, ...]:
+    """The block thresholds a risk short of a block stays under."""
+    return (t.block_risk,) if t.block_risk is not None else ()
+
+
+def _shown(value: float, at_least: Sequence[float], below: Sequence[float]) -> str:
+    """``value`` with two decimals, or as many more as it takes for the printed number to compare with the
+    thresholds as the value did (0.4996 is not shown as "0.50 < 0.5", nor 0.9599 as "0.96" under a 0.96 block)."""
+    for digits in (2, 3, 4, 6):
+        text = f"{value:.{digits}f}"
+        shown = float(text)
+        if all(shown >= x for x in at_least) and all(shown < x for x in below):
+            return text
+    return repr(value)
 
 
 def _top(options: Mapping[str, float] | None) -> tuple[str, float] | None:

@@ -51,6 +51,18 @@ def test_thresholds(name: str, policy: str | None, p: dict[str, dict[str, float]
     assert v.policy == (policy if policy in ("checkout",) else "default")
 
 
+@pytest.mark.parametrize("policy,p,shown", [
+    (None, probs(human=0.4004, bad_bot=0.5996), "P(bad_bot)+P(attack)=0.5996 < 0.6"),             # not "0.60 < 0.6"
+    (None, probs(human=0.4, bad_bot=0.6), "P(bad_bot)+P(attack)=0.60 >= 0.6"),                    # two decimals when they suffice
+    ("checkout", probs(human=0.1001, bad_bot=0.8999), "P(bad_bot)+P(attack)=0.8999 >= 0.3"),      # challenged: not "0.90" at a 0.9 block
+    (None, probs(human=0.0499, attack=0.9501), "P(attack)=0.95 >= 0.95"),
+])
+def test_the_reason_never_shows_a_number_that_contradicts_its_comparison(policy: str | None, p: dict[str, dict[str, float]],
+                                                                          shown: str) -> None:
+    v = Policy(CFG).verdict(make_features(), p, ScoreRequest(policy=policy))
+    assert v.explanation[0] == shown, v.reason
+
+
 def test_block_reason_names_the_attack_kind_and_carries_model_explanations() -> None:
     v = Policy(CFG).verdict(make_features(), probs(attack=0.99, kind={"sqli": 0.92, "xss": 0.08}), ScoreRequest(),
                             explanation=("query contains 'union select'",), source=Source.CACHE)
