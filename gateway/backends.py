@@ -202,8 +202,10 @@ class BackendSet:
     def build(cls, cfg: Config, previous: BackendSet | None = None) -> BackendSet:
         """Compile the backends of ``cfg``, adopting unchanged servers of ``previous``."""
         old: dict[tuple[str, str], Server] = {}
+        checks: dict[str, HealthCheckConfig] = {}
         if previous is not None:
             old = {(s.backend, s.url): s for s in previous.servers()}
+            checks = {name: b.cfg.health_check for name, b in previous.backends.items()}
         backends: dict[str, Backend] = {}
         for name, bcfg in cfg.backends.items():
             servers = []
@@ -214,6 +216,12 @@ class BackendSet:
                 else:
                     server.weight = scfg.weight
                     server.pool.configure(bcfg.max_idle_connections, bcfg.max_connections)
+                    if checks.get(name) != bcfg.health_check:
+                        # the old checks' verdict and counts mean nothing under new checks; with none, nothing could
+                        # ever mark the server healthy again, so it starts healthy (as a new server does)
+                        server.check_failures = server.check_successes = 0
+                        if not bcfg.health_check.enabled:
+                            server.healthy = True
                 server.refs += 1
                 servers.append(server)
             backends[name] = Backend(name, bcfg, servers)
@@ -246,7 +254,12 @@ class BackendSet:
     async def start(self) -> None:
         """Start one health-check task per server whose backend has checks enabled."""
         global _CURRENT
-        _CURRENT = self
+        previous, _CURRENT = _CURRENT, self
+        if previous is not None and previous is not self:
+            # the set this one replaces probes with the old settings into the same servers: it stops now, not when
+            # its connections have drained (close() still awaits its tasks)
+            for task in previous._tasks:
+                task.cancel()
         for backend in self.backends.values():
             hc = backend.cfg.health_check
             if not hc.enabled:

@@ -282,3 +282,23 @@ def test_connection_limit_queues_then_answers_503(origin_a: OriginProcess, tmp_p
         slow.close()
         # once the connection is free again it is reused
         assert request(g.port, get("/identity")).body == b"a"
+
+
+def test_a_reload_that_fixes_or_drops_health_checks_takes_effect(origin_a: OriginProcess, tmp_path: Path) -> None:
+    wrong = {"path": "/status/404", "interval_s": 0.1, "timeout_s": 1.0, "unhealthy_threshold": 1, "healthy_threshold": 2}
+    drain = {"drain_s": 30.0}  # the old config's connections may drain for this long: its probes must not
+    cfg = make_config([origin_a.url], tmp_path, backends={"app": {"health_check": {"enabled": True, **wrong}}}, timeouts=drain)
+    with gateway(cfg) as g:
+        wait_for(lambda: g.call(lambda: g.runtime.backends.healthy) == {"app": False}, what="down on a wrong path")
+        assert request(g.port, get("/identity")).status == 503
+        # the operator fixes the path: the server is back within the new checks' threshold, not after the drain
+        fixed = {**wrong, "path": "/healthz"}
+        g.reload(make_config([origin_a.url], tmp_path, backends={"app": {"health_check": {"enabled": True, **fixed}}}, timeouts=drain))
+        wait_for(lambda: g.call(lambda: g.runtime.backends.healthy) == {"app": True}, timeout=3.0, what="healthy under the fixed check")
+        assert request(g.port, get("/identity")).status == 200
+        # back to the wrong path, then checks switched off altogether: nothing is left to mark it down, so it is up
+        g.reload(make_config([origin_a.url], tmp_path, backends={"app": {"health_check": {"enabled": True, **wrong}}}, timeouts=drain))
+        wait_for(lambda: g.call(lambda: g.runtime.backends.healthy) == {"app": False}, what="down again")
+        g.reload(make_config([origin_a.url], tmp_path, backends={"app": {"health_check": {"enabled": False}}}, timeouts=drain))
+        assert g.call(lambda: g.runtime.backends.healthy) == {"app": True}
+        assert request(g.port, get("/identity")).status == 200

@@ -103,6 +103,18 @@ def test_good_reload_swaps_backends(demo_origin, slow_origin, start_gateway) -> 
     wait_until(lambda: b"Walnut desk" in http_get(gw.url + "/shop")[1], 10, what="SIGHUP reload")
 
 
+def test_a_reload_stops_the_old_health_checks_at_once_not_after_the_drain(demo_origin, start_gateway) -> None:
+    def config(path: str) -> dict:
+        hc = {"path": path, "interval_s": 0.2, "timeout_s": 1.0, "unhealthy_threshold": 1, "healthy_threshold": 2}
+        return config_for(demo_origin.url, timeouts={"drain_s": 30}, backends={"app": {"servers": [demo_origin.url], "health_check": hc}})
+
+    gw = start_gateway(config("/no-such-health-page"))
+    wait_until(lambda: http_get(gw.url + "/shop")[0] == 503, 10, what="down on a wrong health path")
+    # the fix must not wait out the old config's 30 s drain, whose probes would keep failing into the same server
+    assert gw.reload(config("/healthz"))[0] == 200
+    wait_until(lambda: http_get(gw.url + "/shop")[0] == 200, 5, what="healthy under the fixed check")
+
+
 def test_sigterm_drains_in_flight_requests(slow_origin, start_gateway) -> None:
     gw = start_gateway(config_for(slow_origin, timeouts={"drain_s": 10}))
     results: dict[str, object] = {}
