@@ -153,14 +153,15 @@ class Backend:
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """Where a request goes: the route's name (metrics, logs) and its backend."""
+    """Where a request goes: the route's name (metrics, logs), its backend, and the named policy that scores it."""
 
     name: str
     backend: str
+    policy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class _CompiledRoute:
+class CompiledRoute:
     host: str  # "" any, "*.x.com" suffix, else exact
     prefix: str
     route: Route
@@ -176,13 +177,24 @@ class _CompiledRoute:
         return path.startswith(p if p.endswith("/") else p + "/")
 
 
-def _compile_routes(routes: list[RouteConfig]) -> tuple[_CompiledRoute, ...]:
+def compile_routes(routes: list[RouteConfig]) -> tuple[CompiledRoute, ...]:
+    """``cfg.routes`` in matching order. The backend and the policy of a request both come from
+    :func:`match_route` over this, so a request is never scored under another route's policy."""
     compiled = [
-        _CompiledRoute(r.host.lower(), r.path_prefix, Route(r.name or r.backend, r.backend)) for r in routes
+        CompiledRoute(r.host.lower(), r.path_prefix, Route(r.name or r.backend, r.backend, r.policy or None)) for r in routes
     ]
     # longest prefix first; for equal prefixes an exact host beats a wildcard beats any host
     compiled.sort(key=lambda r: (-len(r.prefix), 0 if r.host and not r.host.startswith("*.") else 1 if r.host else 2))
     return tuple(compiled)
+
+
+def match_route(routes: tuple[CompiledRoute, ...], host: str, path: str) -> Route | None:
+    """The first route for ``host`` as received (case and port are ignored) and the raw ``path``; None when none."""
+    host = split_host(host)
+    for r in routes:
+        if r.matches(host, path):
+            return r.route
+    return None
 
 
 class BackendSet:
@@ -191,7 +203,7 @@ class BackendSet:
     ``route(host, path)`` picks the route; ``backends[name].select(now)`` the server.
     """
 
-    def __init__(self, backends: dict[str, Backend], routes: tuple[_CompiledRoute, ...], default: Route) -> None:
+    def __init__(self, backends: dict[str, Backend], routes: tuple[CompiledRoute, ...], default: Route) -> None:
         self.backends = backends
         self._routes = routes
         self.default_route = default
@@ -226,7 +238,7 @@ class BackendSet:
                 servers.append(server)
             backends[name] = Backend(name, bcfg, servers)
         default = Route("default", cfg.default_backend or next(iter(cfg.backends), ""))
-        return cls(backends, _compile_routes(cfg.routes), default)
+        return cls(backends, compile_routes(cfg.routes), default)
 
     def servers(self) -> Iterator[Server]:
         """Every server of every backend."""
@@ -235,14 +247,9 @@ class BackendSet:
 
     def route(self, host: str, path: str) -> Route:
         """The route for a request: ``host`` as received (case and port are ignored), raw ``path``."""
-        routes = self._routes
-        if not routes:
+        if not self._routes:
             return self.default_route
-        host = split_host(host)
-        for r in routes:
-            if r.matches(host, path):
-                return r.route
-        return self.default_route
+        return match_route(self._routes, host, path) or self.default_route
 
     @property
     def healthy(self) -> dict[str, bool]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gateway import metrics
+from gateway.backends import CompiledRoute, compile_routes, match_route
 from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
 from gateway.clients import ClientState
 from gateway.config import Config, ConfigError
@@ -75,13 +76,6 @@ DEFAULTS = metrics.counter("clefgate_rule_defaults_total", "Requests no rule mat
 
 
 @dataclass(frozen=True)
-class _RoutePolicy:
-    host: str
-    prefix: str
-    policy: str | None
-
-
-@dataclass(frozen=True)
 class Pipeline:
     """One compiled version of everything that decides.
 
@@ -107,7 +101,7 @@ class Pipeline:
     passes: ChallengeService | None = None
     state: ClientState | None = None
     policy: Policy | None = None
-    route_policies: tuple[_RoutePolicy, ...] = ()
+    route_policies: tuple[CompiledRoute, ...] = ()
     # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
     _default_label: str = field(init=False, repr=False, compare=False, default="")
     # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
@@ -185,14 +179,9 @@ class Pipeline:
         return ruled if self.policy is None else self.policy.as_configured(features, ruled)
 
     def policy_for(self, features: Features) -> str | None:
-        """The named policy of the route (host + longest path prefix) a request falls under."""
-        host = features.host.lower().rsplit(":", 1)[0] if features.host.count(":") == 1 else features.host.lower()
-        for route in self.route_policies:
-            if route.host and not (host == route.host or (route.host.startswith("*.") and host.endswith(route.host[1:]))):
-                continue
-            if features.path.startswith(route.prefix):
-                return route.policy
-        return None
+        """The named policy of the route a request falls under: the route that also picks its backend."""
+        route = match_route(self.route_policies, features.host, features.path)
+        return None if route is None else route.policy
 
     def observe(self, features: Features, verdict: Verdict, status: int) -> None:
         """Tell every observer how a request ended (call once per answered request)."""
@@ -307,12 +296,11 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         # a solved challenge stays solved across reloads, under the limit the new config sets
         service.nonces = previous.passes.nonces.resized(cfg.challenge.max_nonces)
 
-    routes = tuple(sorted((_RoutePolicy(r.host.lower(), r.path_prefix, r.policy or None) for r in cfg.routes),
-                          key=lambda r: (-len(r.prefix), not r.host)))
+    routes = compile_routes(cfg.routes)
     default = _default(cfg)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
              *([f"{len(fallback_table)} fallback rules"] if fallback_table is not None else []),
              f"default {cfg.rules.default}", "model" if scorer is not None else "no model", policy.describe()]
     return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
                     body_prefix_bytes=cfg.limits.body_prefix_bytes if scorer is not None else 0, description="; ".join(parts),
-                    passes=service, state=state, policy=policy, route_policies=routes if any(r.policy for r in routes) else ())
+                    passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else ())

@@ -249,6 +249,22 @@ def test_policy_for_route_matching() -> None:
     assert on("blog.example", "/checkout/pay") == "loose"
     assert on("shop.example", "/checkout/free/x") is None  # the longest prefix wins, even without a policy
     assert on("other.test", "/x") is None
+    assert on("other.test", "/checkout/free") is None
+
+
+def test_a_request_is_scored_under_the_policy_of_the_route_that_picks_its_backend() -> None:
+    from gateway.backends import BackendSet
+    cfg = cfg_of(routes=[{"host": "*.example.com", "path_prefix": "/", "backend": "app", "policy": "loose"},
+                         {"host": "shop.example.com", "path_prefix": "/", "backend": "api", "policy": "strict"},
+                         {"path_prefix": "/checkout", "backend": "api", "policy": "strict"}],
+                 policy={"routes": {"strict": {}, "loose": {}}})
+    p, backends = build(cfg), BackendSet.build(cfg)
+    for host, path, policy in [("shop.example.com", "/cart", "strict"),   # the exact host beats the wildcard, for both
+                               ("x.test", "/checkoutlogs", None),         # a prefix matches whole segments, for both
+                               ("x.test", "/checkout/pay", "strict"),
+                               ("blog.example.com", "/", "loose")]:
+        route = backends.route(host, path)
+        assert p.policy_for(make_features(target=path, headers=[("Host", host)])) == policy == route.policy, (host, path)
 
 
 class FailingScorer:
