@@ -33,6 +33,7 @@ ECE (15 bins) and Brier are the model's ``class`` probabilities against the labe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -233,6 +234,7 @@ def _rules_outcome(table: Any, default: Verdict | ScoreRequest, f: feat.Features
 
 def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[str, Any]:
     """Decide every row three ways and measure each (see the module docstring)."""
+    from gateway.backends import compile_routes, match_route
     from gateway.clients import ClientState
     from gateway.decider import policy_notes
     from gateway.pipeline import _default
@@ -244,6 +246,13 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     table = from_config(cfg, state) if cfg.rules.files else None
     fallback = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
     default = _default(cfg)
+    routes = compile_routes(cfg.routes) if any(r.policy for r in cfg.routes) else ()
+
+    def scoring(f: feat.Features, request: ScoreRequest) -> ScoreRequest:
+        """The request with its route's named policy, as the pipeline scores it (``Pipeline.policy_for``)."""
+        route = match_route(routes, f.host, f.path) if routes and request.policy is None else None
+        return request if route is None or route.policy is None else dataclasses.replace(request, policy=route.policy)
+
     fresh = iter(feat.model_inputs([r.features for r in rows if r.logged_input is None]))
     inputs = [r.logged_input if r.logged_input is not None else next(fresh) for r in rows]
     probs_rows: list[Mapping[str, Mapping[str, float]]] = []
@@ -261,7 +270,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
         f = row.features
         outcome = _rules_outcome(table, default, f)
-        model_verdict = policy.verdict(f, probs, ScoreRequest())
+        model_verdict = policy.verdict(f, probs, scoring(f, ScoreRequest()))
         actions["model"][i] = _effective(model_verdict)
         if isinstance(outcome, Verdict):
             decided_by_rule[i] = True
@@ -271,7 +280,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             ruled = fallback.evaluate(f) if fallback is not None else None
             # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
             actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
-            said = policy.verdict(f, probs, outcome)
+            said = policy.verdict(f, probs, scoring(f, outcome))
             verdict = policy.corroborate(f, said, fallback.evaluate) if fallback is not None else said  # as the pipeline does
             actions["rules_model"][i] = _effective(verdict)
             if verdict is not said:

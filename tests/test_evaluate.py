@@ -142,6 +142,17 @@ def test_shadow_policies_count_what_would_be_enforced(setup: dict[str, Path]) ->
     assert run(setup)["systems"]["rules_model"]["matrix"]["attack"]["block"] == 2
 
 
+def test_a_route_policy_applies_as_in_the_gateway(setup: dict[str, Path]) -> None:
+    # people's /odd requests (risk 0.65) are challenged by the default policy; their route's policy asks more
+    text = setup["config"].read_text().replace("policy:\n", "policy:\n  routes:\n    lenient: {challenge_risk: 0.8}\n")
+    setup["config"].write_text(text + "backends: {app: {servers: ['http://127.0.0.1:9']}}\n"
+                               "routes:\n  - {path_prefix: /odd, backend: app, policy: lenient}\n")
+    s = run(setup)["systems"]
+    assert s["rules_model"]["matrix"]["human"]["challenge"] == 0
+    assert s["model"]["matrix"]["human"]["challenge"] == 0
+    assert s["rules_model"]["matrix"]["bad_bot"]["challenge"] == 3  # /scrape (risk 0.90) is on no such route
+
+
 @pytest.mark.parametrize("corroborated,blocked", [(0.4, 3), (0.8, 2), (None, 2)])
 def test_a_fallback_rule_corroborates_as_in_the_gateway(setup: dict[str, Path], corroborated: float | None, blocked: int) -> None:
     signatures = setup["config"].parent / "signatures.yaml"
