@@ -13,11 +13,22 @@ Three things live here, all keyed by who the client is:
 Rules are evaluated synchronously on the hot path, so nothing here ever waits for
 Redis: decisions use the local windows and buckets, and a background task pushes the
 local deltas every ``redis.sync_interval_s`` and folds the other replicas' deltas back
-in. The shared view is approximate: a replica learns what the others counted for a
-client at its first sync after it sees that client itself (so within about one sync
-interval of the client's traffic reaching it), and a window's older slots are pulled
-once, when the replica first reports the client. When Redis
-is down, the local state decides alone; every failed call is counted in
+in. The shared view is approximate:
+
+* a replica learns what the others counted for a client at its first sync after it
+  sees that client itself (so within about one sync interval of the client's traffic
+  reaching it), and a window's older slots are pulled once, when the replica first
+  reports the client;
+* a rate bucket's shared counter is a running total, not recent use: a replica that
+  meets a client (new, restarted, or after an eviction) takes the total as its baseline
+  and charges only what the others take from then on;
+* window slots are numbered on wall-clock time (read once, then followed on the
+  monotonic clock), so replicas on different hosts share them only as far as their
+  clocks agree;
+* a sync whose call fails gives its deltas back to the next one; a call that timed
+  out may still have reached Redis, and is then counted twice rather than lost.
+
+When Redis is down, the local state decides alone; every failed call is counted in
 ``clefgate_redis_errors_total`` and every round served locally in
 ``clefgate_shared_state_fallback_total``.
 """
@@ -163,15 +174,23 @@ _EMPTY_SLOTS = [-1] * _SLOTS + [0] * (2 * _SLOTS)
 class ClientWindows:
     """Sliding-window statistics per client, at most ``max_clients`` of them (LRU)."""
 
-    def __init__(self, window_s: float = 60.0, max_clients: int = 100_000, clock: Clock = time.monotonic) -> None:
+    def __init__(self, window_s: float = 60.0, max_clients: int = 100_000, clock: Clock = time.monotonic, *,
+                 shared: bool = False, wall: Clock | None = None) -> None:
         self.window_s = window_s
         self.slot_s = window_s / _SLOTS
         self.max_clients = max_clients
         self.clock = clock
+        # Slot numbers name windows in the shared backend, so replicas on other hosts must agree on them: ``clock``
+        # (monotonic, counted from this host's boot) times local intervals, and ``offset`` moves it onto wall time,
+        # read once here. Without a backend slot numbers never leave the process: no offset. An injected clock
+        # gets one only from an injected ``wall`` clock.
+        self.offset = 0.0
+        if shared and (wall is not None or clock is time.monotonic):
+            self.offset = (wall or time.time)() - clock()
         self._table: OrderedDict[str, _Window] = OrderedDict()
         # clients with local changes not yet pushed to the shared backend (None: not shared)
-        self.dirty: set[str] | None = None
-        self.entry_bytes = _measure_window()
+        self.dirty: set[str] | None = set() if shared else None
+        self.entry_bytes = _measure_window(shared)
 
     def __len__(self) -> int:
         return len(self._table)
@@ -181,15 +200,21 @@ class ClientWindows:
         w = table.get(client)
         if w is None:
             if len(table) >= self.max_clients:
-                table.popitem(last=False)
+                old, _ = table.popitem(last=False)
                 EVICTIONS.inc("windows")
+                if self.dirty is not None:  # its unsent counts go with it: the dirty set stays bounded too
+                    self.dirty.discard(old)
             w = table[client] = _Window(self.dirty is not None)
         else:
             table.move_to_end(client)
         return w
 
+    def slot(self, t: float) -> int:
+        """The shared slot number of ``t`` (this clock): the one place clock time becomes a slot."""
+        return int((t + self.offset) // self.slot_s)
+
     def _position(self, w: _Window, now: float) -> int:
-        slot = int(now // self.slot_s)
+        slot = self.slot(now)
         pos = slot % _SLOTS
         if w.c[pos] != slot:
             w.reset(pos, slot)
@@ -218,14 +243,14 @@ class ClientWindows:
 
     def counts(self, client: str) -> tuple[int, int]:
         """(requests, 4xx answers) in the client's window; (0, 0) for an unknown client."""
-        return self._sum(client, int(self.clock() // self.slot_s) - _SLOTS + 1)
+        return self._sum(client, self.slot(self.clock()) - _SLOTS + 1)
 
     def counts_since(self, client: str, since: float) -> tuple[int, int, float]:
         """(requests, 4xx answers, seconds covered) in the slots after the one ``since`` (this clock) falls in:
         what a client did after a moment, without the slot that moment shares with what came before it."""
         now = self.clock()
-        first = max(int(now // self.slot_s) - _SLOTS + 1, int(since // self.slot_s) + 1)
-        return (*self._sum(client, first), max(0.0, now - first * self.slot_s))
+        first = max(self.slot(now) - _SLOTS + 1, self.slot(since) + 1)
+        return (*self._sum(client, first), max(0.0, now + self.offset - first * self.slot_s))
 
     def _sum(self, client: str, first: int) -> tuple[int, int]:
         """(requests, 4xx answers) in the client's slots numbered ``first`` or later."""
@@ -263,7 +288,7 @@ class ClientWindows:
         out: list[tuple[str, int, int, int, bool]] = []
         if not self.dirty:
             return out
-        now_slot = int(self.clock() // self.slot_s)
+        now_slot = self.slot(self.clock())
         oldest = now_slot - _SLOTS + 1
         for client in self.dirty:
             w = self._table.get(client)
@@ -292,7 +317,7 @@ class ClientWindows:
         """Add what other replicas counted in ``slot`` since the last sync (global totals minus own pushes)."""
         w = self._table.get(client)
         pos = slot % _SLOTS
-        if w is None or w.sync is None or (w.c[pos] != slot and slot < int(self.clock() // self.slot_s) - _SLOTS + 1):
+        if w is None or w.sync is None or (w.c[pos] != slot and slot < self.slot(self.clock()) - _SLOTS + 1):
             return
         if w.c[pos] != slot:  # an older slot this replica never saw: adopt it
             w.reset(pos, slot)
@@ -306,9 +331,26 @@ class ClientWindows:
         sync[2 * _SLOTS + pos], sync[3 * _SLOTS + pos] = total_req, total_err
 
 
-def _measure_window() -> int:
-    w = _Window(False)
-    size = sys.getsizeof(w) + sum(sys.getsizeof(getattr(w, name)) for name in ("c", "paths"))
+    def restore(self, entries: Iterable[tuple[str, int, int, int, bool]], pushed: bool = False) -> None:
+        """Give back what ``pending()`` took for a push that failed: its counts (unless ``pushed``) go again at the
+        next sync, and a history pull it carried is made again."""
+        for client, slot, dr, de, needs_history in entries:
+            w = self._table.get(client)
+            if w is None or w.sync is None or (pushed and not needs_history):
+                continue
+            pos = slot % _SLOTS
+            if not pushed and w.c[pos] == slot:
+                w.sync[pos] -= dr
+                w.sync[_SLOTS + pos] -= de
+            if needs_history:
+                w.synced = False
+            if self.dirty is not None:
+                self.dirty.add(client)
+
+
+def _measure_window(shared: bool) -> int:
+    w = _Window(shared)
+    size = sys.getsizeof(w) + sum(sys.getsizeof(getattr(w, name)) for name in ("c", "paths", "sync") if getattr(w, name) is not None)
     return size + 250  # the table's node and key string, measured with tracemalloc at 100k clients
 
 
@@ -348,7 +390,8 @@ class RateLimiter:
     def __init__(self, max_buckets: int = 100_000, clock: Clock = time.monotonic) -> None:
         self.max_buckets = max_buckets
         self.clock = clock
-        # (rule, key) -> [tokens, last refill time, taken since last sync, last global total, capacity, full-refill seconds]
+        # (rule, key) -> [tokens, last refill time, taken since last sync, last global total (-1: none read yet),
+        #                 capacity, full-refill seconds]
         self._buckets: OrderedDict[tuple[str, str], array[float]] = OrderedDict()
         self.dirty: set[tuple[str, str]] | None = None
         self.entry_bytes = sys.getsizeof(array("d", bytes(48))) + 220  # + the table node and (rule, key) tuple, measured
@@ -356,8 +399,11 @@ class RateLimiter:
     def __len__(self) -> int:
         return len(self._buckets)
 
-    def take(self, rule: str, key: str, limit: RateLimit) -> bool:
-        """Take a token from the bucket of ``(rule, key)``: True when allowed, False when over the limit."""
+    def take(self, rule: str, key: str, limit: RateLimit, label: str | None = None) -> bool:
+        """Take a token from the bucket of ``(rule, key)``: True when allowed, False when over the limit.
+
+        ``label`` names the rule in ``clefgate_rate_limited_total`` when ``rule`` is not its name (a rule with
+        several rate conditions has a bucket family for each)."""
         now = self.clock()
         buckets = self._buckets
         k = (rule, key)
@@ -365,9 +411,11 @@ class RateLimiter:
         capacity = limit.capacity
         if b is None:
             if len(buckets) >= self.max_buckets:
-                buckets.popitem(last=False)
+                old, _ = buckets.popitem(last=False)
                 EVICTIONS.inc("rate_buckets")
-            buckets[k] = array("d", (capacity - 1.0, now, 1.0, 0.0, capacity, capacity / limit.per_second))
+                if self.dirty is not None:
+                    self.dirty.discard(old)
+            buckets[k] = array("d", (capacity - 1.0, now, 1.0, -1.0, capacity, capacity / limit.per_second))
             if self.dirty is not None:
                 self.dirty.add(k)
             return True
@@ -383,7 +431,7 @@ class RateLimiter:
                 self.dirty.add(k)
             return True
         b[0] = tokens
-        RATE_LIMITED.inc(rule)
+        RATE_LIMITED.inc(rule if label is None else label)
         return False
 
     def tokens(self, rule: str, key: str) -> float | None:
@@ -404,14 +452,28 @@ class RateLimiter:
         self.dirty.clear()
         return out
 
+    def restore(self, items: Iterable[tuple[str, str, int, float]]) -> None:
+        """Give back the tokens ``pending()`` took for a push that failed: they go again at the next sync."""
+        for rule, key, taken, _ in items:
+            b = self._buckets.get((rule, key))
+            if b is not None:
+                b[2] += taken
+                if self.dirty is not None:
+                    self.dirty.add((rule, key))
+
     def fold(self, rule: str, key: str, total: int, own: int) -> None:
-        """Charge this bucket for the tokens other replicas took (global total minus own pushes)."""
+        """Charge this bucket for the tokens other replicas took (global total minus own pushes) since its last fold.
+
+        The shared counter is a running total over the key's whole life, not recent use: the first fold of a
+        bucket (new here, or rebuilt after an eviction) only takes it as the baseline and charges nothing.
+        """
         b = self._buckets.get((rule, key))
         if b is None:
             return
         others = total - int(b[3]) - own
+        first = b[3] < 0
         b[3] = float(total)
-        if others > 0:
+        if others > 0 and not first:
             # never below -capacity: a bucket drained elsewhere still refills within one period
             b[0] = max(-b[4], b[0] - others)
 
@@ -481,11 +543,17 @@ class MemoryBackend:
         self._data.clear()
 
 
+_MAX_CONNECTIONS = 64  # per worker: the sync task needs one, claims the rest
+_CHUNK = 500  # counters per backend call in a sync (1,000 Redis commands): the event loop runs between chunks
+
+
 class RedisBackend:
     """SharedBackend on Redis (``redis.asyncio``): hash counters with TTLs, ``SET NX PX`` claims.
 
     Every call has a deadline (``redis.timeout_s``); callers treat any exception as
-    "Redis unavailable" and fall back to local state.
+    "Redis unavailable" and fall back to local state. Connections come from a blocking
+    pool: a burst of claims waits (within its deadline) for one of ``_MAX_CONNECTIONS``
+    instead of failing at once.
     """
 
     def __init__(self, cfg: RedisConfig) -> None:
@@ -494,8 +562,10 @@ class RedisBackend:
         password = resolve_secret(cfg.password) if cfg.password else None
         self.prefix = cfg.key_prefix
         self.timeout_s = cfg.timeout_s
-        self.client: Any = aioredis.Redis.from_url(cfg.url, password=password or None, socket_timeout=cfg.timeout_s,
-                                                   socket_connect_timeout=cfg.timeout_s, decode_responses=False)
+        pool = aioredis.BlockingConnectionPool.from_url(cfg.url, max_connections=_MAX_CONNECTIONS, timeout=cfg.timeout_s,
+                                                        password=password or None, socket_timeout=cfg.timeout_s,
+                                                        socket_connect_timeout=cfg.timeout_s, decode_responses=False)
+        self.client: Any = aioredis.Redis.from_pool(pool)  # closing the client closes the pool
 
     async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
         pipe = self.client.pipeline(transaction=False)
@@ -513,7 +583,9 @@ class RedisBackend:
         return [int(v) if v is not None else 0 for v in replies]
 
     async def claim(self, key: str, ttl_s: float) -> bool:
-        reply = await asyncio.wait_for(self.client.set(self.prefix + key, b"1", nx=True, px=max(1, int(ttl_s * 1000))), self.timeout_s)
+        # a deadline for the wait for a pooled connection, and one for the command
+        reply = await asyncio.wait_for(self.client.set(self.prefix + key, b"1", nx=True, px=max(1, int(ttl_s * 1000))),
+                                       self.timeout_s * 2)
         return bool(reply)
 
     async def close(self) -> None:
@@ -533,18 +605,18 @@ class ClientState:
     """
 
     def __init__(self, cfg: ClientsConfig | None = None, redis: RedisConfig | None = None, *,
-                 backend: SharedBackend | None = None, clock: Clock = time.monotonic) -> None:
+                 backend: SharedBackend | None = None, clock: Clock = time.monotonic, wall: Clock | None = None) -> None:
         self.cfg = cfg or ClientsConfig()
         self.redis_cfg = redis or RedisConfig()
-        self.windows = ClientWindows(self.cfg.window_s, self.cfg.max_clients, clock)
-        self.limiter = RateLimiter(self.cfg.max_buckets, clock)
         if backend is None and self.redis_cfg.url:
             backend = RedisBackend(self.redis_cfg)
         self.backend = backend
+        self.windows = ClientWindows(self.cfg.window_s, self.cfg.max_clients, clock, shared=backend is not None, wall=wall)
+        self.limiter = RateLimiter(self.cfg.max_buckets, clock)
         if backend is not None:
-            self.windows.dirty = set()
             self.limiter.dirty = set()
         self.shared_up = backend is not None
+        SHARED_UP.set(1.0)  # the state now in force has not failed (yet), or has no backend to fail
         self._retry_at = 0.0
         self._task: asyncio.Task[None] | None = None
         _LIVE.add(self)
@@ -571,20 +643,22 @@ class ClientState:
     # -- replay protection (challenge nonces)
 
     async def claim(self, key: str, ttl_s: float, local: Callable[[], bool]) -> bool:
-        """Claim a one-time key in the shared backend; ``local()`` decides when there is none or it fails."""
-        if self.backend is None:
-            return local()
+        """Claim a one-time key in the shared backend; ``local()`` (claims it in the local store) decides when there
+        is none or it fails."""
+        # Locally first: a key already used here needs no round trip, and one claimed here stays claimed here
+        # should Redis fail later.
+        fresh = local()
+        if not fresh or self.backend is None:
+            return fresh
         if self._down():
             FALLBACKS.inc("replay")
-            return local()
+            return True
         try:
-            first = await self.backend.claim("n:" + key, ttl_s)
+            return await self.backend.claim("n:" + key, ttl_s)
         except Exception as exc:  # any Redis/network failure: local state decides, counted
             self._failed("claim", exc)
             FALLBACKS.inc("replay")
-            return local()
-        # Also remember it locally, so that a later Redis outage cannot reopen it here.
-        return local() and first
+            return True
 
     # -- sync with the shared backend
 
@@ -620,8 +694,19 @@ class ClientState:
         SHARED_UP.set(0.0)
         self._retry_at = time.monotonic() + self.redis_cfg.retry_s
 
+    def _up(self) -> None:
+        if not self.shared_up:
+            log.info("shared state (Redis) reachable again")
+            self.shared_up = True
+        SHARED_UP.set(1.0)
+
     async def sync(self) -> bool:
-        """Push local deltas and fold in the other replicas'; False when the backend failed (local state stays in force)."""
+        """Push local deltas and fold in the other replicas'; False when the backend failed (local state stays in force).
+
+        The work goes in chunks of ``_CHUNK`` counters, each its own backend call with its own deadline, and the
+        event loop serves requests in between. What a failed call did not push is given back, to go at the next
+        sync (a timed-out call may still have reached Redis: it is then counted twice there rather than lost).
+        """
         backend = self.backend
         if backend is None:
             return True
@@ -630,40 +715,52 @@ class ClientState:
             return False
         windows = self.windows.pending()
         buckets = self.limiter.pending()
-        if not windows and not buckets:
+        if not windows and not buckets and self.shared_up:
             return True
         w_ttl = self.windows.window_s * 2
-        items: list[tuple[str, str, int, float]] = []
-        for client, slot, dr, de, _ in windows:
-            key = f"w:{client}:{slot}"
-            items.append((key, "r", dr, w_ttl))
-            items.append((key, "e", de, w_ttl))
-        for rule, key, taken, refill_s in buckets:
-            # counts older than a full refill no longer matter; keep them twice that long
-            items.append((f"rl:{rule}:{key}", "t", taken, max(10.0, 2 * refill_s)))
-        older: list[tuple[str, int]] = []
-        for client, slot, _, _, needs_history in windows:
-            if needs_history:
-                older.extend((client, s) for s in range(slot - _SLOTS + 1, slot))
+        step = _CHUNK // 2
+        w_sent = b_sent = 0  # entries pushed (and folded) so far
+        pulled: set[str] = set()  # clients whose older slots were read
         try:
-            totals = await backend.add(items)
-            history = await backend.read([(f"w:{c}:{s}", f) for c, s in older for f in ("r", "e")]) if older else []
-        except Exception as exc:  # the deltas were marked sent: they stay counted locally, which is what decides now
+            if not windows and not buckets:  # marked down with nothing to push: a cheap read tells whether it is back
+                await backend.read([("w:probe:0", "r")])
+            while w_sent < len(windows):
+                chunk = windows[w_sent:w_sent + step]
+                items: list[tuple[str, str, int, float]] = []
+                for client, slot, dr, de, _ in chunk:
+                    key = f"w:{client}:{slot}"
+                    items += ((key, "r", dr, w_ttl), (key, "e", de, w_ttl))
+                totals = await backend.add(items)
+                for i, (client, slot, dr, de, _) in enumerate(chunk):
+                    self.windows.fold(client, slot, totals[2 * i], totals[2 * i + 1], dr, de)
+                w_sent += len(chunk)
+                await asyncio.sleep(0)
+            while b_sent < len(buckets):
+                bchunk = buckets[b_sent:b_sent + _CHUNK]
+                # counts older than a full refill no longer matter; keep them twice that long
+                totals = await backend.add([(f"rl:{rule}:{key}", "t", taken, max(10.0, 2 * refill_s))
+                                            for rule, key, taken, refill_s in bchunk])
+                for (rule, key, taken, _), total in zip(bchunk, totals, strict=True):
+                    self.limiter.fold(rule, key, total, taken)
+                b_sent += len(bchunk)
+                await asyncio.sleep(0)
+            # the older slots of a window, pulled once: with the first push of the client's newest slot
+            needing = [(client, slot) for client, slot, _, _, needs_history in windows if needs_history]
+            per_call = _CHUNK // (2 * (_SLOTS - 1))
+            for start in range(0, len(needing), per_call):
+                older = [(client, s) for client, slot in needing[start:start + per_call] for s in range(slot - _SLOTS + 1, slot)]
+                history = await backend.read([(f"w:{c}:{s}", f) for c, s in older for f in ("r", "e")])
+                for j, (client, slot) in enumerate(older):
+                    if history[2 * j]:
+                        self.windows.fold(client, slot, history[2 * j], history[2 * j + 1], 0, 0)
+                pulled.update(client for client, _ in needing[start:start + per_call])
+                await asyncio.sleep(0)
+        except Exception as exc:  # any Redis/network failure: local state decides; what was not sent goes next time
+            self.windows.restore(windows[w_sent:])
+            self.limiter.restore(buckets[b_sent:])
+            self.windows.restore([e for e in windows[:w_sent] if e[4] and e[0] not in pulled], pushed=True)
             self._failed("sync", exc)
             FALLBACKS.inc("sync")
             return False
-        if not self.shared_up:
-            log.info("shared state (Redis) reachable again")
-            self.shared_up = True
-            SHARED_UP.set(1.0)
-        i = 0
-        for client, slot, dr, de, _ in windows:
-            self.windows.fold(client, slot, totals[i], totals[i + 1], dr, de)
-            i += 2
-        for rule, key, taken, _ in buckets:
-            self.limiter.fold(rule, key, totals[i], taken)
-            i += 1
-        for j, (client, slot) in enumerate(older):
-            if history[2 * j]:
-                self.windows.fold(client, slot, history[2 * j], history[2 * j + 1], 0, 0)
+        self._up()
         return True

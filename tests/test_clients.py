@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -142,10 +145,15 @@ async def test_replicas_share_rate_limits_after_a_sync() -> None:
     clock = Clock()
     a, b, _ = _replicas(clock)
     limit = RateLimit(10, 60.0)
-    assert all(a.take("r", "1.2.3.4", limit) for _ in range(6))
-    assert b.take("r", "1.2.3.4", limit)  # b has not heard of a's six yet
-    assert await a.sync() and await b.sync()
-    # b now knows the client used 7 of 10 in total: three left
+    assert all(a.take("r", "1.2.3.4", limit) for _ in range(2))
+    assert await a.sync()
+    assert b.take("r", "1.2.3.4", limit)
+    assert await b.sync()  # b's first sync of the bucket: a baseline, a's two before it are not charged
+    assert all(a.take("r", "1.2.3.4", limit) for _ in range(5))  # a: 7 of 10 used
+    assert await a.sync()
+    assert b.take("r", "1.2.3.4", limit)
+    assert await b.sync()
+    # b now knows a took five since: 1 + 1 + 5 of 10 used, three left
     assert [b.take("r", "1.2.3.4", limit) for _ in range(4)] == [True, True, True, False]
     await b.sync()
     # a learns of b's use at its own next sync after it used the bucket (at most one interval late)
@@ -153,6 +161,57 @@ async def test_replicas_share_rate_limits_after_a_sync() -> None:
     await a.sync()
     assert a.take("r", "1.2.3.4", limit) is False
     assert a.limiter.tokens("r", "1.2.3.4") is not None and a.limiter.tokens("r", "1.2.3.4") < 1
+
+
+async def test_a_replica_new_to_a_client_does_not_charge_its_whole_history() -> None:
+    """The shared counter is a running total: a replica (restarted, scaled out, or whose bucket was evicted) that
+    meets a client takes it as a baseline instead of charging everything the client ever did elsewhere."""
+    clock = Clock()
+    a, b, _ = _replicas(clock)
+    limit = RateLimit(120, 60.0)
+    for _ in range(600):  # ten minutes at half the limit on a
+        assert a.take("r", "203.0.113.77", limit)
+        clock.t += 1.0
+        assert await a.sync()
+    got = []
+    for _ in range(70):  # the client moves to b, same pace
+        got.append(b.take("r", "203.0.113.77", limit))
+        clock.t += 1.0
+        assert await b.sync()
+    assert all(got)
+    # and from then on b charges what a takes
+    assert all(a.take("r", "203.0.113.77", limit) for _ in range(30))
+    assert await a.sync() and b.take("r", "203.0.113.77", limit) and await b.sync()
+    assert b.limiter.tokens("r", "203.0.113.77") == pytest.approx(120 - 1 - 30)  # full (1 s after its last), b's own, a's
+
+
+async def test_replicas_on_hosts_booted_at_different_times_share_windows() -> None:
+    """Slot numbers are on the shared wall clock, not on each host's monotonic clock (counted from its boot)."""
+    wall = Clock(1_700_000_000.25)
+    shared = MemoryBackend(clock=wall)
+    cfg = ClientsConfig(window_s=60)
+    a = ClientState(cfg, RedisConfig(), backend=shared, clock=lambda: wall.t - 1_699_990_000.0, wall=wall)
+    b = ClientState(cfg, RedisConfig(), backend=shared, clock=lambda: wall.t - 1_699_000_000.5, wall=wall)
+    assert a.windows.slot(a.windows.clock()) == b.windows.slot(b.windows.clock()) == int(wall.t // 10)
+    for _ in range(30):
+        a.record("203.0.113.50", "/missing", 404)
+    assert await a.sync()
+    wall.t += 12  # the next slot: b pulls a's as history
+    b.record("203.0.113.50", "/x", 200)
+    assert await b.sync()
+    assert b.windows.counts("203.0.113.50") == (31, 30)
+    # counts_since takes a moment of the windows' own clock and covers whole shared slots after it
+    since = b.windows.clock() - 12
+    assert b.windows.counts_since("203.0.113.50", since) == (1, 0, pytest.approx(wall.t - 1_700_000_010.0))
+
+
+def test_only_shared_windows_move_onto_wall_time() -> None:
+    local = ClientWindows(window_s=60)
+    shared = ClientWindows(window_s=60, shared=True)
+    assert local.offset == 0.0 and local.dirty is None
+    assert shared.offset == pytest.approx(time.time() - time.monotonic(), abs=0.5) and shared.dirty == set()
+    assert ClientWindows(window_s=60, clock=Clock(), shared=True).offset == 0.0  # an injected clock keeps its slots
+    assert shared.entry_bytes > local.entry_bytes  # the sync array is measured too
 
 
 async def test_replicas_share_windows_including_history() -> None:
@@ -212,11 +271,17 @@ class FailingBackend(MemoryBackend):
     def __init__(self, clock: Clock) -> None:
         super().__init__(clock=clock)
         self.down = False
+        self.read_down = False
 
     async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
         if self.down:
             raise ConnectionError("connection refused")
         return await super().add(items)
+
+    async def read(self, items: Sequence[tuple[str, str]]) -> list[int]:
+        if self.down or self.read_down:
+            raise ConnectionError("connection refused")
+        return await super().read(items)
 
     async def claim(self, key: str, ttl_s: float) -> bool:
         if self.down:
@@ -256,7 +321,6 @@ async def test_sync_task_starts_and_stops() -> None:
     for _ in range(100):
         if not state.windows.dirty:
             break
-        import asyncio
         await asyncio.sleep(0.01)
     assert not state.windows.dirty  # the task pushed the change
     await state.close()
@@ -268,3 +332,146 @@ def test_without_a_backend_nothing_is_tracked_for_sync() -> None:
     assert state.backend is None and state.windows.dirty is None and state.limiter.dirty is None
     assert state.compatible(ClientsConfig(), RedisConfig())
     assert not state.compatible(ClientsConfig(window_s=30), RedisConfig())
+
+
+async def test_a_failed_sync_gives_its_deltas_back() -> None:
+    clock = Clock()
+    backend = FailingBackend(clock)
+    a = ClientState(ClientsConfig(), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    b = ClientState(ClientsConfig(), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    limit = RateLimit(10, 3600.0)
+    assert a.take("login", "198.51.100.7", limit) and await a.sync()
+    assert b.take("login", "198.51.100.7", limit)
+    b.record("198.51.100.7", "/x", 200)
+    assert await b.sync()
+    assert all(a.take("login", "198.51.100.7", limit) for _ in range(7))
+    for _ in range(5):
+        a.record("198.51.100.7", "/wp-login.php", 404)
+    backend.down = True
+    assert await a.sync() is False  # Redis stalls: nothing of this round reaches it
+    backend.down = False
+    assert await a.sync() is True   # ... and it all goes now
+    assert b.take("login", "198.51.100.7", limit)
+    b.record("198.51.100.7", "/x", 200)
+    assert await b.sync()
+    assert [b.take("login", "198.51.100.7", limit) for _ in range(2)] == [True, False]  # 1 + 1 + 7 + 1 of 10
+    assert b.windows.counts("198.51.100.7") == (7, 5)
+
+
+async def test_a_failed_history_pull_is_made_again() -> None:
+    clock = Clock()
+    backend = FailingBackend(clock)
+    a = ClientState(ClientsConfig(window_s=60), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    b = ClientState(ClientsConfig(window_s=60), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    for _ in range(4):
+        a.record("9.9.9.9", "/x", 404)
+    assert await a.sync()
+    clock.t += 15
+    b.record("9.9.9.9", "/y", 200)
+    backend.read_down = True
+    assert await b.sync() is False  # the push went, the pull of the older slot did not
+    backend.read_down = False
+    assert await b.sync() is True
+    assert b.windows.counts("9.9.9.9") == (5, 4)
+
+
+async def test_a_sync_goes_in_chunks_and_a_failed_chunk_is_given_back() -> None:
+    clock = Clock()
+
+    class Chunked(FailingBackend):
+        calls: list[int] = []
+        fail_at = -1
+
+        async def add(self, items: Sequence[tuple[str, str, int, float]]) -> list[int]:
+            self.calls.append(len(items))
+            if len(self.calls) == self.fail_at:
+                raise TimeoutError
+            return await super().add(items)
+
+    backend = Chunked(clock)
+    state = ClientState(ClientsConfig(), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    peer = ClientState(ClientsConfig(), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    ips = [f"10.0.{i >> 8}.{i & 255}" for i in range(600)]
+    for ip in ips:
+        state.record(ip, "/", 200)
+    backend.fail_at = 2
+    assert await state.sync() is False
+    assert backend.calls == [clients._CHUNK, clients._CHUNK]  # 250 clients (two counters each) a call
+    # the 350 not pushed are given back, and the 250 pushed still have their history to pull
+    assert len(state.windows.dirty or ()) == 600
+    assert await state.sync() is True
+    assert backend.calls[2:] == [clients._CHUNK, clients._CHUNK, 200]
+    for ip in ips:
+        peer.record(ip, "/", 200)
+    assert await peer.sync()
+    assert all(peer.windows.counts(ip) == (2, 0) for ip in ips)  # each counted once
+
+
+async def test_the_up_gauge_follows_the_state_in_force_and_recovers_with_nothing_to_push() -> None:
+    clock = Clock()
+    backend = FailingBackend(clock)
+    backend.down = True
+    state = ClientState(ClientsConfig(), RedisConfig(retry_s=0.0), backend=backend, clock=clock)
+    assert await state.claim("n1", 60, lambda: True) is True  # a failed claim marks it down
+    assert not state.shared_up and clients.SHARED_UP.get() == 0.0
+    assert await state.sync() is False  # nothing to push, still down: the probe fails
+    backend.down = False
+    assert await state.sync() is True  # nothing to push, but the probe answers
+    assert state.shared_up and clients.SHARED_UP.get() == 1.0
+    backend.down = True
+    state.record("1.1.1.1", "/", 200)
+    assert await state.sync() is False and clients.SHARED_UP.get() == 0.0
+    ClientState(ClientsConfig(), RedisConfig(), backend=MemoryBackend(clock=clock), clock=clock)  # a reload's new state
+    assert clients.SHARED_UP.get() == 1.0
+    clients.SHARED_UP.set(0.0)
+    ClientState()  # or Redis no longer configured
+    assert clients.SHARED_UP.get() == 1.0
+
+
+async def test_claims_ask_the_local_store_first() -> None:
+    clock = Clock()
+    backend = FailingBackend(clock)
+    state = ClientState(ClientsConfig(), RedisConfig(), backend=backend, clock=clock)
+    backend.down = True
+    errors = clients.REDIS_ERRORS.get("claim")
+    assert await state.claim("n1", 60, lambda: False) is False  # used here already: no round trip
+    assert clients.REDIS_ERRORS.get("claim") == errors and state.shared_up
+
+
+async def test_evicted_clients_leave_the_dirty_sets() -> None:
+    clock = Clock()
+    backend = FailingBackend(clock)
+    backend.down = True
+    state = ClientState(ClientsConfig(max_clients=3, max_buckets=3), RedisConfig(retry_s=30.0), backend=backend, clock=clock)
+    state.record("x", "/", 200)
+    assert await state.sync() is False
+    for i in range(50):
+        state.record(f"10.0.0.{i}", "/", 200)
+        state.take("r", f"10.0.0.{i}", RateLimit(10, 1.0))
+    assert state.windows.dirty is not None and len(state.windows.dirty) <= 3
+    assert state.limiter.dirty is not None and len(state.limiter.dirty) <= 3
+
+
+def test_each_rate_condition_of_a_rule_has_its_own_bucket(tmp_path: Path) -> None:
+    from gateway.rules import RuleOptions, load
+    from tests.conftest import make_features
+
+    (tmp_path / "two.yaml").write_text("""rules:
+  - name: login-limits
+    path: /login
+    any:
+      - rate: {limit: 5/s, key: ip}
+      - rate: {limit: 1000/h, key: ip}
+    action: block
+    status: 429
+""")
+    clock = Clock()
+    state = ClientState(ClientsConfig())
+    state.limiter.clock = clock
+    table = load([str(tmp_path / "two.yaml")], RuleOptions(), state)
+    f = make_features("POST", "/login", [("Host", "x"), ("User-Agent", "ua")], client_ip="203.0.113.7")
+    limited = clients.RATE_LIMITED.get("login-limits")
+    assert [table.evaluate(f) is None for _ in range(6)] == [True] * 5 + [False]  # the 5/s burst, each request once
+    assert clients.RATE_LIMITED.get("login-limits") == limited + 1  # counted under the rule's name
+    assert state.limiter.tokens("login-limits", "203.0.113.7") == pytest.approx(0.0)
+    assert state.limiter.tokens("login-limits#2", "203.0.113.7") == pytest.approx(995.0)

@@ -73,10 +73,13 @@ async def test_replicas_share_rate_limits(redis_server: RedisServer) -> None:
     a, b = replica(redis_server), replica(redis_server)
     try:
         limit = RateLimit(10, 60.0)
-        assert all(a.take("login", "198.51.100.7", limit) for _ in range(8))
+        assert a.take("login", "198.51.100.7", limit) and await a.sync()
+        assert b.take("login", "198.51.100.7", limit)   # b's first use: it does not know about a's
+        assert await b.sync()                            # ... and takes the shared total as its baseline
+        assert all(a.take("login", "198.51.100.7", limit) for _ in range(7))
         assert await a.sync()
-        assert b.take("login", "198.51.100.7", limit)   # b's first use: it does not know about a's yet
-        assert await b.sync()                            # ... and now it does: 9 of 10 used
+        assert b.take("login", "198.51.100.7", limit)
+        assert await b.sync()                            # now b knows a's seven since: 9 of 10 used
         assert b.take("login", "198.51.100.7", limit) is True
         assert b.take("login", "198.51.100.7", limit) is False
         assert await b.sync()
@@ -175,5 +178,17 @@ async def test_when_redis_dies_local_state_decides_and_the_fallback_is_counted(r
         state.record("203.0.113.9", "/", 200)
         assert await state.sync() is True
         assert state.shared_up and clients.SHARED_UP.get() == 1.0
+    finally:
+        await state.close()
+
+
+async def test_a_burst_of_claims_waits_for_connections_instead_of_failing(redis_server: RedisServer) -> None:
+    state = replica(redis_server)
+    try:
+        errors = clients.REDIS_ERRORS.get("claim")
+        got = await asyncio.gather(*[state.claim(f"nonce-{i}", 300, lambda: True) for i in range(300)])
+        assert all(got) and state.shared_up
+        assert clients.REDIS_ERRORS.get("claim") == errors
+        assert await state.claim("nonce-7", 300, lambda: True) is False  # and each was claimed in Redis
     finally:
         await state.close()

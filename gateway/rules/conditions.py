@@ -71,6 +71,7 @@ class Context:
     clients: ClientsConfig
     rule_id: str  # stable id of the rule (its name, or file#n): the rate-limit bucket family
     emit: Emitter
+    rate_conditions: int = 0  # rate conditions of this rule compiled so far (each has its own buckets)
 
 
 def _strings(value: Any, key: str, problems: list[str]) -> list[str] | None:
@@ -455,7 +456,12 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
         return None
     emit = ctx.emit
     take = emit.const(ctx.state.limiter.take)
-    rule = emit.const(ctx.rule_id)
+    # each rate condition has its own buckets: the rule's first keeps the rule id, the n-th gets "#n" added
+    # (counted on the rule's context); the metric still names the rule
+    ctx.rate_conditions += 1
+    n = ctx.rate_conditions
+    rule = emit.const(ctx.rule_id if n == 1 else f"{ctx.rule_id}#{n}")
+    label = emit.const(ctx.rule_id)
     rl = emit.const(RateLimit(limit, period, key, burst))
     if key == "ip":
         client_key = "f.client_ip"
@@ -465,7 +471,7 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
         client_key = (f"{emit.const(rate_key)}({emit.const(key)}, f.client_ip, hm.get({emit.const(key[7:].lower())}, ''), "
                       f"{emit.const(ctx.clients)})")
     # matches when the request is over the limit
-    return f"not {take}({rule}, {client_key}, {rl})"
+    return f"not {take}({rule}, {client_key}, {rl}, {label})"
 
 
 def standalone(expr: str, emit: Emitter) -> Callable[[Features], bool]:
