@@ -89,10 +89,20 @@ def network_of(ip: str, v4_prefix: int, v6_prefix: int) -> str:
     return f"{version}:{value >> (bits - plen) if plen else 0:x}/{plen}"
 
 
+def address_key(client_ip: str) -> str:
+    """The rate key ``ip``: an IPv4 address, or an IPv6 address's /64.
+
+    A single subscriber or host is given a whole IPv6 /64 and can pick a new source
+    address in it for every request, so a per-address limit would never bind (and the
+    churn would evict everyone else's buckets).
+    """
+    return client_ip if ":" not in client_ip else network_of(client_ip, 32, 64)
+
+
 def rate_key(spec: str, client_ip: str, header_value: str, cfg: ClientsConfig) -> str:
     """The bucket key of a request for a rate condition keyed by ``spec`` (ip, prefix, header:NAME)."""
     if spec == "ip":
-        return client_ip
+        return address_key(client_ip)
     if spec == "prefix":
         return network_of(client_ip, cfg.ipv4_prefix, cfg.ipv6_prefix)
     if header_value:

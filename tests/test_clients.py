@@ -51,6 +51,10 @@ def test_network_of_groups_by_prefix() -> None:
 def test_rate_keys() -> None:
     cfg = ClientsConfig(ipv4_prefix=24)
     assert rate_key("ip", "203.0.113.7", "", cfg) == "203.0.113.7"
+    # IPv6: one /64 is one key (a host picks any source address in its /64); the next /64 is another
+    assert rate_key("ip", "2001:db8:1:2::1", "", cfg) == rate_key("ip", "2001:db8:1:2:dead:beef:0:7", "", cfg)
+    assert rate_key("ip", "2001:db8:1:2::1", "", cfg) != rate_key("ip", "2001:db8:1:3::1", "", cfg)
+    assert rate_key("ip", "::ffff:203.0.113.7", "", cfg) != rate_key("ip", "::ffff:203.0.113.8", "", cfg)
     assert rate_key("prefix", "203.0.113.7", "", cfg) == rate_key("prefix", "203.0.113.99", "", cfg)
     hashed = rate_key("header:X-Api-Key", "203.0.113.7", "sk-secret", cfg)
     assert hashed.startswith("h:") and "secret" not in hashed

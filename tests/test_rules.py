@@ -163,6 +163,17 @@ def test_shipped_rate_limit_turns_the_121st_request_into_429() -> None:
     assert outcome(table, page) == ("rate-limit-per-ip", "block")
 
 
+def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:
+    state = ClientState(ClientsConfig())
+    state.limiter.clock = lambda: 1000.0
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
+    got = [outcome(table, req("/products/42", ip=f"2001:db8:7:9:{i >> 16:x}:{i & 0xFFFF:x}:0:1")) for i in range(130)]
+    assert got[:120] == [("score-everything-else", "score")] * 120
+    assert set(got[120:]) == {("rate-limit-per-ip", "block")}
+    # a neighbour in the next /64 has its own budget
+    assert outcome(table, req("/products/42", ip="2001:db8:7:a::1")) == ("score-everything-else", "score")
+
+
 def test_rules_disabled_and_action_overrides() -> None:
     opts = RuleOptions(disabled=["block-wordpress-probes"], actions={"ai-training-crawlers": "block", "block-crawler-spoofers": "challenge"})
     table = load([str(SHIPPED / "default.yaml")], opts, ClientState())

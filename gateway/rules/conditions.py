@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.clients import ClientState, RateLimit, network_of, rate_key
+from gateway.clients import ClientState, RateLimit, address_key, network_of, rate_key
 from gateway.config import ClientsConfig, parse_cidr
 from gateway.features import ClientStats, Features
 from gateway.rules.inputs import InputsScan, compile_inputs
@@ -464,7 +464,7 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
     label = emit.const(ctx.rule_id)
     rl = emit.const(RateLimit(limit, period, key, burst))
     if key == "ip":
-        client_key = "f.client_ip"
+        client_key = f"{emit.const(address_key)}(f.client_ip)"
     elif key == "prefix":
         client_key = f"{emit.const(network_of)}(f.client_ip, {emit.const(ctx.clients.ipv4_prefix)}, {emit.const(ctx.clients.ipv6_prefix)})"
     else:
