@@ -15,12 +15,21 @@ never fights a second Python thread for the interpreter over JSON work. Encoding
 with the probabilities of a cached answer (one shared object) encoded once. The queue
 is a deque the writer drains in batches, woken at most once per batch (a lock and a
 thread wake-up per line cost the event loop more than the line itself). When the queue
-is full the line is dropped and counted: the log never slows or drops a request. Files
-rotate by size.
+is full the line is dropped and counted: the log never slows or drops a request.
+
+Files rotate by size (path -> path.1 ... path.N). The worker processes of a gateway
+share one path: each batch is written under an ``flock`` every worker takes, to the file
+now at the path (reopened when another worker rotated it, or logrotate or an operator
+moved or deleted it), sized by the file itself, so no line goes to a file renamed away
+and no file grows past ``max_bytes`` by what the other workers wrote. A write that fails
+part way (a full disk) is cut back to its last whole line: the file stays valid JSONL,
+and exactly the lines not in it are counted as dropped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import json
 import logging
 import math
@@ -239,7 +248,10 @@ _encode_line = _LineEncoder()
 
 
 class DecisionLog:
-    """Encode on observe, bounded byte queue, writer thread, size rotation. ``observe`` is a pipeline observer."""
+    """Encode on observe, bounded byte queue, writer thread, size rotation. ``observe`` is a pipeline observer.
+
+    Close it with ``await aclose()`` on the event loop (``close()`` elsewhere).
+    """
 
     def __init__(self, cfg: DecisionLogConfig) -> None:
         self.cfg = cfg
@@ -251,8 +263,11 @@ class DecisionLog:
         self._signalled = False  # the writer was woken and has not started draining yet
         self._sample_cut = int(cfg.sample * 0xFFFFFFFF)
         self._log_rules = cfg.rules
-        self._file: Any = None
-        self._size = 0
+        self._fd = -1  # the file being written (writer thread only)
+        self._size = 0  # its size, taken from the file at each batch: other workers append to it too
+        self._lock_fd = -1  # see _lock
+        self._locked = False  # the writer holds the lock (during a batch)
+        self._lock_warned = False
         self._thread = threading.Thread(target=self._writer, name="clefgate-decision-log", daemon=True)
         self._closed = False
         self._thread.start()
@@ -288,12 +303,26 @@ class DecisionLog:
             self._wake.set()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Write what is queued, then stop the writer."""
+        """Write what is queued, then stop the writer and wait for it (at most ``timeout`` s).
+
+        This blocks the calling thread for as long as the disk takes: on the event loop use :meth:`aclose`.
+        """
+        if self._stop():
+            self._thread.join(timeout)
+
+    async def aclose(self, wait_s: float = 5.0) -> None:
+        """:meth:`close` for the event loop (a reload, shutdown): the wait for the writer runs in a thread,
+        so a stalled disk (NFS, throttled EBS) holds up only this coroutine, not every request of the worker."""
+        if self._stop():
+            await asyncio.to_thread(self._thread.join, wait_s)
+
+    def _stop(self) -> bool:
+        """Refuse new lines and wake the writer to write the queued ones and exit; False if already closed."""
         if self._closed:
-            return
+            return False
         self._closed = True
         self._wake.set()
-        self._thread.join(timeout)
+        return True
 
     # ---- writer thread: I/O only
     def _writer(self) -> None:
@@ -309,6 +338,9 @@ class DecisionLog:
                 break
         self._drain(lines)
         self._close_file()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
 
     def _drain(self, lines: deque[bytes]) -> None:
         while lines:
@@ -318,39 +350,118 @@ class DecisionLog:
             self._write(batch)
 
     def _write(self, lines: list[bytes]) -> None:
-        chunk: list[bytes] = []
-        chunk_bytes = 0
-        for line in lines:
-            if chunk and self._size + chunk_bytes + len(line) > self.cfg.max_bytes:
+        """Write one batch, holding the lock every process writing this path takes.
+
+        The worker processes of one gateway each have a DecisionLog on the same path. Under
+        the lock, the file at ``path`` is the one written (reopened when another worker's
+        rotation, logrotate or an operator moved or deleted it), its size is the file's own
+        (every worker's lines, not this one's count), and nobody else writes or rotates until
+        the batch is done: no line goes to a file already renamed away or deleted, and a
+        failed write can be cut back to whole lines without cutting another worker's.
+        """
+        self._locked = self._lock()
+        try:
+            self._follow_path()
+            chunk: list[bytes] = []
+            chunk_bytes = 0
+            for line in lines:
+                if chunk and self._size + chunk_bytes + len(line) > self.cfg.max_bytes:
+                    self._flush_chunk(chunk)
+                    chunk, chunk_bytes = [], 0
+                chunk.append(line)
+                chunk_bytes += len(line)
+            if chunk:
                 self._flush_chunk(chunk)
-                chunk, chunk_bytes = [], 0
-            chunk.append(line)
-            chunk_bytes += len(line)
-        if chunk:
-            self._flush_chunk(chunk)
+        finally:
+            if self._locked:
+                self._locked = False
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _lock(self) -> bool:
+        """Take the lock shared by every process writing ``path``: ``flock`` on a hidden file beside it.
+
+        The lock cannot be the log file itself, which rotation renames. The file is hidden
+        (``.NAME.lock``) so that ``decisions.jsonl*`` still names only the log's files. Where
+        the file system refuses locks, writing goes on unlocked (and says so once).
+        """
+        try:
+            if self._lock_fd < 0:
+                folder, name = os.path.split(self.path)
+                os.makedirs(folder or ".", exist_ok=True)
+                self._lock_fd = os.open(os.path.join(folder, f".{name}.lock"), os.O_RDWR | os.O_CREAT, 0o666)
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            return True
+        except OSError as exc:
+            if not self._lock_warned:
+                self._lock_warned = True
+                log.warning("decision log lock unavailable; workers sharing the path may lose lines at rotation",
+                            extra={"fields": {"path": self.path, "error": str(exc)}})
+            return False
+
+    def _follow_path(self) -> None:
+        """Keep the open file only while it is still the one at ``path``, and take its size from the file.
+
+        Another worker's rotation, logrotate (create mode) or an operator may have renamed or
+        deleted it: writing on would put lines in a file nobody reads, or in none. It is
+        reopened by the next write.
+        """
+        if self._fd < 0:
+            return
+        try:
+            now, mine = os.stat(self.path), os.fstat(self._fd)
+            if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                self._size = mine.st_size
+                return
+        except OSError:  # gone (or unreadable): open again
+            pass
+        self._close_file()
 
     def _flush_chunk(self, chunk: list[bytes]) -> None:
         data = b"".join(chunk)
+        before = -1  # the file's size before this chunk, once known
+        written = 0
         try:
             self._open()
             if self._size and self._size + len(data) > self.cfg.max_bytes:
                 self._rotate()
-            self._file.write(data)
-            self._file.flush()
+            before = self._size
+            view = memoryview(data)
+            while written < len(data):
+                written += os.write(self._fd, view[written:])
             self._size += len(data)
             LINES.inc(amount=len(chunk))
         except OSError as exc:
-            DROPS.inc("write_error", amount=len(chunk))
+            kept = self._keep_whole_lines(data, before, written)
+            if kept:
+                LINES.inc(amount=kept)
+            DROPS.inc("write_error", amount=len(chunk) - kept)
             log.error("decision log write failed", extra={"fields": {"path": self.path, "error": str(exc)}})
             self._close_file()
 
+    def _keep_whole_lines(self, data: bytes, before: int, written: int) -> int:
+        """After a write that failed part way (a full disk), cut the file back to the last whole line of ``data``.
+
+        The file stays valid JSONL (a half line would be glued to the next one written once
+        there is room again); returns how many lines of ``data`` are in the file. Only under
+        the lock: otherwise another worker's lines may follow ours.
+        """
+        keep = data.rfind(b"\n", 0, written) + 1
+        if keep < written and self._locked and before >= 0:
+            try:
+                os.ftruncate(self._fd, before + keep)
+            except OSError as exc:
+                log.error("decision log: a partly written line could not be cut off",
+                          extra={"fields": {"path": self.path, "error": str(exc)}})
+        return data.count(b"\n", 0, keep)
+
     def _open(self) -> None:
-        if self._file is None:
+        if self._fd < 0:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            self._file = open(self.path, "ab")
-            self._size = self._file.tell()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            self._size = os.fstat(self._fd).st_size
 
     def _rotate(self) -> None:
+        """path -> path.1 -> ... -> path.N (under the lock: see ``_write``)."""
         self._close_file()
         for i in range(self.cfg.backups, 0, -1):
             src = self.path if i == 1 else f"{self.path}.{i - 1}"
@@ -364,9 +475,9 @@ class DecisionLog:
         self._open()
 
     def _close_file(self) -> None:
-        if self._file is not None:
+        if self._fd >= 0:
             try:
-                self._file.close()
+                os.close(self._fd)
             except OSError:
                 pass
-            self._file = None
+            self._fd = -1

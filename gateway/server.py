@@ -209,9 +209,9 @@ async def close_runtime(old: Runtime, successor: Runtime | None = None) -> None:
     if old.decider is not None:
         old.decider.close(successor=successor.decider if successor else None)
     if old.decision_log is not None and (successor is None or successor.decision_log is not old.decision_log):
-        old.decision_log.close()
+        await old.decision_log.aclose()
     if successor is None or successor.access_log is not old.access_log:
-        old.access_log.close()
+        await old.access_log.aclose()
 
 
 class Worker:

@@ -9,6 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gateway.config import DecisionLogConfig
 from gateway.decisionlog import DROPS, DecisionLog
 from gateway.features import Features, ModelInput, from_record, model_input
@@ -51,8 +53,8 @@ def test_rotation_by_size(tmp_path: Path) -> None:
         log.observe(make_features(target=f"/{i}", request_id=f"id{i}"), Verdict(Action.FORWARD, Source.RULE, "x", rule="r"), 200)
     log.close()
     files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == ["d.jsonl", "d.jsonl.1", "d.jsonl.2"]
-    assert all(p.stat().st_size <= 2000 + 1000 for p in tmp_path.iterdir())
+    assert files == [".d.jsonl.lock", "d.jsonl", "d.jsonl.1", "d.jsonl.2"]  # the lock is hidden from d.jsonl*
+    assert all(p.stat().st_size <= 2000 for p in tmp_path.iterdir())
 
 
 def test_full_queue_drops_lines_never_blocks(tmp_path: Path) -> None:
@@ -196,3 +198,180 @@ def test_the_writer_is_woken_once_per_batch_and_loses_nothing(tmp_path: Path) ->
     ids = [ln["request_id"] for ln in read(path)]
     assert ids == [str(i) for i in range(3000)]
     assert sets < 100  # not one wake-up (lock, notify) per line
+
+
+# ---- several writers on one path, files moved away, failed writes, closing on the event loop
+
+def _numbered(worker: str, seq: int) -> bytes:
+    return (json.dumps({"request_id": f"{worker}{seq:05d}", "pad": "x" * 60}) + "\n").encode()
+
+
+def _log_files(folder: Path) -> dict[str, list[str]]:
+    """request ids by file, for the log's own files (not its hidden lock)."""
+    return {p.name: [json.loads(line)["request_id"] for line in p.read_text().splitlines()]
+            for p in sorted(folder.iterdir()) if not p.name.startswith(".")}
+
+
+@pytest.mark.parametrize("backups", [2, 1000])
+def test_workers_sharing_a_path_rotate_without_losing_lines(tmp_path: Path, backups: int) -> None:
+    """Two workers' logs on one path, writing in turn: each rotates by the file's size, not by its own count,
+    and never writes into a file the other rotated away (or deleted, with few backups)."""
+    path = tmp_path / "d.jsonl"
+    cfg = DecisionLogConfig(path=str(path), max_bytes=10_000, backups=backups, rules="all")
+    a, b = DecisionLog(cfg), DecisionLog(cfg)
+    order = []
+    for seq in range(1200):
+        worker, log = ("a", a) if seq % 2 == 0 else ("b", b)
+        log._write([_numbered(worker, seq)])  # as the two workers' writer threads would, deterministically
+        order.append(f"{worker}{seq:05d}")
+    a.close()
+    b.close()
+    files = _log_files(tmp_path)
+    assert all((tmp_path / name).stat().st_size <= cfg.max_bytes for name in files)
+    newest_first = [rid for name in sorted(files, key=lambda n: int(n.rpartition(".")[2]) if n[-1].isdigit() else 0)
+                    for rid in reversed(files[name])]
+    kept = newest_first[::-1]
+    assert kept == order[-len(kept):]  # the newest lines, in order: none lost, none in the wrong file
+    if backups == 2:
+        assert len(kept) > 2 * cfg.max_bytes // len(_numbered("a", 0))
+        assert len(files) == 3
+    else:
+        assert kept == order
+
+
+def _worker_process(path: str, worker: str, count: int, start: Any) -> None:
+    import time
+
+    log = DecisionLog(DecisionLogConfig(path=path, max_bytes=20_000, backups=1000, rules="all"))
+    verdict = Verdict(Action.BLOCK, Source.MODEL, "x", probabilities=PROBS)
+    start.wait(30)
+    for i in range(count):
+        log.observe(make_features(request_id=f"{worker}-{i}"), verdict, 403)
+        if i % 50 == 49:
+            time.sleep(0.005)  # many batches, rotations interleaved with the other workers'
+    log.close()
+
+
+def test_worker_processes_share_one_path(tmp_path: Path) -> None:
+    """Worker processes (as ``workers: N`` runs them) on one decision_log.path: every line in exactly one file,
+    no file past max_bytes."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    path = str(tmp_path / "d.jsonl")
+    procs = [ctx.Process(target=_worker_process, args=(path, f"w{n}", 1500, start)) for n in range(3)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    files = _log_files(tmp_path)
+    ids = [rid for names in files.values() for rid in names]
+    assert len(files) > 10  # it rotated, many times
+    assert sorted(ids) == sorted(f"w{n}-{i}" for n in range(3) for i in range(1500))
+    assert all((tmp_path / name).stat().st_size <= 20_000 for name in files)
+
+
+def test_a_moved_or_deleted_file_is_reopened(tmp_path: Path) -> None:
+    """logrotate (create mode), a log shipper or an operator moves or deletes the file: the next lines go to path."""
+    import time
+
+    path = tmp_path / "d.jsonl"
+    log = DecisionLog(DecisionLogConfig(path=str(path), rules="all"))
+    verdict = Verdict(Action.BLOCK, Source.MODEL, "x", probabilities=PROBS)
+
+    def burst(tag: str, at: Path) -> None:
+        for i in range(50):
+            log.observe(make_features(request_id=f"{tag}{i}"), verdict, 403)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not (at.exists() and len(at.read_text().splitlines()) == 50):
+            time.sleep(0.01)
+
+    burst("before-", path)
+    path.rename(tmp_path / "d.jsonl.shipped")
+    burst("moved-", path)
+    path.unlink()
+    burst("deleted-", path)
+    log.close()
+    assert [ln["request_id"] for ln in read(tmp_path / "d.jsonl.shipped")] == [f"before-{i}" for i in range(50)]
+    assert [ln["request_id"] for ln in read(path)] == [f"deleted-{i}" for i in range(50)]
+
+
+_FULL_DISK = """
+import json, resource, signal, sys, time
+from gateway.config import DecisionLogConfig
+from gateway.decisionlog import DROPS, LINES, DecisionLog
+from gateway.verdict import Action, Source, Verdict
+from tests.conftest import make_features
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as ENOSPC: the kernel writes what fits, then fails
+log = DecisionLog(DecisionLogConfig(path=sys.argv[1], rules="all"))
+verdict = Verdict(Action.BLOCK, Source.MODEL, "x", probabilities={"class": {"attack": 1.0}})
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (3000, hard))  # room for 3000 bytes
+for i in range(10):
+    log.observe(make_features(request_id=f"full-{i}"), verdict, 403)
+time.sleep(0.3)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # room again
+for i in range(3):
+    log.observe(make_features(request_id=f"later-{i}"), verdict, 403)
+log.close()
+print(json.dumps({"written": LINES.get(), "dropped": DROPS.get("write_error")}))
+"""
+
+
+def test_a_write_cut_short_by_a_full_disk_keeps_whole_lines(tmp_path: Path) -> None:
+    """A write that fails part way is cut back to its last whole line: the file stays JSONL, and the lines
+    counted as dropped are exactly those not in it."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "d.jsonl"
+    out = subprocess.run([sys.executable, "-c", _FULL_DISK, str(path)], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parent.parent, check=True)
+    counts = json.loads(out.stdout.splitlines()[-1])
+    lines = read(path)  # every line is JSON (a half line would not be)
+    ids = [ln["request_id"] for ln in lines]
+    assert path.read_bytes().endswith(b"\n")
+    full = [i for i in ids if i.startswith("full-")]
+    assert 0 < len(full) < 10 and path.stat().st_size > 0
+    assert ids == [*full, "later-0", "later-1", "later-2"]
+    assert counts == {"written": len(ids), "dropped": 10 - len(full)}
+
+
+def test_aclose_waits_for_the_writer_off_the_event_loop(tmp_path: Path) -> None:
+    """A reload retires a decision log on the event loop: a stalled disk must not stall every request with it."""
+    import asyncio
+    import itertools
+    import time
+
+    path = tmp_path / "d.jsonl"
+    log = DecisionLog(DecisionLogConfig(path=str(path), rules="all"))
+    write = log._flush_chunk
+
+    def stalled_write(chunk: list[bytes]) -> None:
+        time.sleep(1.0)  # NFS, a throttled volume
+        write(chunk)
+
+    log._flush_chunk = stalled_write  # type: ignore[method-assign]
+
+    async def scenario() -> float:
+        log.observe(make_features(request_id="r"), Verdict(Action.BLOCK, Source.MODEL, "x"), 403)
+        await asyncio.sleep(0.1)  # the writer is in its stalled write
+        ticks: list[float] = []
+
+        async def heartbeat() -> None:
+            while True:
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0.05)
+        await log.aclose()
+        beat.cancel()
+        return max(b - a for a, b in itertools.pairwise(ticks))
+
+    assert asyncio.run(scenario()) < 0.5
+    assert [ln["request_id"] for ln in read(path)] == ["r"]  # aclose returned once the queued line was written
