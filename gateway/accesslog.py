@@ -19,12 +19,18 @@ full stdout pipe. If the writer falls behind by more than
 
 Each write hands whole lines to the OS; to a pipe (stdout under a supervisor)
 writes are cut at line boundaries into pieces of at most ``PIPE_BUF`` bytes, so
-lines of several worker processes sharing the pipe never interleave.
+lines of several worker processes sharing the pipe never interleave. A file has no
+rotation of its own: leave that to logrotate (its default create mode works): before
+each write the writer checks that the file at the path is still the one it has open,
+and reopens the path when it was moved or deleted. A write to a file that fails part
+way (a full disk) is cut back to its last whole line, so the file stays one JSON
+object per line; the lines not written are counted as dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 import queue
@@ -43,7 +49,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("clefgate.accesslog")
 
 LINES = metrics.counter("clefgate_access_log_lines_total", "Access-log lines written.")
-DROPPED = metrics.counter("clefgate_access_log_dropped_total", "Access-log lines dropped because the writer fell behind.")
+DROPPED = metrics.counter("clefgate_access_log_dropped_total",
+                          "Access-log lines dropped because the writer fell behind or a write failed (disk full, closed pipe).")
 WRITE_ERRORS = metrics.counter("clefgate_access_log_write_errors_total", "Failed writes of the access log (disk full, closed pipe).")
 
 _FLUSH_BYTES = 64 * 1024
@@ -75,8 +82,8 @@ class AccessLog:
     """Writes access-log lines to stdout, a file, or nowhere.
 
     Build one with :meth:`from_config`; ``write`` is called once per request on
-    the event loop; ``flush`` hands buffered lines to the writer; ``close``
-    flushes and waits for the writer to finish.
+    the event loop; ``flush`` hands buffered lines to the writer; ``aclose`` (on
+    the event loop) or ``close`` flushes and waits for the writer to finish.
     """
 
     def __init__(self, target: str, *, flush_s: float = 1.0, max_pending_bytes: int = 8 << 20) -> None:
@@ -155,21 +162,34 @@ class AccessLog:
                 DROPPED.inc(amount=count)
                 return
             self._pending += len(data)
-        LINES.inc(amount=count)
         self._queue.put(data)
 
     def close(self) -> None:
-        """Flush, stop the writer and wait for it (bounded); safe to call twice."""
+        """Flush, stop the writer and wait for it (bounded); safe to call twice.
+
+        This blocks the calling thread for as long as the disk or pipe takes: on the event loop use :meth:`aclose`.
+        """
+        if self._stop() and self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    async def aclose(self) -> None:
+        """:meth:`close` for the event loop (a reload, shutdown): the wait for the writer runs in a thread,
+        so a stalled disk or a full stdout pipe holds up only this coroutine, not every request of the worker."""
+        if self._stop() and self._thread is not None:
+            await asyncio.to_thread(self._thread.join, 5.0)
+
+    def _stop(self) -> bool:
+        """Flush and tell the writer to finish; False if already closed."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self.flush()
         if self._closed:
-            return
+            return False
         self._closed = True
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=5.0)
+        return True
 
     # ------------------------------------------------------------------ writer thread
 
@@ -187,6 +207,15 @@ class AccessLog:
             is_pipe = False
         return fd, owned, is_pipe
 
+    def _moved(self, fd: int) -> bool:
+        """The file at the target is no longer the one open (logrotate moved it and created a new one, or it
+        was deleted): the next lines go to the target, reopened (created if need be)."""
+        try:
+            now, mine = os.stat(self.target), os.fstat(fd)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+
     def _writer(self) -> None:
         try:
             fd, owned, is_pipe = self._open()
@@ -194,6 +223,7 @@ class AccessLog:
             log.error("access log %r cannot be opened: %s; access logging is off", self.target, exc)
             self.enabled = False
             fd, owned, is_pipe = -1, False, False
+        failing = False
         try:
             while True:
                 data = self._queue.get()
@@ -201,27 +231,83 @@ class AccessLog:
                     return
                 with self._pending_lock:
                     self._pending -= len(data)
+                if owned and (fd < 0 or self._moved(fd)):
+                    if fd >= 0:
+                        os.close(fd)
+                        fd = -1
+                    try:
+                        fd, owned, is_pipe = self._open()
+                        failing = False
+                    except OSError as exc:  # tried again with the next lines
+                        if not failing:
+                            log.error("access log %r cannot be reopened: %s", self.target, exc)
+                        failing = True
                 if fd >= 0:
                     self._write_all(fd, data, is_pipe)
+                elif owned:
+                    WRITE_ERRORS.inc()
+                    self._count(data, 0)
         finally:
             if owned and fd >= 0:
                 os.close(fd)
 
     def _write_all(self, fd: int, data: bytes, is_pipe: bool) -> None:
+        """Write whole lines; if a write fails part way (a full disk), keep only the whole lines written.
+
+        A file is written under an ``flock`` on it, which every worker writing to it takes:
+        the file's size before the write is where these lines start, so a failed write can
+        be cut back to its last whole line (a half line would be glued to the next line
+        written once there is room again) without cutting another worker's lines.
+        """
+        written = 0
+        before = -1  # the file's size before this write, when locked
+        locked = False
         try:
             if not is_pipe:
+                locked = self._lock(fd)
+                if locked:
+                    before = os.fstat(fd).st_size
                 view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                return
-            start = 0
-            while start < len(data):
-                end = len(data) if len(data) - start <= _PIPE_BUF else data.rfind(b"\n", start, start + _PIPE_BUF) + 1
-                if end <= start:  # one line longer than PIPE_BUF: write it whole
-                    end = data.index(b"\n", start) + 1
-                view = memoryview(data)[start:end]
-                while view:
-                    view = view[os.write(fd, view):]
-                start = end
+                while written < len(data):
+                    written += os.write(fd, view[written:])
+            else:
+                start = 0
+                while start < len(data):
+                    end = len(data) if len(data) - start <= _PIPE_BUF else data.rfind(b"\n", start, start + _PIPE_BUF) + 1
+                    if end <= start:  # one line longer than PIPE_BUF: write it whole
+                        end = data.index(b"\n", start) + 1
+                    view = memoryview(data)[start:end]
+                    while view:
+                        n = os.write(fd, view)
+                        written += n
+                        view = view[n:]
+                    start = end
         except OSError:
             WRITE_ERRORS.inc()
+            keep = data.rfind(b"\n", 0, written) + 1
+            if keep < written and before >= 0:
+                try:
+                    os.ftruncate(fd, before + keep)
+                except OSError as exc:
+                    log.error("access log %r: a partly written line could not be cut off: %s", self.target, exc)
+            written = keep
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        self._count(data, written)
+
+    def _lock(self, fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return True
+        except OSError:  # a file system without locks: write unlocked (a failed write is then not cut back)
+            return False
+
+    def _count(self, data: bytes, written: int) -> None:
+        """Count the whole lines of ``data`` in its first ``written`` bytes as written, the rest as dropped."""
+        whole = data.count(b"\n", 0, written)
+        LINES.inc(amount=whole)
+        lost = data.count(b"\n", written)
+        if lost:
+            with self._pending_lock:  # DROPPED is also counted on the event loop, under this lock
+                DROPPED.inc(amount=lost)

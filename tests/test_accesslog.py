@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import itertools
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +143,94 @@ def test_pipe_writes_never_split_a_line(monkeypatch: pytest.MonkeyPatch) -> None
     os.close(read_fd)
     assert reader_out[0] == data
     assert all(len(piece) <= 4096 and piece.endswith(b"\n") for piece in sizes)
+
+
+def _wait_for_lines(path: Path, count: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (path.exists() and len(path.read_text().splitlines()) == count):
+        time.sleep(0.01)
+
+
+def test_a_file_moved_by_logrotate_or_deleted_is_reopened(tmp_path: Path) -> None:
+    """logrotate's default create mode moves the file and creates an empty one: later lines go to the new file
+    (a reload with the same logging settings keeps the same AccessLog, so nothing else would reopen it)."""
+    target = tmp_path / "a.log"
+    log = AccessLog(str(target))
+    write(log, request_id="before")
+    log.flush()
+    _wait_for_lines(target, 1)
+    target.rename(tmp_path / "a.log.1")
+    target.touch()  # logrotate: create
+    for i in range(5):
+        write(log, request_id=f"rotated-{i}")
+    log.flush()
+    _wait_for_lines(target, 5)
+    target.unlink()  # an operator deletes it
+    write(log, request_id="deleted")
+    log.close()
+    assert [ln["request_id"] for ln in lines(tmp_path / "a.log.1")] == ["before"]
+    assert [ln["request_id"] for ln in lines(target)] == ["deleted"]
+
+
+def test_a_write_cut_short_by_a_full_disk_keeps_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills up during a write: the part that fit is cut back to its last whole line, so the file stays
+    one JSON object per line, and exactly the lines not in it are counted as dropped."""
+    target = tmp_path / "a.log"
+    target.write_text('{"old": true}\n')
+    data = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * 50) for i in range(10))
+    fits = data.index(b"\n", data.index(b"\n", data.index(b"\n") + 1) + 1) + 1 + 20  # three lines and part of a fourth
+    real_write = os.write
+    calls: list[int] = []
+
+    def full_disk(fd: int, chunk: Any) -> int:
+        calls.append(len(chunk))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, bytes(chunk)[:fits])  # the kernel writes what fits, the next write fails
+
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND)
+    written, dropped, errors = accesslog.LINES.get(), accesslog.DROPPED.get(), accesslog.WRITE_ERRORS.get()
+    monkeypatch.setattr(accesslog.os, "write", full_disk)
+    AccessLog("off")._write_all(fd, data, False)
+    monkeypatch.undo()
+    os.close(fd)
+    assert [ln.get("n") for ln in lines(target)] == [None, 0, 1, 2]
+    assert target.read_bytes().endswith(b"\n")
+    assert accesslog.LINES.get() - written == 3
+    assert accesslog.DROPPED.get() - dropped == 7
+    assert accesslog.WRITE_ERRORS.get() - errors == 1
+
+
+def test_aclose_waits_for_the_writer_off_the_event_loop(tmp_path: Path) -> None:
+    """A reload that changes the access log retires the old one on the event loop: a slow disk or a full stdout
+    pipe must not stall every request with it."""
+    target = tmp_path / "a.log"
+    log = AccessLog(str(target))
+    write_all = log._write_all
+
+    def stalled(fd: int, data: bytes, is_pipe: bool) -> None:
+        time.sleep(1.0)
+        write_all(fd, data, is_pipe)
+
+    log._write_all = stalled  # type: ignore[method-assign]
+
+    async def scenario() -> float:
+        write(log)
+        log.flush()
+        await asyncio.sleep(0.1)  # the writer is in its stalled write
+        ticks: list[float] = []
+
+        async def heartbeat() -> None:
+            while True:
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.create_task(heartbeat())
+        await asyncio.sleep(0.05)
+        write(log, request_id="last")
+        await log.aclose()
+        beat.cancel()
+        return max(b - a for a, b in itertools.pairwise(ticks))
+
+    assert asyncio.run(scenario()) < 0.5
+    assert [ln["request_id"] for ln in lines(target)] == ["abc-1", "last"]  # aclose returned once all was written
