@@ -303,7 +303,10 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     kind_acc = (round(sum(1 for k, p in kinds if max(p, key=lambda o: p[o]) == k) / len(kinds), 6) if kinds else None)
     main = systems["rules_model"]
     # what the gateway knew of the client: a first request (no window, or an empty one) versus one with history
-    history = np.array([bool(r.features.client and r.features.client.requests) for r in rows])
+    # (a decision-log row carries the client's window only inside the logged model input)
+    requests_at = feat.NUMERIC_NAMES.index("client_requests")
+    history = np.array([bool(r.logged_input.numeric[requests_at]) if r.logged_input is not None
+                        else bool(r.features.client and r.features.client.requests) for r in rows])
     contexts = {name: {"n": int(sel.sum()), **{k: v for k, v in system_metrics(actions["rules_model"][sel], labels[sel], verified[sel]).items()
                                              if k in CONTEXT_KEYS}}
                 for name, sel in (("first_request", ~history), ("with_history", history))}

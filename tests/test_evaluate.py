@@ -250,3 +250,28 @@ def test_setup_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     bad.write_text("policy:\n  challenge_risk: 7\n")
     assert ev.main(["--data", str(empty), "--config", str(bad)]) == 2
     assert "policy.challenge_risk" in capsys.readouterr().err
+
+
+def test_decision_log_rows_are_split_by_the_history_their_logged_input_had(tmp_path: Path) -> None:
+    import dataclasses
+
+    from gateway.decisionlog import encode_line
+    from gateway.features import ClientStats, model_input
+    from gateway.verdict import Action, Source, Verdict
+    from tests.conftest import make_features
+
+    lines = []
+    for i, requests in enumerate((0, 80, 3)):
+        f = make_features(target="/page/1", request_id=f"r{i}")
+        if requests:
+            f = dataclasses.replace(f, client=ClientStats(requests=requests, rate_per_min=40.0, path_diversity=0.5, mean_gap_s=1.5))
+        v = Verdict(Action.FORWARD, Source.MODEL, "x", probabilities={"class": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1, "attack": 0.0}},
+                    model="m@1", model_input=model_input(f))
+        line = json.loads(encode_line(f, v, 200, 0.0))
+        lines.append(json.dumps({**line, "label": "human"}))
+    data = tmp_path / "decisions.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    rows = ev.read_rows(data, ev.Skipped())
+    assert all(r.logged_input is not None for r in rows)
+    out = ev.evaluate(rows, ev.load_config(None), FakeScorer())
+    assert {k: c["n"] for k, c in out["by_client_context"].items()} == {"first_request": 1, "with_history": 2}
