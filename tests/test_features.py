@@ -212,6 +212,19 @@ def test_every_field_is_bounded() -> None:
     assert len(mi.ids) == feat.MAX_TOKENS
 
 
+@pytest.mark.parametrize("ua,ch", [
+    ("Mozilla/5.0 Chrome/" + "9" * 5_000, None),             # past int()'s 4,300-digit limit
+    ("Mozilla/5.0 Chrome/\xb2.0 Safari/537.36", None),       # one latin-1 byte that str.isdigit accepts and int() refuses
+    ("Mozilla/5.0 CriOS/\xb9\xb3", None),
+    (CHROME_UA, '"Chromium";v="' + "7" * 5_000 + '", "Not.A/Brand";v="8"'),
+    (CHROME_UA, '"Google Chrome";v="\xb2"'),
+])
+def test_version_numbers_a_client_writes_never_break_featurizing(ua: str, ch: str | None) -> None:
+    head = [("Host", "a.example"), ("User-Agent", ua)] + ([("Sec-Ch-Ua", ch)] if ch else [])
+    mi = model_input(make_features("GET", "/", headers=head))
+    assert len(mi.numeric) == feat.NUM_FEATURES and all(math.isfinite(v) for v in mi.numeric)
+
+
 def test_encoding_uses_phrases_and_bytes() -> None:
     ids = feat.encode("user-agent X\x00\xff")
     assert ids.dtype == np.int64

@@ -99,13 +99,24 @@ def _order_score(ranks: list[int]) -> float:
     return sum(map(operator.lt, ranks, ranks[1:])) / (len(ranks) - 1)
 
 
+_MAJOR_DIGITS = 9  # a version number longer than this is not one: read its first digits
+
+
 def _major(ua: str, marker: str) -> int:
+    """The number after ``marker`` (``Chrome/126.0`` -> 126), 0 when there is none.
+
+    Clients write these headers, so the number is read from at most nine decimal
+    digits: ``int()`` refuses a run of 4,301 digits, and ``str.isdigit`` also accepts
+    ``²`` (one latin-1 byte on the wire) which ``int()`` refuses too. Either raised out
+    of featurizing and sent the request down the model's fallback path, unscored.
+    """
     i = ua.find(marker)
     if i < 0:
         return 0
     j = i + len(marker)
     k = j
-    while k < len(ua) and ua[k].isdigit():
+    end = min(len(ua), j + _MAJOR_DIGITS)
+    while k < end and ua[k].isdecimal():
         k += 1
     return int(ua[j:k]) if k > j else 0
 
