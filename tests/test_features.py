@@ -210,6 +210,21 @@ def test_every_field_is_bounded() -> None:
     assert len(text) < 1600
     mi = model_input(f)
     assert len(mi.ids) == feat.MAX_TOKENS
+    # names, method and version are the client's too: 64 KiB of header names once made a 56,000-character text
+    long_names = [("Host", "a.example")] + [(f"X-{i}-" + "n" * 2_000, "v") for i in range(30)]
+    f = make_features("M" * 10_000, "/", headers=long_names, http_version="1." + "1" * 10_000)
+    assert len(serialize(f)) < 1600
+
+
+def test_the_featurizer_caches_keep_only_ordinary_keys() -> None:
+    from gateway.features.numeric import _name_facts, _ua_facts
+    for cache in (_name_facts, _ua_facts):
+        cache.cache_clear()
+    for i in range(50):  # distinct huge requests, as a client might send them over and over
+        head = [("Host", "a.example"), ("User-Agent", f"{i} " + "u" * 60_000)] + [(f"X-{i}-{j}-" + "n" * 2_000, "v") for j in range(30)]
+        model_input(make_features("GET", "/", headers=head))
+    # the huge keys were computed afresh, not kept; the header line the encoder caches is bounded by the serializer
+    assert _ua_facts.cache_info().currsize == 0 and _name_facts.cache_info().currsize == 0
 
 
 @pytest.mark.parametrize("ua,ch", [

@@ -136,6 +136,9 @@ def _log(x: float, scale: float) -> float:
 # What depends only on the header names (in wire order) or only on the user agent is computed once per
 # distinct value: the same browser or client sends the same names and user agent request after request.
 # Both caches are bounded (LRU) and hold pure functions' results, so the vector is the same either way.
+_CACHED_KEY_CHARS = 1024  # the longest key the caches below keep (browsers: names ~300, user agents ~150)
+
+
 @functools.lru_cache(maxsize=4096)
 def _name_facts(all_names: tuple[str, ...]) -> tuple[float, ...]:
     """(header count, names length, lower-case share, host not first, one order score per template)."""
@@ -169,9 +172,14 @@ def numeric_vector(features: Features) -> list[float]:
     ua = features.user_agent or hm.get("user-agent", "")
     version = features.http_version
     method = features.method
-    n_headers, names_length, lowercase_share, host_not_first, *templates = _name_facts(tuple(map(_NAME, features.headers)))
+    all_names = tuple(map(_NAME, features.headers))
+    # only ordinary keys are cached: a client sending 60 KB of header names or user agent, request after request,
+    # would otherwise fill each 4,096-entry cache with its own (hundreds of MB); such a request is computed afresh
+    name_facts = _name_facts if sum(map(len, all_names)) <= _CACHED_KEY_CHARS else _name_facts.__wrapped__
+    n_headers, names_length, lowercase_share, host_not_first, *templates = name_facts(all_names)
 
-    chromium_major, is_chromium, is_firefox, is_safari, is_library, is_botlike, is_headless = _ua_facts(ua)
+    ua_facts = _ua_facts if len(ua) <= _CACHED_KEY_CHARS else _ua_facts.__wrapped__
+    chromium_major, is_chromium, is_firefox, is_safari, is_library, is_botlike, is_headless = ua_facts(ua)
     is_browser = (is_chromium or is_firefox or is_safari) and not is_botlike and not is_library
 
     ch = hm.get("sec-ch-ua")

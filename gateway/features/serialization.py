@@ -15,6 +15,13 @@ from gateway.features.request import Features
 _MAX_TARGET = 160
 _MAX_DECODED = 128
 _MAX_NAMES = 32
+# Added without a FEATURE_VERSION bump: no request the model was trained or pinned on reaches them (0 of 30,000
+# generated train/calib rows changes, nor any golden request); before them a client's 64 KiB of header names
+# became a 56,000-character text.
+_MAX_NAME = 48          # one header name (the longest in the generated data: 25)
+_MAX_NAMES_LINE = 640   # all of them (generated data: at most 278)
+_MAX_METHOD = 24
+_MAX_VERSION = 8
 _MAX_UA = 160
 _MAX_ACCEPT = 72
 _MAX_SHORT = 40
@@ -95,13 +102,14 @@ def serialize(features: Features) -> str:
     """
     hm = features.header_map
     target = features.target
-    lines = [f"{features.method} {target[:_MAX_TARGET]}"]
+    lines = [f"{features.method[:_MAX_METHOD]} {target[:_MAX_TARGET]}"]
     if "%" in target or ("+" in features.query):
         decoded = decoded_target(features)
         if decoded != target:
             lines.append("~" + decoded[:_MAX_DECODED])
     names = [n.lower() for n, _ in features.headers]
-    lines.append(f"h {features.http_version} " + " ".join([n for n in names if n not in INFRA_HEADERS][:_MAX_NAMES]))
+    shown = " ".join([n[:_MAX_NAME] for n in names if n not in INFRA_HEADERS][:_MAX_NAMES])
+    lines.append(f"h {features.http_version[:_MAX_VERSION]} " + shown[:_MAX_NAMES_LINE])
     get = hm.get
     for name, prefix, limit in _PLAIN_LINES:
         value = get(name)
