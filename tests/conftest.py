@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +107,23 @@ def checked_snippets(module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     assert all(8 <= len(x) <= 300 and " " in x and "\n" not in x for x in lines)
     assert all(40 <= len(x) <= 1500 for x in posts)
     return lines, posts
+
+
+async def longest_pause(work: Callable[[], Awaitable[object]]) -> float:
+    """The longest the event loop went without running a 10 ms heartbeat while ``work()`` was awaited (seconds)."""
+    import asyncio
+    import itertools
+    import time
+
+    ticks: list[float] = []
+
+    async def heartbeat() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    beat = asyncio.create_task(heartbeat())
+    await asyncio.sleep(0.05)
+    await work()
+    beat.cancel()
+    return max(b - a for a, b in itertools.pairwise(ticks))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import itertools
 import json
 import os
 import threading
@@ -16,6 +15,7 @@ import pytest
 
 from gateway import accesslog
 from gateway.accesslog import AccessLog
+from tests.conftest import longest_pause
 
 
 def write(log: AccessLog, **over: Any) -> None:
@@ -218,19 +218,12 @@ def test_aclose_waits_for_the_writer_off_the_event_loop(tmp_path: Path) -> None:
         write(log)
         log.flush()
         await asyncio.sleep(0.1)  # the writer is in its stalled write
-        ticks: list[float] = []
 
-        async def heartbeat() -> None:
-            while True:
-                ticks.append(time.perf_counter())
-                await asyncio.sleep(0.01)
+        async def last_then_close() -> None:
+            write(log, request_id="last")
+            await log.aclose()
 
-        beat = asyncio.create_task(heartbeat())
-        await asyncio.sleep(0.05)
-        write(log, request_id="last")
-        await log.aclose()
-        beat.cancel()
-        return max(b - a for a, b in itertools.pairwise(ticks))
+        return await longest_pause(last_then_close)
 
     assert asyncio.run(scenario()) < 0.5
     assert [ln["request_id"] for ln in lines(target)] == ["abc-1", "last"]  # aclose returned once all was written

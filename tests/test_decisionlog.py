@@ -15,7 +15,7 @@ from gateway.config import DecisionLogConfig
 from gateway.decisionlog import DROPS, DecisionLog
 from gateway.features import Features, ModelInput, from_record, model_input
 from gateway.verdict import Action, Source, Verdict
-from tests.conftest import make_features
+from tests.conftest import longest_pause, make_features
 
 PROBS = {"class": {"human": 0.1, "good_bot": 0.1, "bad_bot": 0.2, "attack": 0.6}}
 
@@ -344,7 +344,6 @@ def test_a_write_cut_short_by_a_full_disk_keeps_whole_lines(tmp_path: Path) -> N
 def test_aclose_waits_for_the_writer_off_the_event_loop(tmp_path: Path) -> None:
     """A reload retires a decision log on the event loop: a stalled disk must not stall every request with it."""
     import asyncio
-    import itertools
     import time
 
     path = tmp_path / "d.jsonl"
@@ -360,18 +359,7 @@ def test_aclose_waits_for_the_writer_off_the_event_loop(tmp_path: Path) -> None:
     async def scenario() -> float:
         log.observe(make_features(request_id="r"), Verdict(Action.BLOCK, Source.MODEL, "x"), 403)
         await asyncio.sleep(0.1)  # the writer is in its stalled write
-        ticks: list[float] = []
-
-        async def heartbeat() -> None:
-            while True:
-                ticks.append(time.perf_counter())
-                await asyncio.sleep(0.01)
-
-        beat = asyncio.create_task(heartbeat())
-        await asyncio.sleep(0.05)
-        await log.aclose()
-        beat.cancel()
-        return max(b - a for a, b in itertools.pairwise(ticks))
+        return await longest_pause(log.aclose)
 
     assert asyncio.run(scenario()) < 0.5
     assert [ln["request_id"] for ln in read(path)] == ["r"]  # aclose returned once the queued line was written
