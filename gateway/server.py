@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hmac
+import itertools
 import json
 import logging
 import multiprocessing
@@ -80,18 +82,43 @@ class RuntimeRef:
 
 @dataclass
 class ConfigSource:
-    """Where the config comes from: a file (or none) plus ``clefgate serve`` flag overrides."""
+    """Where the config comes from: a file (or none), ``clefgate serve`` flag overrides, and a model swap.
+
+    A swap made with POST /admin/model is kept apart from the flags, together with the ``model:`` settings that
+    file and flags gave when it was made (``model_base``). It stays in force across reloads only while those
+    settings do not change: an operator who edits the model section and reloads gets what the file says (the
+    swap was a stop-gap, and a silent override of the file would make the edit look applied when it was not).
+    """
 
     path: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    model_swap: dict[str, Any] | None = None
+    model_base: Any = None
 
     def load(self) -> Config:
-        return configmod.load(self.path, **self.overrides)
+        return self.resolve()[0]
+
+    def resolve(self) -> tuple[Config, ConfigSource]:
+        """The config, and the source to keep once that config serves (the swap dropped, if the file's model
+        settings changed since it was made)."""
+        plain = configmod.load(self.path, **self.overrides)
+        if self.model_swap is None:
+            return plain, self
+        if plain.model != self.model_base:
+            log.info("the model settings in the config changed; they replace the model swapped in with POST /admin/model",
+                     extra={"fields": {"swap": self.model_swap}})
+            return plain, ConfigSource(self.path, self.overrides)
+        merged = {**(self.overrides.get("model") or {}), **self.model_swap}
+        return configmod.load(self.path, **{**self.overrides, "model": merged}), self
 
     def with_model(self, swap: dict[str, Any]) -> ConfigSource:
-        """The same source with ``model:`` settings replaced (a hot swap via POST /admin/model)."""
-        merged = {**(self.overrides.get("model") or {}), **swap}
-        return ConfigSource(self.path, {**self.overrides, "model": merged})
+        """The same source with ``model:`` settings replaced (a hot swap via POST /admin/model).
+
+        Reads the file (raises ConfigError) to record the model settings the swap is made over.
+        """
+        base = configmod.load(self.path, **self.overrides).model
+        kept = self.model_swap if self.model_swap is not None and base == self.model_base else {}
+        return ConfigSource(self.path, self.overrides, {**kept, **swap}, base)
 
 
 MODEL_SWAP_KEYS = ("name", "version", "variant", "enabled")
@@ -254,23 +281,20 @@ class Worker:
         that fails cannot put back an older source over one that a concurrent swap or reload made current.
         """
         async with self._reload_lock:
-            candidate = self.source.with_model(swap)
-            problems = await self._reload(candidate)
-            if not problems:
-                self.source = candidate
-            return problems
+            return await self._reload(self.source, swap=swap)
 
     async def reload(self) -> list[str]:
         """Load the config again and swap it in; on any problem keep the running one."""
         async with self._reload_lock:
             return await self._reload(self.source)
 
-    async def _reload(self, source: ConfigSource, cfg: Config | None = None) -> list[str]:
-        """Build and start a runtime from ``source`` (or ``cfg``, already loaded from it) and swap it in (the caller
-        holds the reload lock)."""
+    async def _reload(self, source: ConfigSource, cfg: Config | None = None, *, swap: dict[str, Any] | None = None) -> list[str]:
+        """Build and start a runtime from ``source`` (with the model ``swap`` on top; or ``cfg``, already resolved from
+        it) and swap it in. The source becomes the worker's only once its config serves (the caller holds the lock)."""
         old = self.runtime
         try:
-            cfg = source.load() if cfg is None else cfg
+            if cfg is None:
+                cfg, source = (source.with_model(swap) if swap else source).resolve()
             if cfg.listen != old.config.listen:
                 raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
                                   cfg.source)
@@ -287,6 +311,7 @@ class Worker:
             return [f"reload failed: {exc!r}"]
         assert self.ref is not None
         self.ref.current = new
+        self.source = source
         CONFIG_GENERATION.set(new.generation)
         metrics.CONFIG_RELOADS.inc("ok")
         log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
@@ -310,6 +335,8 @@ class Worker:
         self.draining = True
         self.ready = False
         READY.set(0.0)
+        if self.ref is None:  # told to stop before its start finished: nothing serves yet
+            return 0
         runtime = self.runtime
         deadline = runtime.config.timeouts.drain_s if deadline_s is None else deadline_s
         log.info("draining", extra={"fields": {"deadline_s": deadline, "worker": self.index}})
@@ -347,6 +374,10 @@ class Control(Protocol):
 
     def config(self) -> Config: ...
 
+    def model_override(self) -> dict[str, Any] | None:
+        """The POST /admin/model swap in force over the file's model settings (None: the file's)."""
+        ...
+
 
 class LocalControl:
     """Admin control of the single worker running in this process (and its decision API)."""
@@ -367,7 +398,7 @@ class LocalControl:
         worker = self.worker
         async with worker._reload_lock:
             try:
-                cfg = worker.source.load()
+                cfg, source = worker.source.resolve()
             except ConfigError:
                 return await worker._reload(worker.source)  # it reports the problems, as any reload does
             problems, change = await self.api.prepare(cfg)
@@ -375,7 +406,7 @@ class LocalControl:
                 metrics.CONFIG_RELOADS.inc("error")
                 return problems
             try:
-                problems = await worker._reload(worker.source, cfg)
+                problems = await worker._reload(source, cfg)
             except BaseException:
                 self.api.discard(change)
                 raise
@@ -391,12 +422,29 @@ class LocalControl:
     def config(self) -> Config:
         return self.worker.runtime.config
 
+    def model_override(self) -> dict[str, Any] | None:
+        return self.worker.source.model_swap
 
-def _authorized(request: web.Request, cfg: Config) -> bool:
-    token = configmod.resolve_secret(cfg.admin.token) if cfg.admin.token else ""
+
+def _refused(request: web.Request, cfg: Config) -> web.Response | None:
+    """The answer refusing an /admin/* request, or None when it may go on.
+
+    The token is read again on every request so a rotated ``file:``/``env:`` secret takes effect without a
+    restart. A token that is configured but reads empty (the file removed or truncated mid-rotation, the
+    variable unset) refuses everyone with 503: it must never mean "no token". The comparison takes the
+    same time wherever the strings differ.
+    """
+    if not cfg.admin.token:
+        return None
+    token = configmod.resolve_secret(cfg.admin.token)
     if not token:
-        return True
-    return request.headers.get("Authorization", "") == f"Bearer {token}"
+        log.error("admin.token cannot be read (missing, unreadable or empty); refusing admin requests",
+                  extra={"fields": {"token": cfg.admin.token if cfg.admin.token.startswith(("env:", "file:")) else "***"}})
+        return web.json_response({"error": "admin token unavailable"}, status=503)
+    given = request.headers.get("Authorization", "").encode("utf-8", "surrogatepass")
+    if not hmac.compare_digest(given, f"Bearer {token}".encode("utf-8", "surrogatepass")):
+        return web.json_response({"error": "unauthorized"}, status=401)
+    return None
 
 
 def admin_app(control: Control, extra: Callable[[web.Application], None] | None = None) -> web.Application:
@@ -416,14 +464,14 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
 
     async def config_view(request: web.Request) -> web.Response:
         cfg = control.config()
-        if not _authorized(request, cfg):
-            return web.json_response({"error": "unauthorized"}, status=401)
-        return web.json_response({"source": cfg.source, "config": configmod.redacted(cfg)})
+        if (refused := _refused(request, cfg)) is not None:
+            return refused
+        return web.json_response({"source": cfg.source, "config": configmod.redacted(cfg), "model_override": control.model_override()})
 
     async def reload_view(request: web.Request) -> web.Response:
         cfg = control.config()
-        if not _authorized(request, cfg):
-            return web.json_response({"error": "unauthorized"}, status=401)
+        if (refused := _refused(request, cfg)) is not None:
+            return refused
         problems = await control.reload()
         if problems:
             return web.json_response({"reloaded": False, "problems": problems}, status=422)
@@ -431,8 +479,8 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
 
     async def model_view(request: web.Request) -> web.Response:
         cfg = control.config()
-        if not _authorized(request, cfg):
-            return web.json_response({"error": "unauthorized"}, status=401)
+        if (refused := _refused(request, cfg)) is not None:
+            return refused
         try:
             body = await request.json()
         except ValueError:
@@ -472,6 +520,10 @@ async def _serve_single(source: ConfigSource, cfg: Config) -> int:
     loop = asyncio.get_running_loop()
     worker = Worker(source, cfg, reuse_port=False)
     stop = asyncio.Event()
+    # SIGHUP's default action ends the process: a `systemctl reload` during a slow start (the model loading) must
+    # not. One that comes before the worker serves is queued and runs once it does.
+    reload_queued = asyncio.Event()
+    loop.add_signal_handler(signal.SIGHUP, reload_queued.set)
     await worker.start()
     api = None
     if cfg.jev.enabled and cfg.admin.listen:
@@ -481,6 +533,8 @@ async def _serve_single(source: ConfigSource, cfg: Config) -> int:
             raise ConfigError(problems, cfg.source)
     control = LocalControl(worker, api)
     _install_signals(loop, on_reload=lambda: _spawn(control.reload()), on_stop=stop.set)
+    if reload_queued.is_set():
+        _spawn(control.reload())
     runner = await start_admin(admin_app(control, api.routes if api else None), cfg.admin.listen) if cfg.admin.listen else None
     await stop.wait()
     await worker.drain()
@@ -505,56 +559,78 @@ def _install_signals(loop: asyncio.AbstractEventLoop, *, on_reload: Callable[[],
 
 # ------------------------------------------------------------------------------ workers
 
-def _worker_main(source: ConfigSource, index: int, conn: multiprocessing.connection.Connection) -> None:
-    """Entry point of a worker process (spawned by the supervisor)."""
+def _worker_main(source: ConfigSource, cfg: Config, index: int, conn: multiprocessing.connection.Connection) -> None:
+    """Entry point of a worker process (spawned by the supervisor).
+
+    The worker runs ``cfg``, the config the supervisor has in force, not the file as it is now: an edit not yet
+    reloaded (or a broken file) must not reach a replacement worker. A start that fails is reported on the pipe,
+    so the supervisor can say why (and ``clefgate serve`` exits 2 on a config problem, as with one worker).
+    """
     import uvloop
 
-    cfg = source.load()
     configure_logging(cfg.logging.level)
     # The supervisor handles SIGINT from a terminal; a worker drains only when told.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    uvloop.run(_worker_loop(source, cfg, index, conn))
+    try:
+        uvloop.run(_worker_loop(source, cfg, index, conn))
+    except ConfigError as exc:
+        _report_failure(conn, {"problems": exc.problems, "source": exc.source})
+        sys.exit(2)
+    except Exception as exc:
+        log.exception("worker failed", extra={"fields": {"worker": index}})
+        _report_failure(conn, {"error": f"{type(exc).__name__}: {exc}"})
+        sys.exit(1)
+
+
+def _report_failure(conn: multiprocessing.connection.Connection, failure: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.send((0, "failed", failure))
 
 
 async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: multiprocessing.connection.Connection) -> None:
+    """Serve until told to drain. Requests on the pipe are ``(id, kind, *args)``, answered ``(id, kind, payload)``;
+    ``(0, "started", status)`` announces the start."""
     loop = asyncio.get_running_loop()
     worker = Worker(source, cfg, reuse_port=True, index=index)
     done = asyncio.Event()
 
-    async def answer(msg: tuple[Any, ...]) -> None:
-        kind = msg[0]
+    async def answer(rid: int, kind: str, args: tuple[Any, ...]) -> None:
         try:
             if kind == "status":
-                conn.send(("status", worker.status()))
+                payload: Any = worker.status()
             elif kind == "snapshot":
-                conn.send(("snapshot", metrics.REGISTRY.snapshot()))
+                payload = metrics.REGISTRY.snapshot()
             elif kind == "reload":
-                conn.send(("reload", await worker.reload()))
+                payload = await worker.reload()
             elif kind == "model":
-                conn.send(("model", await worker.swap_model(msg[1])))
+                payload = await worker.swap_model(args[0])
             elif kind == "drain":
-                cut = await worker.drain(msg[1])
-                conn.send(("drained", cut))
-                done.set()
+                payload = await worker.drain(args[0])
+            else:
+                return
+            conn.send((rid, kind, payload))
         except (BrokenPipeError, EOFError, OSError):
             done.set()
+        finally:
+            if kind == "drain":
+                done.set()
 
     def readable() -> None:
         try:
-            msg = conn.recv()
+            rid, kind, *args = conn.recv()
         except (EOFError, OSError):
             # The supervisor is gone: drain and exit rather than serve unsupervised.
             loop.remove_reader(conn.fileno())
             _spawn(_drain_and_stop(worker, done))
             return
-        _spawn(answer(msg))
+        _spawn(answer(rid, kind, tuple(args)))
 
     # SIGTERM sent straight to a worker (e.g. by an operator) drains it too.
     loop.add_signal_handler(signal.SIGTERM, lambda: _spawn(_drain_and_stop(worker, done)))
     loop.add_signal_handler(signal.SIGHUP, lambda: None)  # reloads are coordinated by the supervisor
     await worker.start()
     loop.add_reader(conn.fileno(), readable)
-    conn.send(("started", worker.status()))
+    conn.send((0, "started", worker.status()))
     await done.wait()
 
 
@@ -563,35 +639,91 @@ async def _drain_and_stop(worker: Worker, done: asyncio.Event) -> None:
     done.set()
 
 
+class WorkerStartError(RuntimeError):
+    """A worker process did not start (it exited, failed, or took too long); ConfigError when its config is at fault."""
+
+
 class _WorkerHandle:
+    """The supervisor's end of one worker's pipe.
+
+    Every request carries an id that its answer repeats. One reader, attached for the pipe's whole life, hands each
+    answer to the request waiting for it and drops answers nobody waits for any more (one that came after its
+    request timed out): a late answer can never be taken for the answer to a later request, and no request waits
+    behind another (a readiness probe is not held up by a slow reload).
+    """
+
     def __init__(self, index: int, process: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection) -> None:
         self.index = index
         self.process = process
         self.conn = conn
-        self.lock = asyncio.Lock()
         self.last_status: dict[str, Any] = {"worker": index, "ready": False, "generation": 0}
+        self.started_at: float | None = None  # loop time of its "started"
+        self._loop = asyncio.get_running_loop()
+        self.started: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._gone: str | None = None  # why the pipe is no longer read
+        self._loop.add_reader(conn.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        try:
+            rid, kind, payload = self.conn.recv()
+        except (EOFError, OSError) as exc:
+            self._shut(f"worker {self.index} closed its pipe ({exc!r})")
+            return
+        except Exception:  # a message that does not unpickle: drop it, keep the pipe
+            log.exception("unreadable message from a worker", extra={"fields": {"worker": self.index}})
+            return
+        if kind == "started":
+            if not self.started.done():
+                self.started.set_result(payload)
+        elif kind == "failed":
+            failure: Exception = ConfigError(payload["problems"], payload["source"]) if "problems" in payload else \
+                WorkerStartError(f"worker {self.index} failed: {payload.get('error')}")
+            if not self.started.done():
+                self.started.set_exception(failure)
+            else:
+                log.error("worker failed", extra={"fields": {"worker": self.index, "error": str(failure)}})
+        else:
+            fut = self._pending.pop(rid, None)
+            if fut is not None and not fut.done():
+                fut.set_result(payload)
+
+    def _shut(self, why: str) -> None:
+        if self._gone is None:
+            self._gone = why
+            with contextlib.suppress(OSError, ValueError):
+                self._loop.remove_reader(self.conn.fileno())
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(EOFError(why))
+        self._pending.clear()
+        if not self.started.done():
+            self.started.set_exception(WorkerStartError(f"worker {self.index} exited during start-up"))
+
+    def close(self) -> None:
+        self._shut(f"worker {self.index}: pipe closed")
+        if self.started.done() and not self.started.cancelled():
+            self.started.exception()  # retrieved: nobody is waiting for it any more
+        self.conn.close()
 
     async def ask(self, *msg: Any, wait_s: float = 5.0) -> Any:
-        """Send one request and wait for its answer (one conversation at a time per worker)."""
-        async with self.lock:
-            loop = asyncio.get_running_loop()
-            self.conn.send(msg)
-            fut: asyncio.Future[Any] = loop.create_future()
+        """Send one request and wait for its answer (at most ``wait_s``; TimeoutError, or EOFError once the pipe is gone)."""
+        if self._gone is not None:
+            raise EOFError(self._gone)
+        rid = next(self._ids)
+        fut: asyncio.Future[Any] = self._loop.create_future()
+        self._pending[rid] = fut
+        try:
+            self.conn.send((rid, *msg))
+            return await asyncio.wait_for(fut, wait_s)
+        finally:
+            self._pending.pop(rid, None)
 
-            def readable() -> None:
-                if fut.done():
-                    return
-                try:
-                    fut.set_result(self.conn.recv())
-                except (EOFError, OSError) as exc:
-                    fut.set_exception(exc)
 
-            loop.add_reader(self.conn.fileno(), readable)
-            try:
-                _kind, payload = await asyncio.wait_for(fut, wait_s)
-            finally:
-                loop.remove_reader(self.conn.fileno())
-            return payload
+RESTART_BACKOFF_S = 0.5  # the second restart of a slot in a row waits this long, each further one twice as long ...
+RESTART_BACKOFF_MAX_S = 30.0  # ... up to this
+RESTART_STABLE_S = 60.0  # a worker that served this long died of something new: its replacement starts at once
 
 
 class Supervisor:
@@ -602,6 +734,7 @@ class Supervisor:
         self.cfg = cfg
         self.ctx = multiprocessing.get_context("spawn")
         self.workers: list[_WorkerHandle] = []
+        self.started = False
         self.stopping = False
         self._snapshots: list[dict[str, Any]] = []
         metrics.REGISTRY.remote = lambda: self._snapshots
@@ -609,15 +742,21 @@ class Supervisor:
         self.api: DecisionApi | None = None
         self.flash: Decider | None = None
         self._reload_lock = asyncio.Lock()  # one reload or model swap at a time reaches the workers
+        self._failures = [0] * cfg.workers  # restarts in a row of each slot whose worker did not last
+        self._retry_at: list[float | None] = [None] * cfg.workers
+        self._watcher: asyncio.Task[None] | None = None
 
     def _start_worker(self, index: int) -> _WorkerHandle:
+        """A new worker process, given the source and the config in force (not the file as it is now)."""
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker_main, args=(self.source, index, child), name=f"clefgate-worker-{index}", daemon=False)
+        proc = self.ctx.Process(target=_worker_main, args=(self.source, self.cfg, index, child), name=f"clefgate-worker-{index}",
+                                daemon=False)
         proc.start()
         child.close()
         return _WorkerHandle(index, proc, parent)
 
     async def start(self) -> None:
+        """Start the workers; raises ConfigError or WorkerStartError if one does not start (the caller drains the rest)."""
         for i in range(self.cfg.workers):
             self.workers.append(self._start_worker(i))
         for w in self.workers:
@@ -627,8 +766,10 @@ class Supervisor:
             problems = await self._configure_api(self.cfg)
             if problems:
                 raise ConfigError(problems, self.cfg.source)
-        watch = asyncio.get_running_loop().create_task(self._watch())
-        _BACKGROUND.add(watch)
+        self.started = True
+        self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        _BACKGROUND.add(self._watcher)
+        self._watcher.add_done_callback(_BACKGROUND.discard)
 
     async def _configure_api(self, cfg: Config) -> list[str]:
         problems, prepared = await self._prepare_api(cfg)
@@ -669,49 +810,84 @@ class Supervisor:
         DecisionApi.discard(change)
 
     async def _await_started(self, w: _WorkerHandle, wait_s: float = 120.0) -> None:
+        """Wait for a new worker's "started"; ConfigError (its config cannot start) or WorkerStartError otherwise."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
-        while not w.conn.poll():
-            if not w.process.is_alive():
-                raise RuntimeError(f"worker {w.index} exited during start-up (exit code {w.process.exitcode})")
-            if loop.time() > deadline:
-                raise RuntimeError(f"worker {w.index} did not start within {wait_s:.0f}s")
-            await asyncio.sleep(0.05)
-        _kind, payload = w.conn.recv()
-        w.last_status = payload
+        try:
+            w.last_status = await asyncio.wait_for(asyncio.shield(w.started), wait_s)
+        except TimeoutError:
+            w.process.kill()
+            raise WorkerStartError(f"worker {w.index} did not start within {wait_s:.0f}s") from None
+        except WorkerStartError as exc:
+            await loop.run_in_executor(None, w.process.join, 2.0)
+            raise WorkerStartError(f"{exc} (exit code {w.process.exitcode})") from None
+        w.started_at = loop.time()
 
     async def _watch(self) -> None:
-        """Restart workers that die (unless we are stopping)."""
+        """Restart workers that die (unless we are stopping).
+
+        Nothing but stopping ends this loop: a restart that fails is logged and tried again. A slot whose workers
+        keep dying young backs off (at once, then 0.5 s, 1 s, 2 s ... up to 30 s), so a config that cannot start
+        (say, a rules file gone bad on disk) does not respawn a process every half second.
+        """
         while not self.stopping:
             await asyncio.sleep(0.5)
             for i, w in enumerate(self.workers):
-                if not w.process.is_alive() and not self.stopping:
-                    log.error("worker died; restarting", extra={"fields": {"worker": w.index, "exit_code": w.process.exitcode}})
-                    WORKER_RESTARTS.inc()
-                    w.conn.close()
-                    nw = self._start_worker(w.index)
-                    self.workers[i] = nw
-                    try:
-                        await self._await_started(nw)
-                    except RuntimeError:
-                        log.exception("worker restart failed")
+                if self.stopping:
+                    return
+                if w.process.is_alive():
+                    continue
+                try:
+                    await self._replace(i, w)
+                except Exception:
+                    log.exception("restarting a worker failed; trying again", extra={"fields": {"worker": w.index}})
+
+    async def _replace(self, i: int, w: _WorkerHandle) -> None:
+        """Start a replacement for the dead worker ``w`` of slot ``i``, once its backoff has passed."""
+        now = asyncio.get_running_loop().time()
+        if self._retry_at[i] is None:
+            if w.started_at is not None and now - w.started_at >= RESTART_STABLE_S:
+                self._failures[i] = 0
+            n = self._failures[i]
+            delay = 0.0 if n == 0 else min(RESTART_BACKOFF_MAX_S, RESTART_BACKOFF_S * 2 ** (n - 1))
+            self._retry_at[i] = now + delay
+            log.error("worker died; restarting", extra={"fields": {"worker": w.index, "exit_code": w.process.exitcode, "in_s": delay}})
+        retry_at = self._retry_at[i]
+        if retry_at is not None and now < retry_at:
+            return
+        self._retry_at[i] = None
+        self._failures[i] += 1
+        WORKER_RESTARTS.inc()
+        w.close()
+        nw = self._start_worker(w.index)
+        self.workers[i] = nw
+        try:
+            await self._await_started(nw)
+        except (WorkerStartError, ConfigError) as exc:
+            log.error("worker restart failed", extra={"fields": {"worker": w.index, "error": str(exc)}})
 
     async def statuses(self) -> list[dict[str, Any]]:
-        out = []
-        for w in self.workers:
+        async def one(w: _WorkerHandle) -> dict[str, Any]:
             try:
                 w.last_status = await w.ask("status", wait_s=2.0)
             except (TimeoutError, EOFError, OSError):
                 w.last_status = {**w.last_status, "ready": False}
-            out.append(w.last_status)
-        return out
+            return w.last_status
+        return list(await asyncio.gather(*(one(w) for w in self.workers)))
 
     async def refresh_snapshots(self) -> None:
-        snaps = [metrics.REGISTRY.snapshot()]
-        for w in self.workers:
-            with contextlib.suppress(TimeoutError, EOFError, OSError):
-                snaps.append(await w.ask("snapshot", wait_s=2.0))
-        self._snapshots = snaps
+        """Collect every worker's metrics for one scrape, with the supervisor's own.
+
+        Reloads are counted here, once per reload: each worker's count of its part of it is dropped. The
+        supervisor's clefgate_ready (min-merged with the workers') is 1 only while every worker answered, so the
+        merged value is 1 exactly when all workers are ready.
+        """
+        answers = await asyncio.gather(*(w.ask("snapshot", wait_s=2.0) for w in self.workers), return_exceptions=True)
+        snaps = []
+        for answer in answers:
+            if isinstance(answer, dict):
+                snaps.append({k: v for k, v in answer.items() if k != metrics.CONFIG_RELOADS.name})
+        READY.set(1.0 if self.started and not self.stopping and len(snaps) == len(self.workers) else 0.0)
+        self._snapshots = [metrics.REGISTRY.snapshot(), *snaps]
 
     async def reload(self) -> list[str]:
         # Validate here first so a bad file never reaches any worker.
@@ -720,16 +896,12 @@ class Supervisor:
 
     async def swap_model(self, swap: dict[str, Any]) -> list[str]:
         async with self._reload_lock:
-            candidate = self.source.with_model(swap)
-            problems = await self._reload_all(candidate, ("model", swap))
-            if not problems:
-                self.source = candidate
-            return problems
+            return await self._reload_all(self.source, ("model", swap), swap)
 
-    async def _reload_all(self, source: ConfigSource, message: tuple[Any, ...]) -> list[str]:
+    async def _reload_all(self, source: ConfigSource, message: tuple[Any, ...], swap: dict[str, Any] | None = None) -> list[str]:
         loop = asyncio.get_running_loop()
         try:
-            cfg = source.load()
+            cfg, source = (source.with_model(swap) if swap else source).resolve()
             await loop.run_in_executor(None, check_config, cfg)
         except ConfigError as exc:
             metrics.CONFIG_RELOADS.inc("error")
@@ -755,8 +927,10 @@ class Supervisor:
             raise
         if problems:
             self._discard_api(prepared)
+            metrics.CONFIG_RELOADS.inc("error")
         else:
             self.cfg = cfg
+            self.source = source
             metrics.CONFIG_RELOADS.inc("ok")
             self._commit_api(prepared)
         return problems
@@ -764,18 +938,31 @@ class Supervisor:
     def config(self) -> Config:
         return self.cfg
 
-    async def drain(self) -> None:
+    def model_override(self) -> dict[str, Any] | None:
+        return self.source.model_swap
+
+    async def drain(self, deadline_s: float | None = None) -> None:
         self.stopping = True
-        deadline = self.cfg.timeouts.drain_s
+        if self._watcher is not None:
+            self._watcher.cancel()
+        deadline = self.cfg.timeouts.drain_s if deadline_s is None else deadline_s
         await asyncio.gather(*(self._drain_one(w, deadline) for w in self.workers))
 
     async def _drain_one(self, w: _WorkerHandle, deadline: float) -> None:
-        with contextlib.suppress(TimeoutError, EOFError, OSError):
-            await w.ask("drain", deadline, wait_s=deadline + 10.0)
+        """Drain one worker and make sure its process is gone (one that never finished starting is not reading its
+        pipe: it is terminated)."""
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, w.process.join, 5.0)
+        if w.started.done() and not w.started.cancelled() and w.started.exception() is None:
+            with contextlib.suppress(TimeoutError, EOFError, OSError):
+                await w.ask("drain", deadline, wait_s=deadline + 10.0)
+            await loop.run_in_executor(None, w.process.join, 5.0)
+        if w.process.is_alive():
+            w.process.terminate()
+            await loop.run_in_executor(None, w.process.join, 5.0)
         if w.process.is_alive():
             w.process.kill()
+            await loop.run_in_executor(None, w.process.join, 5.0)
+        w.close()
 
 
 async def _serve_supervised(source: ConfigSource, cfg: Config) -> int:
@@ -783,25 +970,33 @@ async def _serve_supervised(source: ConfigSource, cfg: Config) -> int:
     sup = Supervisor(source, cfg)
     stop = asyncio.Event()
     _install_signals(loop, on_reload=lambda: _spawn(sup.reload()), on_stop=stop.set)
-    await sup.start()
+    runner = None
+    try:
+        await sup.start()
 
-    @web.middleware
-    async def refresh(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-        if request.path == "/metrics":
-            await sup.refresh_snapshots()
-        return await handler(request)
+        @web.middleware
+        async def refresh(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+            if request.path == "/metrics":
+                await sup.refresh_snapshots()
+            return await handler(request)
 
-    app = admin_app(sup, sup.api.routes if sup.api else None)
-    app.middlewares.append(refresh)
-    runner = await start_admin(app, cfg.admin.listen) if cfg.admin.listen else None
-    await stop.wait()
-    await sup.drain()
-    if runner is not None:
-        await runner.cleanup()
-    if sup.api is not None:
-        sup.api.close()
-    if sup.flash is not None:
-        sup.flash.close()
+        app = admin_app(sup, sup.api.routes if sup.api else None)
+        app.middlewares.append(refresh)
+        runner = await start_admin(app, cfg.admin.listen) if cfg.admin.listen else None
+        await stop.wait()
+        await sup.drain()
+    finally:
+        # Whatever failed (a worker that cannot start, the admin port taken, the decision API's clef that cannot load)
+        # must neither leave workers serving unsupervised nor keep this process alive: they are stopped at once, and the
+        # error goes on to serve()'s exit code.
+        if not sup.stopping:
+            await sup.drain(0.0)
+        if runner is not None:
+            await runner.cleanup()
+        if sup.api is not None:
+            sup.api.close()
+        if sup.flash is not None:
+            sup.flash.close()
     return 0
 
 
@@ -822,6 +1017,6 @@ def serve(source: ConfigSource) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    except OSError as exc:
+    except (OSError, WorkerStartError) as exc:
         log.error("cannot start", extra={"fields": {"error": str(exc)}})
         return 1

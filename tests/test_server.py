@@ -5,10 +5,13 @@ from __future__ import annotations
 import http.server
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +79,28 @@ def test_admin_endpoints(demo_origin, start_gateway) -> None:
     assert http_get(gw.admin_url + "/admin/config")[0] == 401
     status, body = http_get(gw.admin_url + "/admin/config", headers={"Authorization": "Bearer t0ken-for-admin"})
     assert status == 200 and b'"token": "***"' in body and b"t0ken-for-admin" not in body
+
+
+def test_an_admin_token_file_that_cannot_be_read_refuses_everyone(demo_origin, start_gateway, tmp_path: Path) -> None:
+    """A ``file:`` token is read per request (rotation); emptied or removed, it must not turn admin auth off."""
+    secret = tmp_path / "admin-token"
+    secret.write_text("s3cret-admin-token\n")
+    gw = start_gateway(config_for(demo_origin.url, admin={"token": f"file:{secret}"}))
+    good = {"Authorization": "Bearer s3cret-admin-token"}
+    assert http_get(gw.admin_url + "/admin/config")[0] == 401
+    assert http_get(gw.admin_url + "/admin/config", headers={"Authorization": "Bearer s3cret-admin-tokeX"})[0] == 401
+    assert http_get(gw.admin_url + "/admin/config", headers=good)[0] == 200
+    for damage in (lambda: secret.write_text(""), secret.unlink):  # truncated mid-rotation, then deleted
+        damage()
+        for headers in ({}, {"Authorization": "Bearer "}, good):
+            assert http_get(gw.admin_url + "/admin/config", headers=headers)[0] == 503
+        req = urllib.request.Request(gw.admin_url + "/admin/reload", method="POST", data=b"")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(req, timeout=10)
+        assert refused.value.code == 503
+    secret.write_text("rotated-token\n")  # a rotated token takes effect without a restart
+    assert http_get(gw.admin_url + "/admin/config", headers={"Authorization": "Bearer rotated-token"})[0] == 200
+    assert http_get(gw.admin_url + "/admin/config", headers=good)[0] == 401
 
 
 def test_bad_reload_keeps_the_running_config(demo_origin, start_gateway) -> None:
@@ -166,6 +191,147 @@ def test_dead_worker_is_restarted(demo_origin, start_gateway) -> None:
     assert "clefgate_worker_restarts_total 1.0" in gw.metrics()
 
 
+def test_supervised_metrics_say_ready_and_count_a_reload_once(demo_origin, start_gateway) -> None:
+    """With workers the supervisor merges its own values with the workers': ready is 1 when all workers are, and one
+    reload is one reload (not one per worker plus the supervisor's)."""
+    gw = start_gateway(config_for(demo_origin.url, workers=2))
+    wait_until(lambda: "\nclefgate_ready 1.0\n" in gw.metrics(), 10, what="clefgate_ready 1 with both workers ready")
+    assert gw.reload(gw.config)[0] == 200
+    text = gw.metrics()
+    assert 'clefgate_config_reloads_total{result="ok"} 1.0' in text and "\nclefgate_ready 1.0\n" in text
+
+
+def test_a_restarted_worker_runs_the_config_in_force_not_the_file(demo_origin, slow_origin, start_gateway) -> None:
+    """An edit of the file that was not reloaded must not reach a replacement worker."""
+    gw = start_gateway(config_for(demo_origin.url, workers=2))
+    edited = dict(gw.config, backends={"app": {"servers": [slow_origin]}})
+    gw.write_config(edited)  # not reloaded
+    victim = httpx.get(gw.admin_url + "/readyz", timeout=10).json()["workers"][0]["pid"]
+    os.kill(victim, signal.SIGKILL)
+
+    def replaced() -> bool:
+        answer = httpx.get(gw.admin_url + "/readyz", timeout=10).json()
+        return answer["ready"] and victim not in {s["pid"] for s in answer["workers"]}
+
+    wait_until(replaced, 30, interval=0.2, what="a replacement worker")
+    for _ in range(30):  # fresh connections, so both workers answer some
+        assert b"Walnut desk" in httpx.get(gw.url + "/shop", timeout=10, headers={"Connection": "close"}).content
+
+
+def test_a_failed_worker_restart_backs_off_and_supervision_goes_on(demo_origin, start_gateway, tmp_path: Path) -> None:
+    """A replacement that cannot start (its rules file went bad on disk) is retried later, with a growing delay,
+    and once the file is fixed the slot is filled again."""
+    rules = tmp_path / "rules.yaml"
+    good = "rules:\n  - name: block-x\n    path: /x\n    action: block\n"
+    rules.write_text(good)
+    gw = start_gateway(config_for(demo_origin.url, workers=2, rules={"files": [str(rules)], "default": "allow"}))
+    victim = httpx.get(gw.admin_url + "/readyz", timeout=10).json()["workers"][0]["pid"]
+    rules.write_text("rules: [\n")
+    os.kill(victim, signal.SIGKILL)
+
+    def deaths() -> list[dict]:
+        return [r for r in gw.process_log() if r.get("msg") == "worker died; restarting"]
+
+    wait_until(lambda: len(deaths()) >= 3, 30, interval=0.2, what="three restarts of the slot")
+    assert [r["in_s"] for r in deaths()[:3]] == [0.0, 0.5, 1.0]
+    failed = [r for r in gw.process_log() if r.get("msg") == "worker restart failed"]
+    assert failed and "rules.yaml" in failed[0]["error"]
+    rules.write_text(good)
+
+    def refilled() -> bool:
+        answer = httpx.get(gw.admin_url + "/readyz", timeout=10).json()
+        return answer["ready"] and len({s["pid"] for s in answer["workers"]} - {victim}) == 2
+
+    wait_until(refilled, 30, interval=0.2, what="the slot filled again")
+    assert httpx.get(gw.url + "/x", timeout=10).status_code == 403
+
+
+def test_workers_that_cannot_start_make_serve_exit_2_with_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"listen: 127.0.0.1:{free_port()}\nadmin: {{listen: 127.0.0.1:{free_port()}}}\nworkers: 2\n"
+                    "backends: {app: {servers: ['http://127.0.0.1:9']}}\nrules: {files: [no-such-rules.yaml]}\n")
+    proc = subprocess.run([sys.executable, "-m", "gateway", "serve", "--config", str(path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "no-such-rules.yaml: cannot read: No such file or directory" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("failure", ["admin port taken", "clef cannot load"])
+def test_supervised_serve_exits_when_it_fails_after_the_workers_started(demo_origin, start_gateway, failure: str) -> None:
+    """Workers must not be left serving unsupervised, nor the supervisor hang: all stop, serve exits non-zero."""
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    try:
+        if failure == "admin port taken":
+            cfg = config_for(demo_origin.url, workers=2, admin={"listen": f"127.0.0.1:{blocker.getsockname()[1]}"})
+        else:
+            cfg = config_for(demo_origin.url, workers=2, jev={"enabled": True}, clef={"enabled": True, "version": "99"})
+        gw = start_gateway(cfg, wait_ready=False)
+        code = gw.proc.wait(30)
+    finally:
+        blocker.close()
+    assert code == (1 if failure == "admin port taken" else 2), gw.stderr()
+    assert ("cannot start" if failure == "admin port taken" else "99") in gw.stderr()
+    with pytest.raises(httpx.ConnectError):  # no worker left on the data port
+        httpx.get(gw.url + "/shop", timeout=2)
+
+
+async def test_a_late_worker_answer_is_not_taken_for_the_next_one() -> None:
+    """A request to a worker that timed out must not leave its answer to be read as the answer to the next one."""
+    import multiprocessing
+
+    from gateway.server import _WorkerHandle
+
+    parent, child = multiprocessing.Pipe()
+    delays = {"status": 0.5}
+
+    def peer() -> None:  # answers each request with its kind, the first status late
+        while True:
+            try:
+                msg = child.recv()
+            except EOFError:
+                return
+            kind = next(x for x in msg if isinstance(x, str))
+            time.sleep(delays.pop(kind, 0.0))
+            child.send((*msg[:msg.index(kind) + 1], f"answer to {kind}"))
+
+    thread = threading.Thread(target=peer, daemon=True)
+    thread.start()
+    handle = _WorkerHandle(0, None, parent)  # type: ignore[arg-type]
+    with pytest.raises(TimeoutError):
+        await handle.ask("status", wait_s=0.1)
+    assert await handle.ask("snapshot", wait_s=5.0) == "answer to snapshot"
+    assert await handle.ask("status", wait_s=5.0) == "answer to status"
+    handle.close()
+    child.close()
+    thread.join(5)
+
+
+def test_a_model_swap_gives_way_when_the_file_changes_its_model(tmp_path: Path) -> None:
+    """POST /admin/model is a stop-gap over the file: kept across reloads of an unchanged model section, dropped
+    once the operator edits it (the edit must take effect)."""
+    import yaml
+
+    from gateway.server import ConfigSource
+
+    path = tmp_path / "gw.yaml"
+
+    def write(version: str, **extra: object) -> None:
+        path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
+                                        "model": {"enabled": False, "version": version}, **extra}))
+
+    write("1.5.0")
+    swapped = ConfigSource(str(path)).with_model({"version": "1.4.0"})
+    assert swapped.load().model.version == "1.4.0"
+    write("1.5.0", timeouts={"drain_s": 3})  # another part of the file changed: the swap stays
+    assert swapped.load().model.version == "1.4.0"
+    write("1.6.0")
+    assert swapped.load().model.version == "1.6.0"
+    cfg, kept = swapped.resolve()
+    assert cfg.model.version == "1.6.0" and kept.model_swap is None
+
+
 def test_check_warns_when_the_policy_is_not_the_one_the_model_was_read_with(tmp_path: Path) -> None:
     """Clef-flash 1.6.0 records challenge_risk 0.5 in its manifest (the default): another value is allowed, and said."""
     base = "backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nchallenge: {dev_generate_secret: true}\n" \
@@ -229,7 +395,7 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
     missing, present = await asyncio.gather(control.swap_model({"version": "9.9.9"}), control.swap_model({"version": "1.4.0"}))
     assert missing and "9.9.9" in missing[0] and present == []
     assert (await control.statuses())[0]["model"]["model"] == "clef-flash@1.4.0"
-    assert worker.source.overrides == {"model": {"version": "1.4.0"}}
+    assert worker.source.model_swap == {"version": "1.4.0"} and worker.source.overrides == {}
     await asyncio.sleep(1.2)  # the replaced runtime is retired after the drain deadline
     await close_runtime(worker.runtime)
 
