@@ -9,6 +9,7 @@ import math
 import threading
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -520,3 +521,217 @@ def test_request_level_is_bounded_oldest_first_and_expires() -> None:
     assert cache.get_request(b"b") is None and cache.get_request(b"a") is answer and len(cache.requests) == 3
     now[0] = 10.0
     assert cache.get_request(b"a") is None and len(cache.requests) == 2  # expired entries are dropped when met
+
+
+# ---- reloads: what a new runtime takes over from the running one (a toy model repository, one model name per test so
+# the process-wide metric series of one test are not another's)
+
+def toy_repository(root: Path, name: str, versions: tuple[str, ...]) -> Path:
+    """A model repository with a tiny Clef-flash-shaped ONNX graph per version (flags a quote in the text as an attack)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from gateway import features as feat
+    from tests.model_support import write_flash_manifest
+
+    for version in versions:
+        directory = root / name / version
+        directory.mkdir(parents=True, exist_ok=True)
+        inits = [numpy_helper.from_array(np.array([feat.BYTE_OFFSET + ord("'")], dtype=np.int64), "quote"),
+                 numpy_helper.from_array(np.array([[-4.0, 0.0, 0.0, 8.0]], dtype=np.float32), "w_quote"),
+                 numpy_helper.from_array(np.array([4.0, 0.0, 0.0, -6.0], dtype=np.float32), "b_class"),
+                 numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 4), dtype=np.float32), "w_numeric"),
+                 numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 6), dtype=np.float32), "w_kind")]
+        nodes = [helper.make_node("Equal", ["ids", "quote"], ["is_quote"]),
+                 helper.make_node("Cast", ["is_quote"], ["quote_f"], to=TensorProto.FLOAT),
+                 helper.make_node("ReduceMax", ["quote_f"], ["has_quote"], axes=[1], keepdims=1),
+                 helper.make_node("MatMul", ["has_quote", "w_quote"], ["from_quote"]),
+                 helper.make_node("MatMul", ["numeric", "w_numeric"], ["from_numeric"]),
+                 helper.make_node("Add", ["from_quote", "from_numeric"], ["class_sum"]),
+                 helper.make_node("Add", ["class_sum", "b_class"], ["class_logits"]),
+                 helper.make_node("MatMul", ["numeric", "w_kind"], ["attack_kind_logits"])]
+        graph = helper.make_graph(
+            nodes, "toy",
+            [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),
+             helper.make_tensor_value_info("numeric", TensorProto.FLOAT, ["batch", feat.NUM_FEATURES])],
+            [helper.make_tensor_value_info("class_logits", TensorProto.FLOAT, ["batch", 4]),
+             helper.make_tensor_value_info("attack_kind_logits", TensorProto.FLOAT, ["batch", 6])],
+            inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.save(model, directory / "model.onnx")
+        write_flash_manifest(directory, name, version)
+    return root
+
+
+def toy_config(repo: Path, name: str, model: dict[str, Any] | None = None, decider: dict[str, Any] | None = None) -> Any:
+    from gateway import config as configmod
+
+    return configmod.validate({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
+                               "model": {"enabled": True, "repository": str(repo), "name": name, "providers": ["cpu"],
+                                         **(model or {})},
+                               "decider": {**(decider or {})}})
+
+
+def test_a_reload_with_version_latest_loads_the_newer_version_added_since(tmp_path: Path) -> None:
+    from gateway.decider import load
+
+    repo = toy_repository(tmp_path, "toy-latest", ("1.0.0",))
+    first = load(toy_config(repo, "toy-latest"))
+    assert first is not None and first.label == "toy-latest@1.0.0"
+    toy_repository(tmp_path, "toy-latest", ("2.0.0",))
+    second = load(toy_config(repo, "toy-latest"), first)  # the same words, "latest", now name another version
+    assert second is not None and second.label == "toy-latest@2.0.0" and second.model is not first.model
+    assert second.cache is not first.cache  # the old version's answers are not the new one's
+    first.close(successor=second)
+    # "latest" and the version it stands for are one model: the loaded session and its cache are kept
+    third = load(toy_config(repo, "toy-latest", {"version": "2.0.0"}), second)
+    assert third is not None and third.model is second.model and third.cache is not None and second.cache is not None
+    assert third.cache.cache is second.cache.cache
+    second.close(successor=third)
+    third.close()
+
+
+def test_closing_a_model_leaves_the_loaded_series_of_another_that_serves_the_same_version(tmp_path: Path) -> None:
+    from gateway.decider import load
+    from gateway.decider.onnx import LOADED
+
+    repo = toy_repository(tmp_path, "toy-loaded", ("1.0.0",))
+    series = ("toy-loaded@1.0.0", "cpu", "fp32")
+    running = load(toy_config(repo, "toy-loaded"))
+    assert running is not None and LOADED.values.get(series) == 1.0
+    # the same version loaded anew for other session options, swapped in; the old one is closed after the swap
+    swapped = load(toy_config(repo, "toy-loaded", {"intra_op_threads": 2}), running)
+    assert swapped is not None and swapped.model is not running.model
+    running.close(successor=swapped)
+    assert LOADED.values.get(series) == 1.0
+    # a candidate loaded the same way and rejected (closed with the running one as successor) takes nothing either
+    rejected = load(toy_config(repo, "toy-loaded", {"graph_optimization": "basic"}), swapped)
+    assert rejected is not None and rejected.model is not swapped.model
+    rejected.close(successor=swapped)
+    rejected.model.close()  # a second close is a no-op, not another release
+    assert LOADED.values.get(series) == 1.0
+    swapped.close()
+    assert series not in LOADED.values  # the last one closed takes its series along
+
+
+def test_a_reload_keeps_an_open_breaker_and_a_candidate_leaves_the_running_breakers_gauge(tmp_path: Path) -> None:
+    from gateway.decider import load
+    from gateway.decider.breaker import BREAKER_STATE
+
+    repo = toy_repository(tmp_path, "toy-breaker", ("1.0.0",))
+    label = ("toy-breaker@1.0.0",)
+    running = load(toy_config(repo, "toy-breaker"))
+    assert running is not None and BREAKER_STATE.values.get(label) == 0.0  # a model's first breaker shows at once
+    for _ in range(running.settings.failure_threshold):
+        running.breaker.failure()
+    assert running.breaker.state == OPEN and BREAKER_STATE.values.get(label) == 2.0
+    # a reload with the same model and breaker settings (here another deadline) keeps the breaker as it is
+    kept = load(toy_config(repo, "toy-breaker", decider={"timeout_ms": 500}), running)
+    assert kept is not None and kept.breaker is running.breaker and kept.breaker.state == OPEN
+    running.close(successor=kept)
+    # a candidate with other breaker settings gets a breaker of its own, which does not touch the gauge until it serves
+    rejected = load(toy_config(repo, "toy-breaker", decider={"failure_threshold": 9}), kept)
+    assert rejected is not None and rejected.breaker is not kept.breaker and rejected.breaker.state == CLOSED
+    assert BREAKER_STATE.values.get(label) == 2.0
+    rejected.close(successor=kept)  # rejected: the running breaker's state stays the gauge
+    assert BREAKER_STATE.values.get(label) == 2.0
+    swapped = load(toy_config(repo, "toy-breaker", decider={"failure_threshold": 9}), kept)
+    assert swapped is not None
+    kept.close(successor=swapped)  # swapped in: its (closed) state is the gauge now
+    assert BREAKER_STATE.values.get(label) == 0.0
+    swapped.close()
+
+
+class Hanging:
+    """A scorer that never answers (a stuck model run); counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def score(self, item: ModelInput) -> Scored:
+        self.calls += 1
+        await asyncio.sleep(30)
+        raise AssertionError("unreachable")
+
+
+async def test_a_call_made_again_for_waiting_callers_ends_by_their_own_deadline() -> None:
+    """The first caller of a shared call goes away late in its deadline: the call the cache makes again for those
+    waiting gets only what is left of the earliest waiting caller's deadline, not a second full one."""
+    inner = Hanging()
+    deadline = 0.5
+    cache = CachedScorer(BreakerScorer(inner, CircuitBreaker("hang-fill@1", failure_threshold=100), deadline), key)
+    assert cache.deadline_s == deadline  # the breaker's deadline, read from the chain
+    loop = asyncio.get_running_loop()
+    first = asyncio.ensure_future(cache.score(mi(target="/stuck")))
+    await asyncio.sleep(0.05)
+    joined = loop.time()
+    second = asyncio.ensure_future(cache.score(mi(target="/stuck")))
+    await asyncio.sleep(0.35)
+    first.cancel()  # its client hung up 0.4 s into the 0.5 s deadline
+    with pytest.raises(ModelTimeout):
+        await second
+    waited = loop.time() - joined
+    # its own deadline ends 0.5 s after it joined; a fresh full deadline from the cancellation would end at 0.85 s
+    assert waited < deadline + 0.15, f"the waiting caller got its answer after {waited:.2f} s"
+    assert inner.calls == 2 and len(cache) == 0
+
+
+async def test_only_the_trial_moves_a_half_open_breaker() -> None:
+    """A slow call let through while the breaker was closed answers while the half-open trial is out: its outcome is
+    not the trial's, so it neither closes the breaker nor frees the trial slot for a second trial."""
+    from gateway.decider.breaker import guarded
+
+    now = [0.0]
+    breaker = CircuitBreaker("trial@1", failure_threshold=1, window_s=10, cooldown_s=5, half_open_probes=1, clock=lambda: now[0])
+    old_answer, trial_answer = asyncio.Event(), asyncio.Event()
+
+    async def answer_when(event: asyncio.Event) -> int:
+        await event.wait()
+        return 1
+
+    async def broken() -> int:
+        raise RuntimeError("model exploded")
+
+    slow = asyncio.ensure_future(guarded(breaker, 5.0, lambda: answer_when(old_answer)))  # admitted while closed
+    await asyncio.sleep(0)
+    with pytest.raises(ModelError):
+        await guarded(breaker, 5.0, broken)
+    assert breaker.state == OPEN
+    now[0] = 6.0
+    trial = asyncio.ensure_future(guarded(breaker, 5.0, lambda: answer_when(trial_answer)))
+    await asyncio.sleep(0)
+    assert breaker.state == HALF_OPEN
+    old_answer.set()
+    assert await slow == 1
+    assert breaker.state == HALF_OPEN  # the trial has not answered yet
+    with pytest.raises(BreakerOpen):
+        await guarded(breaker, 5.0, broken)  # and it is still the only trial
+    trial_answer.set()
+    assert await trial == 1 and breaker.state == CLOSED
+    # tickets by hand: a failure of a call admitted before the last opening is not counted in the new closed period
+    stale = breaker.allow()
+    with pytest.raises(ModelError):
+        await guarded(breaker, 5.0, broken)
+    now[0] = 12.0
+    fresh = breaker.allow()
+    assert breaker.state == HALF_OPEN and fresh and not breaker.allow()
+    breaker.release(stale)  # not the trial's ticket: the slot stays taken
+    breaker.failure(stale)
+    assert breaker.state == HALF_OPEN and not breaker.allow()
+    breaker.success(fresh)
+    breaker.failure(stale)
+    assert breaker.state == CLOSED
+
+
+def test_request_key_tells_the_same_request_to_another_host_apart() -> None:
+    """The model reads the host (a Referer to the same host or another); in absolute form (GET http://a.example/x)
+    it comes from the target, not from the Host header."""
+    from gateway.decider.cache import request_key
+
+    same = make_features(target="/x", headers=[("Host", "shop.example"), ("User-Agent", "Mozilla/5.0"),
+                                               ("Referer", "http://shop.example/cart")])
+    other = dataclasses.replace(same, host="other.example")
+    assert model_input(same).text != model_input(other).text
+    assert request_key(same) != request_key(other)

@@ -4,15 +4,20 @@ Layers, each small and testable alone (see their modules)::
 
     CachedScorer(BreakerScorer(BatchingScorer(OnnxScorer)))
 
-``load`` builds the stack for a config. A reload that leaves the ``model:`` section
-unchanged keeps the loaded session, its worker threads and the decision cache (the
-probabilities of an unchanged model stay valid); a changed model is loaded and warmed
-beside the running one, and swapped in with the rest of the runtime.
+``load`` builds the stack for a config. A reload that leaves the model unchanged keeps
+the loaded session, its worker threads, the decision cache (the probabilities of an
+unchanged model stay valid) and, with the same breaker settings, the circuit breaker
+(a reload must not close a breaker that a failing model opened); a changed model is
+loaded and warmed beside the running one, and swapped in with the rest of the runtime.
+"Unchanged" is judged by the version directory and manifest that the ``model:`` section
+resolves to, not by its spelling: ``version: latest`` names a newer version once one
+is added, and ``latest`` and the version number it stands for are the same model.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import Config, DeciderConfig, PolicyConfig
+from gateway.decider import manifest as mf
 from gateway.decider.batching import BatchingScorer
 from gateway.decider.breaker import BreakerScorer, CircuitBreaker
 from gateway.decider.cache import CachedScorer
@@ -84,27 +90,55 @@ class Decider:
         return out
 
     def close(self, successor: Decider | None = None) -> None:
-        """Release the threads and the session, except what ``successor`` took over on a reload."""
+        """Release the threads and the session, except what ``successor`` took over on a reload.
+
+        ``successor`` is the decider that serves from now on (the new one after a swap, the running one after a
+        rejected reload): its breaker's state becomes the model's gauge again.
+        """
+        if successor is not None and successor.breaker is not self.breaker:
+            successor.breaker.publish()
         if successor is None or successor.executor is not self.executor:
             self.executor.shutdown(wait=False, cancel_futures=True)
         if successor is None or successor.model is not self.model:
             self.model.close()
 
 
-def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecutor,
-           cache: CachedScorer | None) -> tuple[Scorer, CachedScorer | None, CircuitBreaker, BatchingScorer]:
+_BREAKER_SETTINGS = ("failure_threshold", "window_s", "cooldown_s", "half_open_probes")
+
+
+def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecutor, cache: CachedScorer | None,
+           breaker: CircuitBreaker | None) -> tuple[Scorer, CachedScorer | None, CircuitBreaker, BatchingScorer]:
     batcher = BatchingScorer(model, executor, max_batch=settings.max_batch, max_wait_us=settings.max_wait_us,
                              max_queue=settings.max_queue, threads=settings.inference_threads, questions=model.questions)
-    breaker = CircuitBreaker(model.label, failure_threshold=settings.failure_threshold, window_s=settings.window_s,
-                             cooldown_s=settings.cooldown_s, half_open_probes=settings.half_open_probes)
-    guarded = BreakerScorer(batcher, breaker, settings.timeout_ms / 1000.0)
+    if breaker is None:
+        breaker = CircuitBreaker(model.label, failure_threshold=settings.failure_threshold, window_s=settings.window_s,
+                                 cooldown_s=settings.cooldown_s, half_open_probes=settings.half_open_probes)
+    timeout_s = settings.timeout_ms / 1000.0
+    guarded = BreakerScorer(batcher, breaker, timeout_s)
     if settings.cache_size <= 0 or settings.cache_ttl_s <= 0:
         return guarded, None, breaker, batcher
     if cache is not None:
-        cache = cache.sharing(guarded)  # same model: keep the cached answers; the running chain is left as it is
+        # same model: keep the cached answers; the running chain is left as it is
+        cache = cache.sharing(guarded, deadline_s=timeout_s)
     else:
-        cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size)
+        cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size, deadline_s=timeout_s)
     return cache, cache, breaker, batcher
+
+
+def _serves(previous: Decider, options: OnnxOptions) -> bool:
+    """Does ``options`` name the model ``previous`` has loaded (same version directory, same manifest, same session
+    options)? ``previous.options == options`` is not enough: ``latest`` resolves anew at every load, and an explicit
+    version may be the one ``latest`` stood for. A manifest rewritten in place is another model too.
+    """
+    if dataclasses.replace(options, version="") != dataclasses.replace(previous.options, version=""):
+        return False
+    manifest = previous.model.manifest
+    try:
+        directory = mf.resolve(options.repository, options.name, options.version)
+        raw = json.loads((directory / mf.MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (mf.ManifestError, OSError, ValueError):
+        return False  # not loadable as it stands: the fresh load below raises the full error
+    return directory == manifest.directory and raw == manifest.raw
 
 
 def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
@@ -118,7 +152,7 @@ def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
     base = Path(cfg.source).parent if cfg.source and not cfg.source.startswith("<") else None
     options = OnnxOptions.from_config(cfg.model, base)
     settings = cfg.decider
-    same_model = previous is not None and previous.options == options
+    same_model = previous is not None and _serves(previous, options)
     if same_model and previous is not None and previous.settings.inference_threads == settings.inference_threads:
         model, executor = previous.model, previous.executor
     else:
@@ -127,6 +161,8 @@ def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
     keep_cache = (previous.cache if same_model and previous is not None and previous.cache is not None
                   and previous.settings.cache_size == settings.cache_size and previous.settings.cache_ttl_s == settings.cache_ttl_s
                   else None)
-    scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache)
+    keep_breaker = (previous.breaker if previous is not None and model is previous.model
+                    and all(getattr(previous.settings, k) == getattr(settings, k) for k in _BREAKER_SETTINGS) else None)
+    scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache, keep_breaker)
     return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher,
                    policy_notes(model.manifest, cfg.policy))

@@ -7,6 +7,12 @@ get ``BreakerOpen`` at once (the stage turns it into the configured fallback).
 Half-open: one trial call at a time; ``half_open_probes`` consecutive successes
 close the breaker, one failure opens it again. Every transition is logged once and
 counted; the state is a gauge.
+
+Each admitted call holds a ticket (``allow()``'s return value) and hands it back with
+its outcome. Only the trial's ticket moves a half-open breaker, and a closed period's
+failure window counts only calls admitted in that period: a slow call let through
+before the breaker opened must neither close it while the trial is still out nor free
+the trial slot for a second trial.
 """
 
 from __future__ import annotations
@@ -51,38 +57,61 @@ class CircuitBreaker:
         self.state = CLOSED
         self._failures: deque[float] = deque()
         self._opened_at = 0.0
-        self._trial_in_flight = False
+        # Tickets: the closed period's number, or a trial's own. Bumped on every transition and every trial handed
+        # out, so an outcome carrying an older ticket is recognised as stale. Never 0 (allow's "no").
+        self._ticket = 1
+        self._trial = 0  # the ticket of the half-open trial in flight; 0: none
         self._successes = 0
-        BREAKER_STATE.set(0.0, label)
+        # The gauge is not set here: a reload builds its candidate's breaker before it knows the candidate will serve,
+        # and a rejected one must not overwrite the running breaker's state. The first breaker of a model shows at
+        # once; a later one shows when it admits its first call or its runtime is swapped in (``publish``).
+        self._published = False
+        if (label,) not in BREAKER_STATE.values:
+            self.publish()
 
-    def allow(self) -> bool:
-        """May a call go to the model now? (A True in half-open reserves the one trial slot.)"""
+    def allow(self) -> int:
+        """May a call go to the model now? 0 if not, else the call's ticket for success/failure/release.
+
+        In half-open a ticket is the one trial slot. Calls are only admitted through a breaker that serves, so the
+        first one publishes its state.
+        """
         if self.state == CLOSED:
-            return True
+            if not self._published:
+                self.publish()
+            return self._ticket
         if self.state == OPEN:
             if self.clock() - self._opened_at < self.cooldown_s:
-                return False
+                return 0
             self._move(HALF_OPEN)
-        if self._trial_in_flight:
-            return False
-        self._trial_in_flight = True
-        return True
+        if self._trial:
+            return 0
+        self._ticket += 1
+        self._trial = self._ticket
+        return self._trial
 
-    def success(self) -> None:
-        if self.state == HALF_OPEN:
-            self._trial_in_flight = False
+    def publish(self) -> None:
+        """Export this breaker's state as the model's gauge (it guards the runtime that serves now)."""
+        self._published = True
+        BREAKER_STATE.set(_STATE_VALUE[self.state], self.label)
+
+    def success(self, ticket: int | None = None) -> None:
+        """The call holding ``ticket`` got an answer. Without a ticket (tests, a forced outcome) it is the current call's."""
+        if self.state == HALF_OPEN and (ticket is None or ticket == self._trial):
+            self._trial = 0
             self._successes += 1
             if self._successes >= self.half_open_probes:
                 self._move(CLOSED)
 
-    def failure(self) -> None:
-        now = self.clock()
+    def failure(self, ticket: int | None = None) -> None:
+        """The call holding ``ticket`` failed. Without a ticket (tests, a forced outcome) it is the current call's."""
         if self.state == HALF_OPEN:
-            self._trial_in_flight = False
-            self._open(now)
+            if ticket is None or ticket == self._trial:  # a call admitted before the breaker opened says nothing now
+                self._trial = 0
+                self._open(self.clock())
             return
-        if self.state == OPEN:
-            return
+        if self.state == OPEN or (ticket is not None and ticket != self._ticket):
+            return  # open already, or a call from before the last opening: the window holds this period's calls
+        now = self.clock()
         failures = self._failures
         failures.append(now)
         while failures and now - failures[0] > self.window_s:
@@ -90,10 +119,10 @@ class CircuitBreaker:
         if len(failures) >= self.failure_threshold:
             self._open(now)
 
-    def release(self) -> None:
-        """A trial call ended without a verdict on the model (e.g. the caller was cancelled)."""
-        if self.state == HALF_OPEN:
-            self._trial_in_flight = False
+    def release(self, ticket: int | None = None) -> None:
+        """The call holding ``ticket`` ended without a verdict on the model (e.g. the caller was cancelled)."""
+        if self.state == HALF_OPEN and (ticket is None or ticket == self._trial):
+            self._trial = 0
 
     def _open(self, now: float) -> None:
         self._opened_at = now
@@ -105,7 +134,9 @@ class CircuitBreaker:
         previous, self.state = self.state, state
         self._failures.clear()
         self._successes = 0
-        BREAKER_STATE.set(_STATE_VALUE[state], self.label)
+        self._trial = 0
+        self._ticket += 1
+        self.publish()
         BREAKER_TRANSITIONS.inc(self.label, state)
         level = logging.WARNING if state == OPEN else logging.INFO
         log.log(level, "model circuit breaker %s -> %s", previous, state,
@@ -118,7 +149,8 @@ T = TypeVar("T")
 async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], Awaitable[T]]) -> T:
     """Run ``call()`` under ``breaker`` with a deadline; every failure is counted and re-raised as a ModelError."""
     label = breaker.label
-    if not breaker.allow():
+    ticket = breaker.allow()
+    if not ticket:
         MODEL_FAILURES.inc(label, BreakerOpen.kind)
         raise BreakerOpen(f"circuit breaker {breaker.state}")
     start = time.perf_counter()
@@ -126,7 +158,7 @@ async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], 
     def failed(kind: str) -> None:
         MODEL_LATENCY.observe(time.perf_counter() - start, label)
         MODEL_FAILURES.inc(label, kind)
-        breaker.failure()
+        breaker.failure(ticket)
 
     try:
         async with asyncio.timeout(timeout_s):
@@ -138,17 +170,17 @@ async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], 
         failed(exc.kind)
         raise
     except asyncio.CancelledError:
-        breaker.release()
+        breaker.release(ticket)
         raise
     except (ValueError, LookupError) as exc:
         # the caller's input was refused (e.g. a state too long): not the model's fault
-        breaker.release()
+        breaker.release(ticket)
         raise exc
     except Exception as exc:  # a bug or a runtime error inside the model layer: still a failure, never a lost request
         failed(ModelError.kind)
         raise ModelError(f"model call failed: {exc!r}") from exc
     MODEL_LATENCY.observe(time.perf_counter() - start, label)
-    breaker.success()
+    breaker.success(ticket)
     return result
 
 

@@ -9,9 +9,12 @@ precision no two requests of an active client would ever share an entry. A cache
 answer is therefore reused while a client's behaviour stays within the same tenth of
 each statistic, and re-scored when it moves. Concurrent misses for the same key share one model call (single flight),
 which keeps a flood of identical requests from becoming a flood of inferences.
-Hits, misses, evictions and expirations are counted.
+If the first caller of a shared call goes away, the cache asks the model again for those
+left waiting, within what is left of the earliest waiting caller's deadline: a caller
+never waits longer than the deadline it would have had on its own. Hits, misses,
+evictions and expirations are counted.
 
-A second, cheaper level is keyed by the raw request (``request_key``: method, target,
+A second, cheaper level is keyed by the raw request (``request_key``: method, host, target,
 version, headers as sent, body prefix, coarse client statistics), so a repeated request
 is answered without even serializing it; a miss there falls through to the model-input
 level above. Infrastructure headers (X-Forwarded-For, X-Request-Id, ...; see
@@ -35,7 +38,7 @@ from typing import Any, Literal
 from cachetools import TTLCache
 
 from gateway import metrics
-from gateway.decider.scoring import ModelError, Scored, Scorer
+from gateway.decider.scoring import ModelError, ModelTimeout, Scored, Scorer
 from gateway.features import INFRA_HEADERS, ClientStats, Features, ModelInput
 from gateway.verdict import Source
 
@@ -69,9 +72,12 @@ def request_key(features: Features, client: ClientStats | Literal[False] | None 
 
     ``client`` is the client's window when ``features.client`` is not filled in yet (the
     pipeline reads it just before scoring); by default ``features.client`` is used.
-    Values of infrastructure headers are left out (only their lengths reach the model).
+    Values of infrastructure headers are left out (only their lengths reach the model). The host is in: the
+    model reads it (a Referer to the same host or another), and in absolute form (``GET http://a.example/x``) it
+    comes from the target, not from the Host header hashed below.
     """
-    lines = [f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length}"]
+    lines = [f"{features.method} {features.path}?{features.query} {features.http_version} {features.content_length} "
+             f"{features.host}"]
     for name, value in features.headers:
         # An infrastructure header reaches the model input only through its name and the length of its
         # value (the header-bytes feature); its line has no ':' so it cannot collide with a "name:value".
@@ -151,26 +157,40 @@ def _retrieve(call: asyncio.Future[Scored]) -> None:
         call.exception()
 
 
+def _deadline_of(inner: Scorer, given: float | None) -> float | None:
+    """The deadline of a model call through ``inner``: ``given``, else ``inner``'s own timeout (a BreakerScorer's)."""
+    if given is not None:
+        return given
+    timeout = getattr(inner, "timeout_s", None)
+    return float(timeout) if isinstance(timeout, int | float) else None
+
+
 class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
     def __init__(self, inner: Scorer, key_fn: Callable[[ModelInput], Hashable] = decision_key, *, ttl_s: float = 600.0, maxsize: int = 100_000,
-                 timer: Callable[[], float] = time.monotonic) -> None:
+                 timer: Callable[[], float] = time.monotonic, deadline_s: float | None = None) -> None:
+        """``deadline_s`` is the model call's deadline, which a call the cache makes again for waiting callers must
+        not extend; by default ``inner``'s ``timeout_s`` (the breaker's), and None (not bounded here) without one."""
         self.inner = inner
+        self.deadline_s = _deadline_of(inner, deadline_s)
         self.key_fn = key_fn
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
         self.requests = _RequestLevel(maxsize, ttl_s, timer)
         self._inflight: dict[Hashable, asyncio.Future[Scored]] = {}
         self._followers: dict[Hashable, int] = {}  # callers waiting on an in-flight call, by key
+        # when the first of them began waiting (loop time): kept on the coalesced path, so a miss pays nothing for it
+        self._joined: dict[Hashable, float] = {}
 
-    def sharing(self, inner: Scorer) -> CachedScorer:
+    def sharing(self, inner: Scorer, *, deadline_s: float | None = None) -> CachedScorer:
         """A cache in front of ``inner`` holding the same entries as this one (a reload with the same model).
 
-        This one keeps its own ``inner``: a runtime still serving (or kept after a rejected reload) goes on
-        asking its own chain, never one that is being built or was thrown away.
+        This one keeps its own ``inner`` (and deadline): a runtime still serving (or kept after a rejected reload)
+        goes on asking its own chain, never one that is being built or was thrown away.
         """
         other = copy.copy(self)
         other.inner = inner
+        other.deadline_s = _deadline_of(inner, deadline_s)
         return other
 
     def get_request(self, key: bytes) -> Scored | None:
@@ -200,13 +220,18 @@ class CachedScorer:
         if waiting is not None:
             CACHE_REQUESTS.inc("coalesced")
             followers = self._followers
-            followers[key] = followers.get(key, 0) + 1
+            count = followers.get(key, 0)
+            if not count:
+                self._joined[key] = asyncio.get_running_loop().time()
+            followers[key] = count + 1
             try:
                 return dataclasses.replace(await asyncio.shield(waiting), source=Source.CACHE)
             finally:
                 left = followers.pop(key, 1) - 1
                 if left:
                     followers[key] = left
+                else:
+                    self._joined.pop(key, None)
         CACHE_REQUESTS.inc("miss")
         shared: asyncio.Future[Scored] = asyncio.get_running_loop().create_future()
         self._inflight[key] = shared
@@ -216,7 +241,7 @@ class CachedScorer:
             if isinstance(exc, asyncio.CancelledError) and self._followers.get(key) and not shared.done():
                 # The first caller went away (its client hung up and the proxy cancelled it) while others wait on
                 # the same input: they get the model's answer, from a call the cache makes for them, not a fallback.
-                call = asyncio.ensure_future(self._fill(key, item, shared))
+                call = asyncio.ensure_future(self._fill(key, item, shared, self._joined.get(key)))
                 call.add_done_callback(_retrieve)
                 raise
             self._inflight.pop(key, None)
@@ -227,10 +252,20 @@ class CachedScorer:
         self._store(key, scored)
         return scored
 
-    async def _fill(self, key: Hashable, item: ModelInput, shared: asyncio.Future[Scored]) -> Scored:
-        """The model call for the callers left waiting on ``shared`` (its first caller was cancelled)."""
+    async def _fill(self, key: Hashable, item: ModelInput, shared: asyncio.Future[Scored], joined: float | None) -> Scored:
+        """The model call for the callers left waiting on ``shared`` (its first caller was cancelled).
+
+        It ends by the deadline of the earliest of them (who began waiting at loop time ``joined``): the others
+        joined later, so each is answered (or timed out) within its own deadline, never after a second full one.
+        """
+        deadline = None if self.deadline_s is None or joined is None else joined + self.deadline_s
         try:
-            scored = await self.inner.score(item)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    scored = await self.inner.score(item)
+            except TimeoutError:
+                raise ModelTimeout(f"no answer within {self.deadline_s or 0.0:g} s of the first waiting caller "
+                                   f"(the model call was made again for those waiting on it)") from None
         except BaseException as exc:
             _fail(shared, exc)
             raise

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,11 @@ _REQUIRED_INPUTS = ("ids", "numeric")
 
 LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
                        ("model", "provider", "precision"), merge="max")
+# Live scorers per LOADED series. Two scorers can share one (a reload that loads the serving version anew for other
+# session options; a reload's candidate, kept or rejected; the supervisor's check of a config): closing one must not
+# take the series from the other, which still serves. Loads run in worker threads, closes on the event loop.
+_LOADED_HOLDERS: dict[tuple[str, str, str], int] = {}
+_LOADED_LOCK = threading.Lock()
 LOAD_SECONDS = metrics.gauge("clefgate_model_load_seconds", "Seconds the last load of a model took, warm-up included.", ("model",),
                              merge="max")
 
@@ -167,7 +173,10 @@ class OnnxScorer:
         self._explain = self._explain_weights()
         self.warm_up()
         self.load_seconds = time.perf_counter() - started
-        LOADED.set(1.0, self.label, self.provider, self.precision)
+        self._loaded_key: tuple[str, str, str] | None = (self.label, self.provider, self.precision)
+        with _LOADED_LOCK:
+            _LOADED_HOLDERS[self._loaded_key] = _LOADED_HOLDERS.get(self._loaded_key, 0) + 1
+            LOADED.set(1.0, *self._loaded_key)
         LOAD_SECONDS.set(self.load_seconds, self.label)
         log.info("model %s loaded on %s (%s, %s) in %.2fs from %s", self.label, self.provider, self.precision,
                  self.session.get_providers()[0], self.load_seconds, directory)
@@ -375,8 +384,17 @@ class OnnxScorer:
         return tuple(f"{options[predicted]}: {names[j]}={x[j]:.3g} ({push[j]:+.2f})" for j in order if push[j] > 0)
 
     def close(self) -> None:
-        """Drop the session and its metric series (a hot swap calls this on the old model)."""
-        LOADED.values.pop((self.label, self.provider, self.precision), None)
+        """Drop the session, and its metric series unless another live scorer holds the same one (a hot swap calls
+        this on the old model; a second call does nothing)."""
+        key, self._loaded_key = self._loaded_key, None
+        if key is None:
+            return
+        with _LOADED_LOCK:
+            left = _LOADED_HOLDERS.pop(key, 1) - 1
+            if left > 0:
+                _LOADED_HOLDERS[key] = left
+            else:
+                LOADED.values.pop(key, None)
         del self.session
 
 
