@@ -7,6 +7,7 @@ import itertools
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -175,6 +176,26 @@ def test_failover_retries_idempotent_requests_and_ejects_the_dead_server(origin_
         assert line["server"] == origin_a.url
     assert EJECTIONS.get("app", dead) == before + 1
     assert metrics.UPSTREAM_ERRORS.get("app", "connect") >= 2
+
+
+def test_a_retry_picks_its_server_once(origin_a: OriginProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.backends import Backend
+
+    picks: list[str] = []
+    select = Backend.select
+
+    def counted(self: Backend, now: float, tried: list[Any]) -> Any:
+        server = select(self, now, tried)
+        picks.append(server.url if server is not None else "none")
+        return server
+
+    monkeypatch.setattr(Backend, "select", counted)
+    dead = f"http://127.0.0.1:{closed_port()}"
+    with gateway(make_config([dead, origin_a.url], tmp_path, backends={"app": {"eject_after_failures": 100}})) as g:
+        assert request(g.port, get("/identity")).body == b"a"
+    # the dead server first (smooth round-robin starts with it), then the retry's one pick: a second pick for the
+    # same retry would spend another turn of the round-robin
+    assert picks == [dead, origin_a.url]
 
 
 def test_non_idempotent_request_is_not_retried(origin_a: OriginProcess, tmp_path: Path) -> None:

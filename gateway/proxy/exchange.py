@@ -361,11 +361,12 @@ class Exchange:
         self.backend = backend
         self._connect(False)
 
-    def _connect(self, fresh: bool) -> None:
-        """Pick a server and send the request; a new connection is opened in a task."""
+    def _connect(self, fresh: bool, server: Server | None = None) -> None:
+        """Send the request to ``server`` (else the one the backend picks now); a new connection is opened in a task."""
         backend = self.backend
         assert backend is not None
-        server = backend.select(time.monotonic(), self.tried)
+        if server is None:
+            server = backend.select(time.monotonic(), self.tried)
         if server is None:
             self.fail(GatewayError(503, "no_healthy_backend", f"No server of backend {backend.name!r} is available."))
             return
@@ -417,8 +418,10 @@ class Exchange:
         assert backend is not None
         # nothing has been sent for this request yet: another server may take it
         if self.method in IDEMPOTENT_METHODS and len(self.tried) <= backend.retries and not self.upgrade:
-            if backend.select(time.monotonic(), self.tried) is not None:
-                self._connect(False)
+            # the server picked here is the one tried: a second pick would spend another turn of the round-robin
+            server = backend.select(time.monotonic(), self.tried)
+            if server is not None:
+                self._connect(False, server)
                 return
         self.fail(error)
 
