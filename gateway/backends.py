@@ -33,6 +33,7 @@ import aiohttp
 from gateway import metrics
 from gateway.proxy.http1 import split_host
 from gateway.proxy.upstream import ConnectionPool
+from gateway.rules.patterns import normalize_path
 
 if TYPE_CHECKING:
     from gateway.config import BackendConfig, Config, HealthCheckConfig, RouteConfig
@@ -189,8 +190,13 @@ def compile_routes(routes: list[RouteConfig]) -> tuple[CompiledRoute, ...]:
 
 
 def match_route(routes: tuple[CompiledRoute, ...], host: str, path: str) -> Route | None:
-    """The first route for ``host`` as received (case and port are ignored) and the raw ``path``; None when none."""
-    host = split_host(host)
+    """The first route for ``host`` as received (case and port are ignored) and ``path``; None when none.
+
+    The path is read as the rules read it (percent-decoded, ``;`` parameters dropped, dot segments resolved):
+    the origin resolves ``/%63heckout/pay`` or ``/static/../checkout/pay`` to ``/checkout/pay``, so the route
+    (its backend and its stricter policy) must not be escaped by writing the path another way.
+    """
+    host, path = split_host(host), normalize_path(path)
     for r in routes:
         if r.matches(host, path):
             return r.route
@@ -246,7 +252,7 @@ class BackendSet:
             yield from backend.servers
 
     def route(self, host: str, path: str) -> Route:
-        """The route for a request: ``host`` as received (case and port are ignored), raw ``path``."""
+        """The route for a request: ``host`` as received (case and port are ignored), ``path`` as sent (see :func:`match_route`)."""
         if not self._routes:
             return self.default_route
         return match_route(self._routes, host, path) or self.default_route

@@ -217,7 +217,7 @@ class RouteConfig:
 
     name: str = setting("", "Route name used in metrics and logs (defaults to the backend name).")
     host: str = setting("", "Host to match (exact, or '*.example.com'); empty matches any host.")
-    path_prefix: str = setting("/", "Path prefix to match; the longest matching prefix wins.")
+    path_prefix: str = setting("/", "Path prefix to match, by whole segments, on the path as the rules read it (percent-decoded, ; parameters dropped, dot segments resolved); the longest matching prefix wins.")
     backend: str = setting(dataclasses.MISSING, "Backend that serves the route.")
     policy: str = setting("", "Named policy (under policy.routes) used when the model scores requests of this route.")
 

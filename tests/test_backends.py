@@ -59,6 +59,11 @@ def routed() -> BackendSet:
     ("shop.example", "/api/v2/x", Route("api-v2", "v2")),  # ... but not a longer prefix
     ("www.example.org", "/anything", Route("any", "any")),  # wildcard host
     ("example.org", "/anything", Route("default", "web")),  # the wildcard needs a subdomain
+    # the path as the origin will resolve it: another spelling does not escape the route
+    ("x.example", "/%61pi/v2/items", Route("api-v2", "v2")),
+    ("x.example", "/static/../api/users", Route("api", "api")),
+    ("x.example", "/api;jsessionid=1/v2/x", Route("api-v2", "v2")),
+    ("x.example", "/api/v2/..", Route("api", "api")),
 ])
 def test_route_longest_prefix_then_most_specific_host(host: str, path: str, route: Route) -> None:
     assert routed().route(host, path) == route
