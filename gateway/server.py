@@ -741,7 +741,7 @@ class Supervisor:
         # the decision API runs here (on the admin listener), with models of its own
         self.api: DecisionApi | None = None
         self.flash: Decider | None = None
-        self._reload_lock = asyncio.Lock()  # one reload or model swap at a time reaches the workers
+        self._reload_lock = asyncio.Lock()  # one reload or model swap at a time reaches the workers (or a replacement starts)
         self._failures = [0] * cfg.workers  # restarts in a row of each slot whose worker did not last
         self._retry_at: list[float | None] = [None] * cfg.workers
         self._watcher: asyncio.Task[None] | None = None
@@ -858,8 +858,11 @@ class Supervisor:
         self._failures[i] += 1
         WORKER_RESTARTS.inc()
         w.close()
-        nw = self._start_worker(w.index)
-        self.workers[i] = nw
+        # Under the reload lock, so a replacement starts either before a reload or model swap (which then asks it too)
+        # or after it commits, with its config. A reload waiting on a dead worker gets EOFError at once: no deadlock.
+        async with self._reload_lock:
+            nw = self._start_worker(w.index)
+            self.workers[i] = nw
         try:
             await self._await_started(nw)
         except (WorkerStartError, ConfigError) as exc:
