@@ -288,6 +288,12 @@ class Worker:
         async with self._reload_lock:
             return await self._reload(self.source)
 
+    async def restore(self, source: ConfigSource, cfg: Config) -> list[str]:
+        """Go back to the config still in force elsewhere (``cfg``, resolved from ``source``): a supervised reload that
+        this worker took and another worker refused."""
+        async with self._reload_lock:
+            return await self._reload(source, cfg)
+
     async def _reload(self, source: ConfigSource, cfg: Config | None = None, *, swap: dict[str, Any] | None = None) -> list[str]:
         """Build and start a runtime from ``source`` (with the model ``swap`` on top; or ``cfg``, already resolved from
         it) and swap it in. The source becomes the worker's only once its config serves (the caller holds the lock)."""
@@ -604,6 +610,8 @@ async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: mult
                 payload = await worker.reload()
             elif kind == "model":
                 payload = await worker.swap_model(args[0])
+            elif kind == "restore":
+                payload = await worker.restore(args[0], args[1])
             elif kind == "drain":
                 payload = await worker.drain(args[0])
             else:
@@ -919,23 +927,48 @@ class Supervisor:
         if problems:
             metrics.CONFIG_RELOADS.inc("error")
             return problems
+        took: list[_WorkerHandle] = []  # the workers now serving the new config
         try:
             for w in self.workers:
                 try:
-                    problems += [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
+                    refused = [f"worker {w.index}: {p}" for p in await w.ask(*message, wait_s=120.0)]
                 except (TimeoutError, EOFError, OSError) as exc:
-                    problems.append(f"worker {w.index}: no answer to reload ({exc!r})")
+                    refused = [f"worker {w.index}: no answer to reload ({exc!r})"]
+                problems += refused
+                if not refused:
+                    took.append(w)
         except BaseException:
             self._discard_api(prepared)
             raise
         if problems:
             self._discard_api(prepared)
             metrics.CONFIG_RELOADS.inc("error")
+            # One worker refused (or died): those that took the change go back, so every worker serves the config in
+            # force, which a replacement also starts with.
+            problems += await self._restore(took)
         else:
             self.cfg = cfg
             self.source = source
             metrics.CONFIG_RELOADS.inc("ok")
             self._commit_api(prepared)
+        return problems
+
+    async def _restore(self, workers: list[_WorkerHandle]) -> list[str]:
+        """Put ``workers`` back on the config in force; a worker that cannot go back is drained and restarted with it."""
+        problems = []
+        for w in workers:
+            try:
+                refused = await w.ask("restore", self.source, self.cfg, wait_s=120.0)
+            except (TimeoutError, EOFError, OSError) as exc:
+                refused = [repr(exc)]
+            if refused:
+                log.error("a worker could not go back to the config in force; it drains and is restarted",
+                          extra={"fields": {"worker": w.index, "problems": refused}})
+                problems.append(f"worker {w.index}: could not go back to the config in force; it drains and is restarted "
+                                f"({'; '.join(refused)})")
+                # it finishes its requests and exits; the watcher starts its replacement, with the config in force
+                drain_s = self.cfg.timeouts.drain_s
+                _spawn(self._drain_one(w, drain_s))
         return problems
 
     def config(self) -> Config:

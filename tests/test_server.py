@@ -433,6 +433,37 @@ async def test_a_reload_whose_clef_cannot_load_changes_nothing(tmp_path: Path) -
     await close_runtime(worker.runtime)
 
 
+async def test_a_worker_goes_back_to_the_config_in_force(tmp_path: Path) -> None:
+    """The supervisor's "restore": a worker that took a reload another worker refused serves the old config again."""
+    import asyncio
+
+    import yaml
+
+    from gateway.server import ConfigSource, RuntimeRef, Worker, build_runtime, close_runtime
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")
+    path = tmp_path / "gw.yaml"
+
+    def write(rules: str) -> None:
+        path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}}, "model": {"enabled": False},
+                                        "rules": {"files": [rules], "default": "allow"}, "timeouts": {"drain_s": 0.1}}))
+
+    write("a.yaml")
+    cfg, source = ConfigSource(str(path)).resolve()
+    worker = Worker(source, cfg, reuse_port=False)
+    worker.ref = RuntimeRef(await build_runtime(cfg))
+    write("b.yaml")
+    assert await worker.reload() == []
+    assert [r.label for r in worker.runtime.pipeline.rules.rules] == ["block-b"]  # type: ignore[union-attr]
+    reloaded = worker.runtime.generation
+    assert await worker.restore(source, cfg) == []  # the file still says b.yaml: the config given wins
+    assert [r.label for r in worker.runtime.pipeline.rules.rules] == ["block-a"]  # type: ignore[union-attr]
+    assert worker.runtime.generation > reloaded and worker.source is source
+    await asyncio.sleep(1.2)  # the replaced runtimes are retired after the drain deadline
+    await close_runtime(worker.runtime)
+
+
 def test_check_names_a_clef_version_that_does_not_exist(tmp_path: Path) -> None:
     from gateway import config as configmod
     from gateway.config import ConfigError

@@ -29,6 +29,9 @@ class _Process:
     def is_alive(self) -> bool:
         return self.alive
 
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
 
 class _FakeWorker:
     """The supervisor's handle to a worker that serves ``serving``: the config it started with, until it reloads."""
@@ -45,10 +48,21 @@ class _FakeWorker:
         self.asked = asyncio.Event()
         self.answer = asyncio.Event()  # the answer to a reload or model swap waits for this
         self.answer.set()
+        self.refuse: dict[str, list[str]] = {}  # kind -> the problems this worker answers instead of taking the change
+        self.kinds: list[str] = []
 
     async def ask(self, kind: str, *args: Any, wait_s: float = 5.0) -> Any:
         if not self.process.is_alive():
             raise EOFError(f"worker {self.index} is gone")
+        self.kinds.append(kind)
+        if kind == "drain":
+            self.process.alive = False
+            return None
+        if kind in self.refuse:
+            return self.refuse[kind]
+        if kind == "restore":
+            self.source, self.serving = args
+            return []
         self.asked.set()
         await self.answer.wait()
         source = self.source.with_model(args[0]) if kind == "model" else self.source
@@ -125,3 +139,45 @@ async def test_a_reload_does_not_wait_for_a_worker_that_is_being_replaced(tmp_pa
     await asyncio.wait_for(replace, 10)  # ... and then the slot is filled, with the config in force
     assert sup.workers[1] is not second
     assert sup.workers[1].serving == sup.cfg  # type: ignore[attr-defined]
+    # worker 0 took the change before the reload failed: it went back, so the two serve the same config
+    assert _serving(sup) == [("http://127.0.0.1:9", "latest")] * 2
+
+
+@pytest.mark.parametrize("change", ["reload", "model swap"])
+async def test_a_change_one_worker_refuses_is_taken_back_by_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       change: str) -> None:
+    """The running config stays in force on every worker, not on the ones after the refusal only."""
+    path = tmp_path / "gw.yaml"
+    _write(path, "http://127.0.0.1:9")
+    sup = _supervisor(path, monkeypatch)
+    first, second = sup.workers
+    second.refuse = {"reload": ["gw.yaml: rules: cannot read"], "model": ["model: cannot load"]}  # type: ignore[attr-defined]
+    if change == "reload":
+        _write(path, "http://127.0.0.1:10")
+        problems = await sup.reload()
+    else:
+        problems = await sup.swap_model({"version": "1.4.0"})
+    assert len(problems) == 1 and problems[0].startswith("worker 1: ")
+    assert first.kinds == ["reload" if change == "reload" else "model", "restore"]  # type: ignore[attr-defined]
+    assert _serving(sup) == [("http://127.0.0.1:9", "latest")] * 2
+    assert sup.workers[0].source is sup.source and sup.source.model_swap is None  # type: ignore[attr-defined]
+
+
+async def test_a_worker_that_cannot_go_back_is_drained_for_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "gw.yaml"
+    _write(path, "http://127.0.0.1:9")
+    sup = _supervisor(path, monkeypatch)
+    first, second = sup.workers
+    second.refuse = {"reload": ["no"]}  # type: ignore[attr-defined]
+    first.refuse = {"restore": ["the old model file is gone"]}  # type: ignore[attr-defined]
+    _write(path, "http://127.0.0.1:10")
+    problems = await sup.reload()
+    assert problems[0] == "worker 1: no"
+    assert problems[1].startswith("worker 0: could not go back to the config in force") and "old model file" in problems[1]
+    for _ in range(100):  # the drain runs in the background; the watcher then replaces the worker that exited
+        if not first.process.is_alive():
+            break
+        await asyncio.sleep(0.01)
+    assert first.kinds[-1] == "drain" and not first.process.is_alive()  # type: ignore[attr-defined]
+    await sup._replace(0, first)
+    assert _serving(sup) == [("http://127.0.0.1:9", "latest")] * 2
