@@ -73,13 +73,15 @@ class _FakeWorker:
         pass
 
 
-def _supervisor(path: Path, monkeypatch: pytest.MonkeyPatch) -> Supervisor:
-    """A supervisor of two fake workers, for the config file at ``path``."""
+def _supervisor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Supervisor]:
+    """A supervisor of two fake workers, and its config file (backend :9), for the test to edit."""
+    path = tmp_path / "gw.yaml"
+    _write(path, "http://127.0.0.1:9")
     monkeypatch.setattr(metrics.REGISTRY, "remote", metrics.REGISTRY.remote)  # Supervisor() points it at its workers
     sup = Supervisor(ConfigSource(str(path)), configmod.load(str(path)))
     monkeypatch.setattr(sup, "_start_worker", lambda index: _FakeWorker(index, sup.source, sup.cfg))
     sup.workers = [sup._start_worker(0), sup._start_worker(1)]
-    return sup
+    return path, sup
 
 
 def _write(path: Path, server: str) -> None:
@@ -94,9 +96,7 @@ def _serving(sup: Supervisor) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("change", ["reload", "model swap"])
 async def test_a_worker_replaced_during_a_reload_serves_the_config_it_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                               change: str) -> None:
-    path = tmp_path / "gw.yaml"
-    _write(path, "http://127.0.0.1:9")
-    sup = _supervisor(path, monkeypatch)
+    path, sup = _supervisor(tmp_path, monkeypatch)
     first, second = sup.workers
     second.answer.clear()  # type: ignore[attr-defined]  # the change reaches worker 0, then waits on worker 1
     if change == "reload":
@@ -121,9 +121,7 @@ async def test_a_worker_replaced_during_a_reload_serves_the_config_it_commits(tm
 
 async def test_a_reload_does_not_wait_for_a_worker_that_is_being_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The replacement waits for the reload; the reload must not wait for it: the dead worker's answer is a problem."""
-    path = tmp_path / "gw.yaml"
-    _write(path, "http://127.0.0.1:9")
-    sup = _supervisor(path, monkeypatch)
+    path, sup = _supervisor(tmp_path, monkeypatch)
     first, second = sup.workers
     first.answer.clear()  # type: ignore[attr-defined]
     _write(path, "http://127.0.0.1:10")
@@ -147,9 +145,7 @@ async def test_a_reload_does_not_wait_for_a_worker_that_is_being_replaced(tmp_pa
 async def test_a_change_one_worker_refuses_is_taken_back_by_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                        change: str) -> None:
     """The running config stays in force on every worker, not on the ones after the refusal only."""
-    path = tmp_path / "gw.yaml"
-    _write(path, "http://127.0.0.1:9")
-    sup = _supervisor(path, monkeypatch)
+    path, sup = _supervisor(tmp_path, monkeypatch)
     first, second = sup.workers
     second.refuse = {"reload": ["gw.yaml: rules: cannot read"], "model": ["model: cannot load"]}  # type: ignore[attr-defined]
     if change == "reload":
@@ -164,9 +160,7 @@ async def test_a_change_one_worker_refuses_is_taken_back_by_the_others(tmp_path:
 
 
 async def test_a_worker_that_cannot_go_back_is_drained_for_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "gw.yaml"
-    _write(path, "http://127.0.0.1:9")
-    sup = _supervisor(path, monkeypatch)
+    path, sup = _supervisor(tmp_path, monkeypatch)
     first, second = sup.workers
     second.refuse = {"reload": ["no"]}  # type: ignore[attr-defined]
     first.refuse = {"restore": ["the old model file is gone"]}  # type: ignore[attr-defined]
