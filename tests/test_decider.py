@@ -528,40 +528,10 @@ def test_request_level_is_bounded_oldest_first_and_expires() -> None:
 
 def toy_repository(root: Path, name: str, versions: tuple[str, ...]) -> Path:
     """A model repository with a tiny Clef-flash-shaped ONNX graph per version (flags a quote in the text as an attack)."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    from gateway import features as feat
-    from tests.model_support import write_flash_manifest
+    from tests.model_support import write_quote_model
 
     for version in versions:
-        directory = root / name / version
-        directory.mkdir(parents=True, exist_ok=True)
-        inits = [numpy_helper.from_array(np.array([feat.BYTE_OFFSET + ord("'")], dtype=np.int64), "quote"),
-                 numpy_helper.from_array(np.array([[-4.0, 0.0, 0.0, 8.0]], dtype=np.float32), "w_quote"),
-                 numpy_helper.from_array(np.array([4.0, 0.0, 0.0, -6.0], dtype=np.float32), "b_class"),
-                 numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 4), dtype=np.float32), "w_numeric"),
-                 numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 6), dtype=np.float32), "w_kind")]
-        nodes = [helper.make_node("Equal", ["ids", "quote"], ["is_quote"]),
-                 helper.make_node("Cast", ["is_quote"], ["quote_f"], to=TensorProto.FLOAT),
-                 helper.make_node("ReduceMax", ["quote_f"], ["has_quote"], axes=[1], keepdims=1),
-                 helper.make_node("MatMul", ["has_quote", "w_quote"], ["from_quote"]),
-                 helper.make_node("MatMul", ["numeric", "w_numeric"], ["from_numeric"]),
-                 helper.make_node("Add", ["from_quote", "from_numeric"], ["class_sum"]),
-                 helper.make_node("Add", ["class_sum", "b_class"], ["class_logits"]),
-                 helper.make_node("MatMul", ["numeric", "w_kind"], ["attack_kind_logits"])]
-        graph = helper.make_graph(
-            nodes, "toy",
-            [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),
-             helper.make_tensor_value_info("numeric", TensorProto.FLOAT, ["batch", feat.NUM_FEATURES])],
-            [helper.make_tensor_value_info("class_logits", TensorProto.FLOAT, ["batch", 4]),
-             helper.make_tensor_value_info("attack_kind_logits", TensorProto.FLOAT, ["batch", 6])],
-            inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        onnx.save(model, directory / "model.onnx")
-        write_flash_manifest(directory, name, version)
+        write_quote_model(root, name, version, w_quote=(-4.0, 0.0, 0.0, 8.0), b_kind=(0.0,) * 6)
     return root
 
 

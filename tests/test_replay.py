@@ -12,60 +12,18 @@ import yaml
 
 from gateway import features as feat
 from gateway import replay
-from tests.model_support import write_flash_manifest
+from tests.model_support import write_quote_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
 FIREFOX = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
-QUOTE_ID = ord("'") + feat.BYTE_OFFSET
 
 
 def write_toy_model(root: Path, name: str = "clef-flash-toy", version: str = "1") -> Path:
-    """A real ONNX model with the Clef-flash contract: "attack" when the request text holds a single quote, else "human".
-
-    Built with onnx's helpers (no training), so tests of the model path are fast and their
-    expected answers are known. Returns the repository folder.
-    """
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    directory = root / name / version
-    directory.mkdir(parents=True)
-    inits = [
-        numpy_helper.from_array(np.array(QUOTE_ID, dtype=np.int64), "quote"),
-        numpy_helper.from_array(np.array([[-8.0, -8.0, -8.0, 12.0]], dtype=np.float32), "w_quote"),
-        numpy_helper.from_array(np.array([4.0, 0.0, 0.0, -6.0], dtype=np.float32), "b_class"),
-        numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 4), dtype=np.float32), "w_numeric"),
-        numpy_helper.from_array(np.zeros((feat.NUM_FEATURES, 6), dtype=np.float32), "w_kind"),
-        numpy_helper.from_array(np.array([2.0, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=np.float32), "b_kind"),
-    ]
-    nodes = [
-        helper.make_node("Equal", ["ids", "quote"], ["is_quote"]),
-        helper.make_node("Cast", ["is_quote"], ["quote_f"], to=TensorProto.FLOAT),
-        helper.make_node("ReduceMax", ["quote_f"], ["has_quote"], axes=[1], keepdims=1),
-        helper.make_node("MatMul", ["has_quote", "w_quote"], ["from_quote"]),
-        helper.make_node("MatMul", ["numeric", "w_numeric"], ["from_numeric"]),
-        helper.make_node("Add", ["from_quote", "from_numeric"], ["class_sum"]),
-        helper.make_node("Add", ["class_sum", "b_class"], ["class_logits"]),
-        helper.make_node("MatMul", ["numeric", "w_kind"], ["kind_sum"]),
-        helper.make_node("Add", ["kind_sum", "b_kind"], ["attack_kind_logits"]),
-    ]
-    graph = helper.make_graph(
-        nodes, "toy",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("numeric", TensorProto.FLOAT, ["batch", feat.NUM_FEATURES])],
-        [helper.make_tensor_value_info("class_logits", TensorProto.FLOAT, ["batch", 4]),
-         helper.make_tensor_value_info("attack_kind_logits", TensorProto.FLOAT, ["batch", 6])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, directory / "model.onnx")
-    write_flash_manifest(directory, name, version)
-    return root
+    """A real ONNX model with the Clef-flash contract: "attack" when the request text holds a single quote, else "human"."""
+    return write_quote_model(root, name, version)
 
 
 def combined(ip: str, target: str, *, agent: str = CHROME, referer: str = "-", method: str = "GET", status: int = 200,
