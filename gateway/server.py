@@ -967,8 +967,7 @@ class Supervisor:
                 problems.append(f"worker {w.index}: could not go back to the config in force; it drains and is restarted "
                                 f"({'; '.join(refused)})")
                 # it finishes its requests and exits; the watcher starts its replacement, with the config in force
-                drain_s = self.cfg.timeouts.drain_s
-                _spawn(self._drain_one(w, drain_s))
+                _spawn(self._drain_one(w, self.cfg.timeouts.drain_s))
         return problems
 
     def config(self) -> Config:

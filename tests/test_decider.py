@@ -228,12 +228,15 @@ async def test_sometimes_slow_model_only_costs_the_slow_calls(executor) -> None:
 
 
 class CountingScorer:
-    def __init__(self) -> None:
+    """A scorer that answers after ``delay_s`` (30 s: a stuck model run); counts its calls."""
+
+    def __init__(self, delay_s: float = 0.01) -> None:
         self.calls = 0
+        self.delay_s = delay_s
 
     async def score(self, item: ModelInput) -> Scored:
         self.calls += 1
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(self.delay_s)
         return Scored(probs_for(item), model="count@1")
 
 
@@ -614,22 +617,10 @@ def test_a_reload_keeps_an_open_breaker_and_a_candidate_leaves_the_running_break
     swapped.close()
 
 
-class Hanging:
-    """A scorer that never answers (a stuck model run); counts its calls."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def score(self, item: ModelInput) -> Scored:
-        self.calls += 1
-        await asyncio.sleep(30)
-        raise AssertionError("unreachable")
-
-
 async def test_a_call_made_again_for_waiting_callers_ends_by_their_own_deadline() -> None:
     """The first caller of a shared call goes away late in its deadline: the call the cache makes again for those
     waiting gets only what is left of the earliest waiting caller's deadline, not a second full one."""
-    inner = Hanging()
+    inner = CountingScorer(delay_s=30)
     deadline = 0.5
     cache = CachedScorer(BreakerScorer(inner, CircuitBreaker("hang-fill@1", failure_threshold=100), deadline), key)
     assert cache.deadline_s == deadline  # the breaker's deadline, read from the chain

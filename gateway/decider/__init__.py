@@ -113,15 +113,13 @@ def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecu
     if breaker is None:
         breaker = CircuitBreaker(model.label, failure_threshold=settings.failure_threshold, window_s=settings.window_s,
                                  cooldown_s=settings.cooldown_s, half_open_probes=settings.half_open_probes)
-    timeout_s = settings.timeout_ms / 1000.0
-    guarded = BreakerScorer(batcher, breaker, timeout_s)
+    guarded = BreakerScorer(batcher, breaker, settings.timeout_ms / 1000.0)
     if settings.cache_size <= 0 or settings.cache_ttl_s <= 0:
         return guarded, None, breaker, batcher
     if cache is not None:
-        # same model: keep the cached answers; the running chain is left as it is
-        cache = cache.sharing(guarded, deadline_s=timeout_s)
+        cache = cache.sharing(guarded)  # same model: keep the cached answers; the running chain is left as it is
     else:
-        cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size, deadline_s=timeout_s)
+        cache = CachedScorer(guarded, ttl_s=settings.cache_ttl_s, maxsize=settings.cache_size)
     return cache, cache, breaker, batcher
 
 

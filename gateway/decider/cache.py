@@ -157,10 +157,8 @@ def _retrieve(call: asyncio.Future[Scored]) -> None:
         call.exception()
 
 
-def _deadline_of(inner: Scorer, given: float | None) -> float | None:
-    """The deadline of a model call through ``inner``: ``given``, else ``inner``'s own timeout (a BreakerScorer's)."""
-    if given is not None:
-        return given
+def _deadline_of(inner: Scorer) -> float | None:
+    """The deadline of a model call through ``inner``: its own timeout (a BreakerScorer's), None without one."""
     timeout = getattr(inner, "timeout_s", None)
     return float(timeout) if isinstance(timeout, int | float) else None
 
@@ -169,11 +167,11 @@ class CachedScorer:
     """Answers repeated inputs from the cache; everything else goes to ``inner``."""
 
     def __init__(self, inner: Scorer, key_fn: Callable[[ModelInput], Hashable] = decision_key, *, ttl_s: float = 600.0, maxsize: int = 100_000,
-                 timer: Callable[[], float] = time.monotonic, deadline_s: float | None = None) -> None:
-        """``deadline_s`` is the model call's deadline, which a call the cache makes again for waiting callers must
-        not extend; by default ``inner``'s ``timeout_s`` (the breaker's), and None (not bounded here) without one."""
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner
-        self.deadline_s = _deadline_of(inner, deadline_s)
+        # the model call's deadline (the breaker's), which a call the cache makes again for waiting callers must not
+        # extend; None (not bounded here) when ``inner`` has none
+        self.deadline_s = _deadline_of(inner)
         self.key_fn = key_fn
         self.cache: TTLCache = _CountingTTLCache(maxsize=maxsize, ttl=ttl_s, timer=timer)  # type: ignore[type-arg]
         self.requests = _RequestLevel(maxsize, ttl_s, timer)
@@ -182,7 +180,7 @@ class CachedScorer:
         # when the first of them began waiting (loop time): kept on the coalesced path, so a miss pays nothing for it
         self._joined: dict[Hashable, float] = {}
 
-    def sharing(self, inner: Scorer, *, deadline_s: float | None = None) -> CachedScorer:
+    def sharing(self, inner: Scorer) -> CachedScorer:
         """A cache in front of ``inner`` holding the same entries as this one (a reload with the same model).
 
         This one keeps its own ``inner`` (and deadline): a runtime still serving (or kept after a rejected reload)
@@ -190,7 +188,7 @@ class CachedScorer:
         """
         other = copy.copy(self)
         other.inner = inner
-        other.deadline_s = _deadline_of(inner, deadline_s)
+        other.deadline_s = _deadline_of(inner)
         return other
 
     def get_request(self, key: bytes) -> Scored | None:
