@@ -29,10 +29,56 @@ class Source(enum.Enum):
     FALLBACK = "fallback"
     SHADOW = "shadow"
     DEFAULT = "default"
+    # a deterministic payload detector (libinjection, injection signatures) found an attack in a named location
+    DETECTOR = "detector"
+    # the client's own history decided (it ignored challenges, or showed attack evidence before)
+    CLIENT = "client"
 
 
 # question id -> option -> probability (each question's options sum to 1)
 Probabilities = Mapping[str, Mapping[str, float]]
+
+
+def attack_probability(probabilities: Probabilities | None) -> float:
+    """P(the payload is an attack): the payload question when the model has one, else the class question's attack."""
+    if not probabilities:
+        return 0.0
+    payload = probabilities.get("payload")
+    if payload is not None:
+        return float(payload.get("attack", 0.0))
+    return float(probabilities.get("class", {}).get("attack", 0.0))
+
+
+def bot_probability(probabilities: Probabilities | None) -> float:
+    """P(the client is a bad bot): the client question when the model has one, else the class question's bad_bot."""
+    if not probabilities:
+        return 0.0
+    client = probabilities.get("client")
+    if client is not None:
+        return float(client.get("bad_bot", 0.0))
+    return float(probabilities.get("class", {}).get("bad_bot", 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadHit:
+    """One piece of attack evidence in a request's payload, found by a deterministic detector.
+
+    ``location`` names where it is: ``path``, ``query:NAME``, ``form:NAME``, ``json:$.a.b[0]``,
+    ``multipart:NAME``, ``cookie:NAME`` or ``header:NAME``; ``fragment`` is the matching text
+    (bounded, control characters escaped); ``decoding`` is the decoding that revealed it
+    (raw, percent, percent2, plus, html, json, base64).
+    """
+
+    detector: str
+    kind: str
+    location: str
+    fragment: str
+    decoding: str = "raw"
+
+    def describe(self) -> str:
+        """One line for reasons, explanations and the console."""
+        via = "" if self.decoding == "raw" else f" after {self.decoding} decoding"
+        return f"{self.detector} found {self.kind} in {self.location}{via}: {self.fragment!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +108,15 @@ class Verdict:
     decision_ms: float | None = None
     # what the model read (a gateway.features.ModelInput), kept for the decision log so it is not computed twice
     model_input: Any = field(default=None, compare=False, repr=False)
+    # attack evidence the payload detectors found (empty when none looked or none matched)
+    payload: tuple[PayloadHit, ...] = ()
 
     @property
     def score(self) -> float | None:
         """P(bad_bot) + P(attack) when the model decided, else None."""
-        if not self.probabilities or "class" not in self.probabilities:
+        if not self.probabilities or not ({"class", "payload", "client"} & self.probabilities.keys()):
             return None
-        cls = self.probabilities["class"]
-        return float(cls.get("bad_bot", 0.0)) + float(cls.get("attack", 0.0))
+        return bot_probability(self.probabilities) + attack_probability(self.probabilities)
 
 
 ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default allow")
