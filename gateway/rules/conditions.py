@@ -24,7 +24,7 @@ from typing import Any
 
 from gateway.clients import ClientState, RateLimit, address_key, network_of, rate_key
 from gateway.config import ClientsConfig, parse_cidr
-from gateway.features import ClientStats, Features
+from gateway.features import ClientStats
 from gateway.rules.inputs import InputsScan, compile_inputs
 from gateway.rules.inputs import PatternError as InputsPatternError
 from gateway.rules.iplist import NamedLists, PrefixSet
@@ -472,11 +472,3 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
                       f"{emit.const(ctx.clients)})")
     # matches when the request is over the limit
     return f"not {take}({rule}, {client_key}, {rl}, {label})"
-
-
-def standalone(expr: str, emit: Emitter) -> Callable[[Features], bool]:
-    """A single condition expression as a function of Features (tests and debugging)."""
-    from gateway.rules.table import compile_function
-
-    fn = compile_function([(expr, "return True")], "return False", emit)
-    return lambda f: bool(fn(f))
