@@ -513,8 +513,6 @@ class Config:
     # The file this config came from (not a YAML key).
     source: str = field(default="<defaults>", metadata={"internal": True})
 
-    def backend_for_route(self) -> str:
-        return self.default_backend
 
 
 # ---------------------------------------------------------------------------- validation engine

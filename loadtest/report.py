@@ -65,12 +65,6 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _ratio(value: float | None, reference: float | None) -> str:
-    if value is None or not reference:
-        return "–"
-    return f"{value / reference:.2f}"
-
-
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

@@ -522,10 +522,3 @@ def run_scenario(scenario: Scenario, host: str, port: int, *, via_gateway: bool,
 
 def stderr_progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
-
-
-def outcome_fractions(outcomes: dict[str, int], keys: Sequence[str] = OUTCOMES) -> dict[str, float]:
-    """Outcome shares over the requests that were not challenge answers."""
-    counted = {k: v for k, v in outcomes.items() if not k.startswith("verify")}
-    total = sum(counted.values())
-    return {k: (counted.get(k, 0) / total if total else 0.0) for k in keys if not k.startswith("verify")}

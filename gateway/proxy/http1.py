@@ -83,11 +83,6 @@ def split_host(host: str) -> str:
     return host.partition(":")[0].lower()
 
 
-def connection_tokens(value: str) -> set[str]:
-    """Lower-case options of a Connection header value."""
-    return {t.strip(" \t").lower() for t in value.split(",") if t.strip(" \t")}
-
-
 # ---------------------------------------------------------------------------- responses
 
 

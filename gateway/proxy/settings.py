@@ -59,7 +59,6 @@ class ProxySettings:
         self.tick_s = max(0.02, min(0.25, min(t.header_read_s, t.keepalive_s, t.client_body_s, t.upstream_response_s,
                                               t.upstream_idle_s, t.upstream_connect_s) / 4))
         self.id_header = cfg.request_id_header.lower()
-        self.id_header_b = cfg.request_id_header.lower().encode("latin-1")
         self.id_header_out = cfg.request_id_header.encode("latin-1")
         self.special = REQUEST_HOP_BY_HOP | _REWRITTEN | {self.id_header}
         # removes, in one pass over a raw request head, every field the proxy rewrites or drops

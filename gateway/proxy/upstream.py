@@ -318,7 +318,7 @@ class UpstreamConnection(asyncio.Protocol):
         try:
             end = reader.feed(data, payload)
         except ProtocolError as exc:
-            self._protocol_error(ex, str(exc), midbody=True)
+            self._protocol_error(ex, str(exc))
             return
         if end < len(data):
             self.broken = True  # bytes after the last chunk
@@ -336,7 +336,7 @@ class UpstreamConnection(asyncio.Protocol):
             self._chunks = None
             ex.on_response_end()
 
-    def _protocol_error(self, ex: ResponseSink, detail: str, midbody: bool = False) -> None:
+    def _protocol_error(self, ex: ResponseSink, detail: str) -> None:
         self.exchange = None
         self.state = DONE
         self.broken = True

@@ -156,11 +156,6 @@ def crawler_head(ua: str, host: str, rng: random.Random, *, accept: str | None =
     return h
 
 
-SPOOF_DEFECTS = ("library_head", "no_accept_language", "no_fetch_metadata", "ch_mismatch", "ch_on_non_chromium",
-                 "shuffled", "http10", "accept_any", "no_accept_encoding", "ch_platform", "lowercase_mixed", "connection_close",
-                 "missing_ch")
-
-
 def spoof_defects(head: Headers, ua: str, engine: str, rng: random.Random, defects: list[str]) -> tuple[Headers, str]:
     """Apply spoofing mistakes to a browser head; returns (head, http_version)."""
     version = "1.1"
