@@ -42,7 +42,7 @@ lint: $(VENV)/.stamp-all
 # the shipped 1.7.0: two narrow runs, two at a time, one temperature for both (about 15 minutes on 2 cores), then its eval table
 model: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash.yaml
-	$(PY) -m gateway.evaluate --data models/work/clef-flash/eval.jsonl
+	$(PY) -m gateway.tools.evaluate --data models/work/clef-flash/eval.jsonl
 
 # earlier versions stay in models/repository and can be rebuilt:
 # 1.5.0, the default up to session 12 (one network, about 13 minutes)

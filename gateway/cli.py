@@ -18,10 +18,10 @@ from gateway import config as configmod
 DELEGATED: dict[str, tuple[str, str]] = {
     "train": ("models.train", "train Clef-flash (needs the [train] extra)"),
     "export": ("models.export", "export a trained model to ONNX (needs the [train] extra)"),
-    "eval": ("gateway.evaluate", "evaluate rules + model on labelled requests (JSONL)"),
-    "replay": ("gateway.replay", "replay an access log or decision log through the current rules, model and policy"),
+    "eval": ("gateway.tools.evaluate", "evaluate rules + model on labelled requests (JSONL)"),
+    "replay": ("gateway.tools.replay", "replay an access log or decision log through the current rules, model and policy"),
     "bench": ("loadtest.bench", "run benchmarks (proxy, rules, model, mixed traffic)"),
-    "crawlers": ("gateway.crawlers", "manage verified-crawler IP lists (crawlers import FILE)"),
+    "crawlers": ("gateway.tools.crawlers", "manage verified-crawler IP lists (crawlers import FILE)"),
 }
 
 
@@ -65,7 +65,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from gateway.demo import run_demo
+    from gateway.tools.demo import run_demo
 
     return run_demo(listen=args.listen, admin=args.admin, origin_port=args.origin_port)
 

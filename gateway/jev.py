@@ -39,13 +39,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway import __version__, metrics
-from gateway.clients import RateLimit, RateLimiter
-from gateway.config import ClefConfig, Config, JevConfig, resolve_secret
-from gateway.decider import Decider
-from gateway.decider import manifest as mf
-from gateway.decider.breaker import CircuitBreaker, guarded
-from gateway.decider.scoring import BreakerOpen, ModelError, ModelOverloaded, ModelTimeout
-from gateway.decider.zeroshot import (
+from gateway.clef import (
     Answer,
     Question,
     QuestionError,
@@ -57,6 +51,12 @@ from gateway.decider.zeroshot import (
     label_question_set,
     render_state,
 )
+from gateway.clients import RateLimit, RateLimiter
+from gateway.config import ClefConfig, Config, JevConfig, resolve_secret
+from gateway.decider import Decider
+from gateway.decider import manifest as mf
+from gateway.decider.breaker import CircuitBreaker, guarded
+from gateway.decider.scoring import BreakerOpen, ModelError, ModelOverloaded, ModelTimeout
 from gateway.features import from_record, model_input
 from gateway.rules.patterns import parse_rate
 

@@ -1,6 +1,6 @@
 """How each kind of simulated client behaves: one coroutine per session.
 
-The site is the demo origin's (``gateway/demo.py``): ``/``, ``/shop``, ``/shop/<id>``,
+The site is the demo origin's (``gateway/tools/demo.py``): ``/``, ``/shop``, ``/shop/<id>``,
 ``/forum``, ``/search?q=``, ``/login`` (GET and POST), ``/cart`` (POST),
 ``/feed.xml``, ``/api/items``, ``/robots.txt`` and two static assets.
 

@@ -1,4 +1,4 @@
-"""The benchmark's origin: the demo site (``gateway/demo.py``) rendered to files and served by nginx.
+"""The benchmark's origin: the demo site (``gateway/tools/demo.py``) rendered to files and served by nginx.
 
 The demo origin itself is an aiohttp app: fine for ``clefgate demo``, but at a few
 thousand requests a second it would be the bottleneck of every setup and measure
@@ -21,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
 
-from gateway import demo
+from gateway.tools import demo
 
 # file in the docroot -> (handler, path it is requested with, match_info)
 _PAGES: dict[str, tuple[object, str, dict[str, str]]] = {

@@ -6,7 +6,7 @@
 Since session 10 a candidate is read held out only after it passes this gate (models/README.md,
 *Session 10* onwards; the thresholds as loadtest/reports/2026-12-02-s15/DECISIONS.txt wrote them):
 the shipped rules (``gateway/default.yaml``) + the candidate's int8 model on the CPU, at
-``policy.challenge_risk`` 0.5, scored by ``gateway.evaluate.evaluate`` (the figures of ``clefgate
+``policy.challenge_risk`` 0.5, scored by ``gateway.tools.evaluate.evaluate`` (the figures of ``clefgate
 eval``'s rules + model), on eleven sets that no training, epoch or threshold choice reads (``SETS``):
 
 - C3, C4, C5, N6, N9: 16,000 calibration-side requests each (people blocked / challenged,
@@ -255,7 +255,7 @@ def load_scorer(repository: Path, name: str, version: str, int8: str = "exact") 
 
 def gate_config(challenge_risk: float) -> Any:
     """The shipped config (rules, fallback signatures, policy) with ``challenge_risk``."""
-    from gateway import evaluate as ev
+    from gateway.tools import evaluate as ev
 
     cfg = ev.load_config(None)
     cfg.policy.challenge_risk = challenge_risk
@@ -263,7 +263,7 @@ def gate_config(challenge_risk: float) -> Any:
 
 
 def figures(result: dict[str, Any]) -> dict[str, Any]:
-    """Rules + model figures (percent) from ``gateway.evaluate.evaluate``'s counts, with the counts themselves."""
+    """Rules + model figures (percent) from ``gateway.tools.evaluate.evaluate``'s counts, with the counts themselves."""
     m = result["systems"]["rules_model"]["matrix"]
     people = sum(m["human"].values())
     attacks = sum(m["attack"].values())
@@ -321,7 +321,7 @@ def run(repository: Path, version: str, *, name: str = "clef-flash", challenge_r
 
     With ``reference`` (a version in the shipped repository), the unpinned sets are scored with it too and their
     limits re-derived from its figures (``RELATIVE``); ``limits`` in the result are the ones the gate applies."""
-    from gateway import evaluate as ev
+    from gateway.tools import evaluate as ev
 
     chosen = [BY_NAME[n] for n in only] if only else list(SETS)
     manifest = _read_manifest(sets_dir)

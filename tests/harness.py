@@ -81,7 +81,7 @@ class Origin:
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / f"origin-{self.port}.log"
         if kind == "demo":
-            cmd = [sys.executable, "-m", "gateway.demo", "--port", str(self.port)]
+            cmd = [sys.executable, "-m", "gateway.tools.demo", "--port", str(self.port)]
         else:
             cmd = [sys.executable, str(ROOT / "tests" / "origin.py"), "--port", str(self.port), *(args or [])]
         self._log = open(self.log_path, "wb")

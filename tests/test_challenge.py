@@ -516,7 +516,7 @@ def test_a_refused_answer_links_back_to_the_page_asked_for(svc: ChallengeService
 
 
 def test_the_nonce_store_forgets_the_soonest_to_expire_not_the_first_claimed() -> None:
-    from gateway.challenge.replay import NonceStore
+    from gateway.challenge.nonces import NonceStore
 
     now = [1000.0]
     store = NonceStore(max_entries=2, clock=lambda: now[0])

@@ -1,4 +1,4 @@
-"""The clef serving runtime (gateway/decider/zeroshot.py) with the real shipped model and real onnxruntime sessions."""
+"""The clef serving runtime (gateway/clef.py) with the real shipped model and real onnxruntime sessions."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway import metrics
-from gateway.decider import int8probe, zeroshot
-from gateway.decider.zeroshot import (
+from gateway import clef, metrics
+from gateway.clef import (
     Answer,
     ModelLoadError,
     Question,
@@ -25,6 +24,7 @@ from gateway.decider.zeroshot import (
     label_question_set,
     render_features,
 )
+from gateway.decider import int8probe
 
 SHIPPED = Path(__file__).resolve().parents[1] / "models" / "repository" / "clef" / "1"
 
@@ -49,7 +49,7 @@ def test_loads_the_shipped_model_on_the_cpu_with_int8(model: ZeroShotModel) -> N
     assert info["provider"] == "CPUExecutionProvider"
     assert info["precision"] == "int8"
     assert info["family"] == "clef"
-    assert model.manifest["feature_version"] == zeroshot.TEXT_VERSION
+    assert model.manifest["feature_version"] == clef.TEXT_VERSION
     assert metrics.REGISTRY.instruments["clefgate_clef_model_info"].get(model.version, "CPUExecutionProvider", "int8") == 1.0
     # int8 products are exact on CPUs without VNNI too: the setting is there exactly where the probe finds the default
     # kernel wrong (tests/test_flash_runtime.py)
@@ -220,7 +220,7 @@ def test_render_features_is_sorted_and_typed() -> None:
 
 def test_shape_helpers_build_question_sets() -> None:
     qs = label_question_set("five failed logins", max_tokens=64)
-    assert qs.questions[0].options == zeroshot.DEFAULT_LABELS and qs.sentence_evidence and qs.max_tokens == 64
+    assert qs.questions[0].options == clef.DEFAULT_LABELS and qs.sentence_evidence and qs.max_tokens == 64
     cs = candidate_question_set("content_moderation", {"b": 1, "a": False}, ["allow", "block"])
     assert cs.state == "a: no\nb: 1"
     assert cs.questions[0].criteria == "content moderation"
@@ -258,5 +258,5 @@ def test_clef_versions_resolve_as_clef_flash_does(tmp_path: Path) -> None:
     with pytest.raises(mf.ManifestError, match="2 is opt-in; name its version in the config"):
         ClefRuntime.load(ClefConfig(enabled=True, repository=str(repo)))
     (repo / "clef" / "2" / mf.MANIFEST_FILE).write_text(json.dumps({**manifest, "version": "2", "channel": "beta"}))
-    with pytest.raises(zeroshot.ModelLoadError, match="channel 'beta' is not one of stable, opt-in"):
+    with pytest.raises(clef.ModelLoadError, match="channel 'beta' is not one of stable, opt-in"):
         ClefRuntime.load(ClefConfig(enabled=True, repository=str(repo)))  # an unknown channel counts as stable, then is refused

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from gateway.decider.zeroshot import Question, QuestionSet, ZeroShotModel, hypothesis_text
+from gateway.clef import Question, QuestionSet, ZeroShotModel, hypothesis_text
 from models.clef import calibration, data, evaluate, export, train
 from models.clef.tasks import TASKS
 

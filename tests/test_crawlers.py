@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway import crawlers
 from gateway.clients import ClientState
 from gateway.rules import RuleOptions, load
+from gateway.tools import crawlers
 from gateway.verdict import Action, Verdict
 from tests.conftest import make_features
 

@@ -11,7 +11,7 @@ import httpx
 import yaml
 
 from gateway import config as config_mod
-from gateway.demo import default_config
+from gateway.tools.demo import default_config
 from tests.harness import free_port
 
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"

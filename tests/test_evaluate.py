@@ -1,4 +1,4 @@
-"""gateway.evaluate (`clefgate eval`): three systems in one run, the metrics, the table and the JSON."""
+"""gateway.tools.evaluate (`clefgate eval`): three systems in one run, the metrics, the table and the JSON."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gateway import evaluate as ev
 from gateway import features as feat
+from gateway.tools import evaluate as ev
 from gateway.verdict import Probabilities
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")

@@ -9,13 +9,13 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from gateway import evaluate
 from gateway import features as feat
 from gateway.config import PolicyConfig
 from gateway.decider import int8probe, policy_notes
 from gateway.decider import manifest as mf
 from gateway.decider.int8probe import EXACT_INT8_ENTRY
 from gateway.decider.onnx import DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, describe
+from gateway.tools import evaluate
 from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD

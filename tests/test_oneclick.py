@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from gateway.evaluate import Skipped, read_rows
+from gateway.tools.evaluate import Skipped, read_rows
 from models.data import oneclick, site
 from models.data.generate import generate
 from models.data.sources import browsers_for

@@ -6,7 +6,7 @@ import json
 import random
 from pathlib import Path
 
-from gateway.evaluate import Skipped, read_rows
+from gateway.tools.evaluate import Skipped, read_rows
 from models.data import realtext
 
 

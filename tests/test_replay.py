@@ -1,4 +1,4 @@
-"""gateway/replay.py: access logs and decision logs through the compiled rules, a real ONNX model and the policy, offline."""
+"""gateway/tools/replay.py: access logs and decision logs through the compiled rules, a real ONNX model and the policy, offline."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gateway import features as feat
-from gateway import replay
+from gateway.tools import replay
 from tests.model_support import write_quote_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,8 +30,8 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from gateway import metrics
+from gateway.challenge.nonces import NonceStore
 from gateway.challenge.pages import CSP, CSP_STATIC, challenge_page, message_page
-from gateway.challenge.replay import NonceStore
 from gateway.challenge.strings import STRINGS, pick_language
 from gateway.challenge.tokens import CHALLENGE, MIN_SECRET_BYTES, PASS, WAIT, Binding, Signer, TokenError, b64e, new_nonce, pow_ok
 from gateway.clients import ClientState

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gateway.config import parse_cidr
-from gateway.crawlers import LIST_NAME, parse_published
+from gateway.tools.crawlers import LIST_NAME, parse_published
 
 
 class PrefixSet:

@@ -2,5 +2,5 @@
 
 Frozen all-MiniLM-L6 with low-rank adapters and an option-conditioned routing head,
 trained on generated generic question/option data, calibrated by temperature, exported
-to ONNX for ``gateway.decider.zeroshot``. See ``models/clef/README.md``.
+to ONNX for ``gateway.clef``. See ``models/clef/README.md``.
 """

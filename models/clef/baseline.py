@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gateway.decider.zeroshot import Question, humanize
+from gateway.clef import Question, humanize
 from models.clef import calibration
 
 _WORD = re.compile(r"[a-z0-9]+")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gateway.decider.zeroshot import Question, QuestionSet, ZeroShotModel
+from gateway.clef import Question, QuestionSet, ZeroShotModel
 
 STATE_SENTENCE = "Users in the west region report that checkout pages time out after the latest deploy of the payment service. "
 QUESTION = Question("urgency", ("P0_Critical", "P1_High", "P2_Medium", "P3_Low"), "how much of the system is unavailable")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from gateway.decider.zeroshot import Question, QuestionSet, ZeroShotModel
+from gateway.clef import Question, QuestionSet, ZeroShotModel
 from models.clef import calibration
 from models.clef.baseline import KeywordBaseline
 from models.clef.data import generate

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from gateway.clef import FAMILY, TEXT_VERSION
 from gateway.decider.manifest import file_sha256
-from gateway.decider.zeroshot import FAMILY, TEXT_VERSION
 from models.clef.network import ClefNet, ExportEncoder, backbone_path, load_backbone, tiny_backbone
 
 OPSET = 17

@@ -147,7 +147,7 @@ class ClefNet(nn.Module):
         return s @ self.null_w + self.null_b
 
     def head_arrays(self) -> dict[str, object]:
-        """The head as numpy arrays, in the layout ``gateway.decider.zeroshot.RoutingHead`` loads."""
+        """The head as numpy arrays, in the layout ``gateway.clef.RoutingHead`` loads."""
         import numpy as np
 
         return {"scale": np.float32(self.log_scale.exp().item()), "u": self.u.detach().numpy().astype(np.float32),

@@ -25,7 +25,7 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from gateway.decider.zeroshot import hypothesis_text
+from gateway.clef import hypothesis_text
 from models.clef import calibration
 from models.clef.data import GENERATOR, Row, generate
 from models.clef.network import ClefNet, backbone_path, load_backbone, tiny_backbone

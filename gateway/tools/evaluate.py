@@ -52,7 +52,7 @@ CLASSES = ("human", "good_bot", "bad_bot", "attack")
 ACTIONS = (Action.FORWARD, Action.CHALLENGE, Action.BLOCK)
 SYSTEMS = ("rules_model", "model", "rules_only")
 SYSTEM_TITLES = {"rules_model": "rules+model", "model": "model alone", "rules_only": "rules only"}
-DEFAULT_CONFIG = Path(__file__).resolve().parent / "default.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "default.yaml"
 ECE_BINS = 15
 # The targets of the issue that introduced the model (fractions); reported, not enforced.
 TARGETS = {"humans_blocked": ("<=", 0.001), "humans_challenged": ("<=", 0.01), "attacks_blocked": (">=", 0.98),

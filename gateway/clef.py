@@ -37,7 +37,7 @@ from gateway import metrics
 from gateway.decider import int8probe
 from gateway.decider.manifest import CHANNELS, file_sha256
 
-log = logging.getLogger("clefgate.decider.zeroshot")
+log = logging.getLogger("clefgate.clef")
 
 # Version of everything that turns a request into encoder input: hypothesis wording,
 # label humanising, feature-dict rendering and windowing. A model whose manifest names

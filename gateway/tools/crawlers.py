@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 LIST_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-DEFAULT_LISTS_DIR = Path(__file__).resolve().parent.parent / "rules" / "lists"
+DEFAULT_LISTS_DIR = Path(__file__).resolve().parents[2] / "rules" / "lists"
 # A prefix this broad is never a crawler's own range: refusing it keeps a bad or hostile
 # file from turning "verified crawler" into "anyone".
 MIN_V4_PREFIX = 8

@@ -66,7 +66,7 @@ from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
 from gateway.verdict import Action, Probabilities, Source, Verdict
 
-DEFAULT_CONFIG = Path(__file__).with_name("default.yaml")
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "default.yaml"
 DEFAULT_HOST = "www.example.com"
 
 _COMBINED = re.compile(

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-DEFAULT_CONFIG = Path(__file__).with_name("default.yaml")
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "default.yaml"
 
 _STYLE = b"body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#222}" \
          b"nav a{margin-right:1rem}.item{border-bottom:1px solid #ddd;padding:.5rem 0}"
@@ -164,7 +164,7 @@ def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", orig
     from gateway.server import ConfigSource, serve
 
     upstream = f"http://127.0.0.1:{origin_port}"
-    origin = subprocess.Popen([sys.executable, "-m", "gateway.demo", "--port", str(origin_port)])
+    origin = subprocess.Popen([sys.executable, "-m", "gateway.tools.demo", "--port", str(origin_port)])
     try:
         if not _wait_http(upstream + "/healthz", 15.0):
             print(f"demo origin did not start on {upstream}", file=sys.stderr)
@@ -188,7 +188,7 @@ def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", orig
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m gateway.demo", description="run the demo origin alone")
+    p = argparse.ArgumentParser(prog="python -m gateway.tools.demo", description="run the demo origin alone")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     args = p.parse_args(argv)
