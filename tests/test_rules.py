@@ -153,14 +153,14 @@ def test_shipped_rate_limit_turns_the_121st_request_into_429() -> None:
     results = [table.evaluate(page) for _ in range(121)]
     assert all(isinstance(r, ScoreRequest) for r in results[:120])
     last = results[120]
-    assert isinstance(last, Verdict) and last.rule == "rate-limit-per-ip" and last.status == 429
+    assert isinstance(last, Verdict) and last.rule == "rate-limit-per-client" and last.status == 429
     # assets do not count, other clients are unaffected
     assert outcome(table, req("/static/app.css")) == ("score-everything-else", "score")
     assert outcome(table, req("/products/42", ip="203.0.113.8")) == ("score-everything-else", "score")
     # a client that slows down gets its budget back at the refill rate (2/s)
     now[0] += 0.5
     assert isinstance(table.evaluate(page), ScoreRequest)
-    assert outcome(table, page) == ("rate-limit-per-ip", "block")
+    assert outcome(table, page) == ("rate-limit-per-client", "block")
 
 
 def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:
@@ -169,7 +169,7 @@ def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_6
     table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
     got = [outcome(table, req("/products/42", ip=f"2001:db8:7:9:{i >> 16:x}:{i & 0xFFFF:x}:0:1")) for i in range(130)]
     assert got[:120] == [("score-everything-else", "score")] * 120
-    assert set(got[120:]) == {("rate-limit-per-ip", "block")}
+    assert set(got[120:]) == {("rate-limit-per-client", "block")}
     # a neighbour in the next /64 has its own budget
     assert outcome(table, req("/products/42", ip="2001:db8:7:a::1")) == ("score-everything-else", "score")
 
