@@ -121,7 +121,7 @@ def test_token_bucket_burst_and_bounds() -> None:
     limiter.take("r", "b", limit)
     limiter.take("r", "c", limit)
     assert len(limiter) == 2 and clients.EVICTIONS.get("rate_buckets") - before == 1
-    assert limit.describe() == "10/s by ip, burst 3"
+    assert limit.describe() == "10/s by client, burst 3"
     assert RateLimit(120, 60.0, "prefix").describe() == "120/min by prefix"
 
 

@@ -71,7 +71,7 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     scorer = FakeScorer(Policy(cfg.policy), bad=0.3)
     p = build(cfg, scorer)
     assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
-    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     pending = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(pending)
     v = await pending
@@ -107,7 +107,7 @@ async def test_a_request_the_cache_knows_is_decided_synchronously(tmp_path: Path
                  policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
     scorer = CachingFakeScorer(Policy(cfg.policy), bad=0.3)
     p = build(cfg, scorer)
-    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     first = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(first)
     assert (await first).action is Action.CHALLENGE
@@ -209,7 +209,7 @@ def test_observers_feed_windows_but_never_with_the_gateways_own_pages() -> None:
     p.observe(f, Verdict(Action.CHALLENGE, Source.MODEL, "m"), 403)            # our challenge page
     p.observe(make_features(target="/.clefgate/verify"), Verdict(Action.FORWARD, Source.DEFAULT, "local"), 403)
     p.observe(f, Verdict(Action.FORWARD, Source.SHADOW, "s", shadow_action=Action.BLOCK), 200)  # shadow: the origin answered
-    assert state.windows.counts("203.0.113.7") == (2, 1)
+    assert state.windows.counts(state.key(f)) == (2, 1)
 
 
 async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> None:
