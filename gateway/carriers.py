@@ -20,7 +20,11 @@ What counts, and why:
   percent-encodings), in any header but those that only describe the client (Accept,
   Accept-Language, Sec-Fetch-*, client hints, ...) — User-Agent, Referer, X-Forwarded-Host
   and custom headers are where header injections go;
-* **path**: a path with injection characters (raw or percent-decoded).
+* **path**: a path with injection characters (raw or percent-decoded), encoded whitespace or
+  shell separators, an embedded URL, an LDAP filter or a wildcard. A path that only names a
+  resource (``/products/12``, ``/backup/``) is not a payload even when the model finds the
+  resource suspicious: probing for files is challenged, and a client that keeps probing
+  without solving earns its block.
 
 It runs only for requests the model already puts at or above the block threshold, so its
 cost does not matter to the common case.
@@ -35,6 +39,9 @@ from gateway.features import Features
 
 # characters and sequences injections need and ordinary values rarely hold, raw or percent-encoded
 _INJECTION = re.compile(r"['\"<>`{}$|\\\x00-\x08\x0b\x0c\x0e-\x1f]|\.\.[/\\]|--|/\*|%(?:2[27]|3[cCeE]|60|7[bBcCdD]|5[cC]|00|0[aAdD])")
+# what a path holds only when something is smuggled in it: encoded whitespace and shell/SQL separators, an embedded
+# URL (server-side request forgery), an LDAP filter, a wildcard (the ordinary ``/products/12`` holds none of them)
+_PATH_PAYLOAD = re.compile(r"%(?:0[09]|20|2[346]|3[bB]|7[cC]|60)|https?(?::|%3[aA])|\)\(|\*|\s")
 # a cookie value that is only a token (ids, signed tokens, base64) carries no payload
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=:-]*")
 # headers that only describe the client software or the request's framing: where header injections do not go
@@ -81,7 +88,7 @@ def payload_carriers(features: Features) -> tuple[tuple[str, str], ...]:
     marked: list[tuple[str, str]] = []
     plain: list[tuple[str, str]] = []
     path = features.path
-    if _suspicious(path) or ("%" in path and _suspicious(unquote(path))):
+    if _suspicious(path) or _PATH_PAYLOAD.search(path) is not None or ("%" in path and _suspicious(unquote(path))):
         marked.append(("path", _fragment(path)))
     if features.query:
         fields = _fields(features.query, "&")
