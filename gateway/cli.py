@@ -61,6 +61,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"{cfg.source}: warning: {warning}", file=sys.stderr)
     print(f"{cfg.source}: ok ({len(cfg.backends)} backend(s), {len(cfg.routes)} route(s), {pipeline.description})")
+    if pipeline.policy is not None:
+        print()
+        print(pipeline.policy.table(), end="")
     return 0
 
 

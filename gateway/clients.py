@@ -1,12 +1,17 @@
 """Per-client state: sliding windows, token-bucket rate limits, and their sync through Redis.
 
-Three things live here, all keyed by who the client is:
+Who a client is: its **key**, the address *and* a stable fingerprint of the client software
+(:func:`fingerprint`), so people sharing one address (a NAT, a carrier's CGNAT, a corporate
+proxy) keep separate histories and one abuser's record never becomes theirs. The things kept
+per client:
 
 * :class:`ClientWindows` — per-client sliding-window statistics (request rate, share of
   4xx answers, path diversity, timing) that become ``features.ClientStats``;
-* :class:`RateLimiter` — token buckets keyed by client IP, IP prefix or a header value,
+* :class:`RateLimiter` — token buckets keyed by client key, IP, IP prefix or a header value,
   read by the ``rate:`` rule condition;
-* :class:`ClientState` — owns both, bounds them (least recently used entries go first,
+* challenges left unsolved and attack evidence (:class:`ClientState`), read by the policy
+  to block a client that earned it;
+* :class:`ClientState` — owns them all, bounds them (least recently used entries go first,
   counted), exports their size, and optionally reconciles them with a shared backend
   (:class:`RedisBackend`) so that several gateway replicas see one another's traffic.
 
@@ -39,19 +44,20 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import re
 import socket
 import sys
 import time
 import weakref
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway import metrics
 from gateway.config import ClientsConfig, RedisConfig, resolve_secret
-from gateway.features import ClientStats
+from gateway.features import INFRA_HEADERS, ClientStats, Features
 
 log = logging.getLogger("clefgate.clients")
 
@@ -99,6 +105,98 @@ def address_key(client_ip: str) -> str:
     return client_ip if ":" not in client_ip else network_of(client_ip, 32, 64)
 
 
+# Header names whose presence depends on the request, not on the client software (a form post, a revalidation, a
+# navigation from a link, what a front proxy adds): kept out of the fingerprint, so one browser keeps one key
+# across its navigations, posts and reloads.
+_REQUEST_HEADERS = frozenset({
+    "cookie", "referer", "origin", "authorization", "proxy-authorization", "content-type", "content-length",
+    "content-encoding", "transfer-encoding", "expect", "if-none-match", "if-modified-since", "if-match",
+    "if-unmodified-since", "if-range", "range", "cache-control", "pragma", "sec-fetch-user", "upgrade-insecure-requests",
+    "priority", "x-requested-with", "host", "purpose", "sec-purpose",
+}) | INFRA_HEADERS
+
+# browser families by the token that names them, most specific first (Edge and Opera also say Chrome, Chrome says Safari)
+_FAMILIES = tuple((name, re.compile(pattern)) for name, pattern in (
+    ("edge", r"\bEdg(?:e|A|iOS)?/(\d+)"), ("opera", r"\bOPR/(\d+)"), ("samsung", r"\bSamsungBrowser/(\d+)"),
+    ("firefox", r"\b(?:Firefox|FxiOS)/(\d+)"), ("chrome", r"\b(?:Chrome|CriOS|Chromium)/(\d+)"),
+    ("safari", r"\bVersion/(\d+)[^ ]* (?:Mobile/\S+ )?Safari/"),
+))
+_PRODUCT = re.compile(r"([A-Za-z][\w.+-]{0,40})(?:/v?(\d+))?")
+_FAMILY_CACHE: dict[str, str] = {}
+_FINGERPRINT_CACHE: dict[tuple[str, str, str], str] = {}
+_CACHE_MAX = 4096
+
+
+def user_agent_family(user_agent: str) -> str:
+    """The client software's family and major version: ``"safari 18"``, ``"chrome 130"``, ``"curl 8"``, ``"-"`` when none."""
+    hit = _FAMILY_CACHE.get(user_agent)
+    if hit is not None:
+        return hit
+    family = ""
+    for name, pattern in _FAMILIES:
+        m = pattern.search(user_agent)
+        if m is not None:
+            family = f"{name} {m.group(1)}"
+            break
+    else:
+        m = _PRODUCT.match(user_agent.strip())
+        family = f"{m.group(1).lower()} {m.group(2) or ''}".strip() if m is not None else "-"
+    if len(_FAMILY_CACHE) >= _CACHE_MAX:
+        _FAMILY_CACHE.clear()
+    _FAMILY_CACHE[user_agent] = family
+    return family
+
+
+def cookie_value(cookie_header: str, name: str) -> str:
+    """The value of cookie ``name`` in a Cookie header ("" when absent)."""
+    marker = name + "="
+    at = cookie_header.find(marker)
+    while at >= 0:
+        if at == 0 or cookie_header[at - 1] in " ;":
+            end = cookie_header.find(";", at)
+            return (cookie_header[at + len(marker):] if end < 0 else cookie_header[at + len(marker):end]).strip().strip('"')
+        at = cookie_header.find(marker, at + 1)
+    return ""
+
+
+def fingerprint(header_map: Mapping[str, str], pass_cookie: str = "clefgate_pass", pass_value: str | None = None) -> str:
+    """A stable fingerprint of the client software behind a request (16 hex digits).
+
+    It hashes the user agent's family and major version, the names of the headers that
+    describe the client in the order sent (lower case; ``header_map`` keeps wire order), and
+    Accept-Language. A client holding a pass cookie (``pass_value``, else read from the
+    Cookie header) is its user agent family and that cookie alone: the cookie names one
+    browser, whose header set differs between a navigation and a fetch. Two people behind
+    one address with different browsers, versions, languages or passes get different keys.
+    """
+    ua = header_map.get("user-agent", "")
+    if pass_value is None:
+        cookie = header_map.get("cookie")
+        # the substring test first: most Cookie headers hold no pass, and it costs a tenth of parsing one
+        pass_value = cookie_value(cookie, pass_cookie) if cookie is not None and pass_cookie in cookie else ""
+    if pass_value:
+        text = f"{user_agent_family(ua)}\x00pass\x00{pass_value}"
+        return hashlib.blake2b(text.encode("latin-1", "replace"), digest_size=8).hexdigest()
+    names = "\n".join(header_map)
+    lang = header_map.get("accept-language", "")
+    k = (names, ua, lang)
+    hit = _FINGERPRINT_CACHE.get(k)
+    if hit is not None:
+        return hit
+    shown = "\n".join(n for n in header_map if n not in _REQUEST_HEADERS)
+    text = f"{user_agent_family(ua)}\x00{shown}\x00{lang}"
+    fp = hashlib.blake2b(text.encode("latin-1", "replace"), digest_size=8).hexdigest()
+    if len(_FINGERPRINT_CACHE) >= _CACHE_MAX:
+        _FINGERPRINT_CACHE.clear()
+    _FINGERPRINT_CACHE[k] = fp
+    return fp
+
+
+def client_key(client_ip: str, header_map: Mapping[str, str], pass_cookie: str = "clefgate_pass", pass_value: str | None = None) -> str:
+    """The per-client history key: ``"<address>#<fingerprint>"`` (the address as the ``ip`` rate key has it)."""
+    return f"{address_key(client_ip)}#{fingerprint(header_map, pass_cookie, pass_value)}"
+
+
 def rate_key(spec: str, client_ip: str, header_value: str, cfg: ClientsConfig) -> str:
     """The bucket key of a request for a rate condition keyed by ``spec`` (ip, prefix, header:NAME)."""
     if spec == "ip":
@@ -119,7 +217,10 @@ _LIVE: weakref.WeakSet[ClientState] = weakref.WeakSet()
 def _sizes() -> Iterable[tuple[tuple[str, ...], float]]:
     windows = sum(len(s.windows) for s in _LIVE)
     buckets = sum(len(s.limiter) for s in _LIVE)
-    return [(("windows",), float(windows)), (("rate_buckets",), float(buckets))]
+    addresses = sum(len(s.addresses) for s in _LIVE)
+    history = sum(len(s.history) for s in _LIVE)
+    return [(("windows",), float(windows)), (("rate_buckets",), float(buckets)), (("addresses",), float(addresses)),
+            (("history",), float(history))]
 
 
 def _bytes() -> Iterable[tuple[tuple[str, ...], float]]:
@@ -128,7 +229,7 @@ def _bytes() -> Iterable[tuple[tuple[str, ...], float]]:
     return [(("windows",), float(windows)), (("rate_buckets",), float(buckets))]
 
 
-ENTRIES = metrics.gauge("clefgate_client_state_entries", "Entries in the per-client tables (windows, rate_buckets) of this worker.",
+ENTRIES = metrics.gauge("clefgate_client_state_entries", "Entries in the per-client tables (windows, rate_buckets, addresses, history) of this worker.",
                         ("table",), callback=_sizes)
 ENTRY_BYTES = metrics.gauge("clefgate_client_state_bytes", "Estimated memory of the per-client tables (entries x measured entry size).",
                             ("table",), callback=_bytes)
@@ -141,6 +242,15 @@ FALLBACKS = metrics.counter("clefgate_shared_state_fallback_total",
 SHARED_UP = metrics.gauge("clefgate_shared_state_up",
                           "0 while the configured shared-state backend (Redis) fails and local state decides alone; 1 otherwise.", merge="min")
 SHARED_UP.set(1.0)
+
+
+def _shared() -> Iterable[tuple[tuple[str, ...], float]]:
+    return [((), float(sum(s.addresses.shared for s in _LIVE)))]
+
+
+SHARED_ADDRESSES = metrics.gauge("clefgate_shared_addresses",
+                                 "Addresses seen with at least clients.shared_address_fingerprints client fingerprints (NATs, CGNATs, "
+                                 "proxies) among those tracked; their clients keep separate histories.", callback=_shared)
 
 
 # ----------------------------------------------------------------------------- windows
@@ -369,11 +479,11 @@ def _measure_window(shared: bool) -> int:
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
-    """A token bucket: ``burst`` tokens, refilled at ``per_second``; keyed by ``key`` (ip, prefix, header:NAME)."""
+    """A token bucket: ``burst`` tokens, refilled at ``per_second``; keyed by ``key`` (client, ip, prefix, header:NAME)."""
 
     limit: int
     period_s: float
-    key: str = "ip"
+    key: str = "client"
     burst: int = 0
 
     @property
@@ -603,6 +713,128 @@ class RedisBackend:
             await self.client.aclose()
 
 
+# ----------------------------------------------------------------------------- shared addresses and earned blocks
+
+
+class AddressTable:
+    """Distinct client fingerprints per address (at most ``threshold`` kept each; ``max_addresses`` addresses, LRU).
+
+    ``shared`` is how many tracked addresses reached ``threshold`` fingerprints: NATs, carrier CGNATs and
+    proxies, whose people the client key keeps apart.
+    """
+
+    def __init__(self, max_addresses: int = 100_000, threshold: int = 8) -> None:
+        self.max_addresses = max_addresses
+        self.threshold = threshold
+        self.shared = 0
+        self._table: OrderedDict[str, set[str]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def see(self, key: str) -> None:
+        """Note the client key ``"<address>#<fingerprint>"`` of an answered request."""
+        address, _, fp = key.rpartition("#")
+        table = self._table
+        seen = table.get(address)
+        if seen is None:
+            if len(table) >= self.max_addresses:
+                _, old = table.popitem(last=False)
+                EVICTIONS.inc("addresses")
+                if len(old) >= self.threshold:
+                    self.shared -= 1
+            seen = table[address] = set()
+        else:
+            table.move_to_end(address)
+        if len(seen) < self.threshold and fp not in seen:
+            seen.add(fp)
+            if len(seen) == self.threshold:
+                self.shared += 1
+
+    def fingerprints(self, address: str) -> int:
+        """Distinct fingerprints seen at ``address`` (counted up to the threshold)."""
+        return len(self._table.get(address, ()))
+
+
+class _Record:
+    __slots__ = ("attack_at", "attack_what", "challenges")
+
+    def __init__(self) -> None:
+        self.challenges: list[float] = []  # when each counted challenge was served (this clock), oldest first
+        self.attack_at = -1.0
+        self.attack_what = ""
+
+
+_MAX_CHALLENGES = 64  # counted challenges remembered per client (policy.block_ignored_challenges is at most this)
+_ONE_ENCOUNTER_S = 1.0  # challenges closer than this are one encounter (a page's parallel requests)
+
+
+class ClientHistory:
+    """What a client did that can earn it a block: challenges served and not solved, and attack evidence.
+
+    Bounded like the windows (``max_clients``, least recently touched first); only clients that were
+    challenged or showed attack evidence have an entry.
+    """
+
+    def __init__(self, max_clients: int = 100_000, clock: Clock = time.monotonic) -> None:
+        self.max_clients = max_clients
+        self.clock = clock
+        self._table: OrderedDict[str, _Record] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def _get(self, client: str) -> _Record:
+        table = self._table
+        r = table.get(client)
+        if r is None:
+            if len(table) >= self.max_clients:
+                table.popitem(last=False)
+                EVICTIONS.inc("history")
+            r = table[client] = _Record()
+        else:
+            table.move_to_end(client)
+        return r
+
+    def challenged(self, client: str) -> None:
+        """A challenge page was served to ``client``."""
+        now = self.clock()
+        times = self._get(client).challenges
+        if times and now - times[-1] < _ONE_ENCOUNTER_S:
+            return
+        times.append(now)
+        if len(times) > _MAX_CHALLENGES:
+            del times[0]
+
+    def solved(self, client: str) -> None:
+        """``client`` solved a challenge: the ones it was served are no longer unsolved."""
+        r = self._table.get(client)
+        if r is not None:
+            r.challenges.clear()
+
+    def attacked(self, client: str, what: str) -> None:
+        """``client`` showed attack evidence (``what`` says which, for the reason of a later block)."""
+        r = self._get(client)
+        r.attack_at = self.clock()
+        r.attack_what = what
+
+    def unsolved(self, client: str, window_s: float) -> int:
+        """Challenges served to ``client`` in the last ``window_s`` seconds and not solved since."""
+        r = self._table.get(client)
+        if r is None or not r.challenges:
+            return 0
+        since = self.clock() - window_s
+        return sum(1 for t in r.challenges if t >= since)
+
+    def attack(self, client: str, within_s: float) -> tuple[float, str] | None:
+        """(seconds ago, what) of ``client``'s last attack evidence within ``within_s`` seconds, else None."""
+        r = self._table.get(client)
+        if r is None or r.attack_at < 0:
+            return None
+        age = self.clock() - r.attack_at
+        return (age, r.attack_what) if age <= within_s else None
+
+
 # ----------------------------------------------------------------------------- client state
 
 
@@ -625,6 +857,11 @@ class ClientState:
         self.limiter = RateLimiter(self.cfg.max_buckets, clock)
         if backend is not None:
             self.limiter.dirty = set()
+        self.clock = clock
+        self.addresses = AddressTable(self.cfg.max_clients, self.cfg.shared_address_fingerprints)
+        self.history = ClientHistory(self.cfg.max_clients, clock)
+        # the pass cookie's name, part of the client key (pipeline.build sets the configured one)
+        self.pass_cookie = "clefgate_pass"
         self.shared_up = backend is not None
         SHARED_UP.set(1.0)  # the state now in force has not failed (yet), or has no backend to fail
         self._retry_at = 0.0
@@ -637,6 +874,20 @@ class ClientState:
 
     # -- hot path
 
+    def key(self, features: Features, pass_value: str | None = None) -> str:
+        """The request's client key (address + fingerprint): the one the proxy computed, else computed here.
+
+        ``pass_value`` is a pass cookie the client is about to hold (the challenge verify endpoint names the
+        client as it will be seen from its next request on).
+        """
+        if features.client_key and pass_value is None:
+            return features.client_key
+        return client_key(features.client_ip, features.header_map, self.pass_cookie, pass_value)
+
+    def key_of(self, client_ip: str, header_map: Mapping[str, str]) -> str:
+        """The client key from a request's parts (the proxy, before ``Features`` exists)."""
+        return client_key(client_ip, header_map, self.pass_cookie)
+
     def take(self, rule: str, key: str, limit: RateLimit) -> bool:
         """Rate-limit check for a rule: True when the request is within the limit."""
         return self.limiter.take(rule, key, limit)
@@ -648,7 +899,9 @@ class ClientState:
         self.windows.record(client, path, status)
 
     def passed(self, client: str) -> None:
+        """A challenge solved by ``client`` (a key): counted in its window, and its unsolved challenges are forgiven."""
         self.windows.passed(client)
+        self.history.solved(client)
 
     # -- replay protection (challenge nonces)
 

@@ -287,8 +287,8 @@ class RulesConfig:
 class RoutePolicyConfig:
     """A named model policy (routes name it in ``routes[].policy``, rules in ``policy:``); unset fields inherit from ``policy``."""
 
-    block_attack: float | None = setting(None, "Block when P(attack) >= this.", check=fraction)
-    block_risk: float | None = setting(None, "Block when P(bad_bot) + P(attack) >= this.", check=fraction)
+    block_attack: float | None = setting(None, "Block when P(attack) >= this and the request carries a payload; challenge when it carries none.", check=fraction)
+    block_risk: float | None = setting(None, "Opt-in: block when P(bad_bot) + P(attack) >= this, on look alone (see policy.block_risk for the risk).", check=fraction)
     block_attack_corroborated: float | None = setting(None, "Block when P(attack) >= this and a fallback rule would block the request.", check=fraction)
     challenge_risk: float | None = setting(None, "Challenge when P(bad_bot) + P(attack) >= this.", check=fraction)
     difficulty_min: int | None = setting(None, "Proof-of-work difficulty (bits) at challenge_risk.", check=lambda v: _bits(v))
@@ -302,10 +302,14 @@ class RoutePolicyConfig:
 class PolicyConfig:
     """How the model's calibrated probabilities become actions: thresholds, shadow mode, rollout."""
 
-    block_attack: float = setting(0.95, "Block when P(attack) >= this (0.95 for Clef-flash 1.7.0 down to 1.1.0; for 1.5.0 and older the lowest threshold keeping people blocked <= 0.1% on both calibration-side samples, see models/README.md).", check=fraction)
-    block_risk: float | None = setting(0.96, "Block when P(bad_bot) + P(attack) >= this: near-certain automation is blocked, not challenged (0.96 for "
-                                       "Clef-flash 1.7.0 down to 1.3.0, chosen on the calibration samples and real text, see models/README.md); null never blocks "
-                                       "on combined risk alone.", check=fraction)
+    block_attack: float = setting(0.95, "Block when P(attack) >= this and the request carries a payload (query, body, a cookie value or "
+                                  "header value that can hold one, a path with injection characters); the reason names where. A request "
+                                  "with no payload is challenged instead, whatever P(attack) says. (0.95 for Clef-flash 1.7.0 down to "
+                                  "1.1.0, see models/README.md.)", check=fraction)
+    block_risk: float | None = setting(None, "Opt-in, off by default: block when P(bad_bot) + P(attack) >= this, on the client's look alone. "
+                                       "Risk: people behind shared addresses (NAT, CGNAT, corporate proxies) and people with unusual or older "
+                                       "browsers (WebKit, Safari before 16.4, privacy tools) are then blocked with no payload in evidence; null "
+                                       "(default) challenges bot-likeness and blocks only on evidence.", check=fraction)
     block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
                                                       "signatures in the shipped config) would block the request: two witnesses agreeing. "
                                                       "The rules are read only for requests in that band; null turns it off.", check=fraction)
@@ -317,6 +321,14 @@ class PolicyConfig:
                                      check=lambda v: _percent(v))
     rollout_key: str = setting("ip", "Client id for the rollout hash: ip, or header:NAME (e.g. header:X-Api-Key; the IP when absent).",
                                check=lambda v: None if v == "ip" or (v.startswith("header:") and len(v) > 7) else f"{v!r} is not ip or header:NAME")
+    block_ignored_challenges: int = setting(5, "A client (address + fingerprint) challenged this many times within ignored_challenges_window_s "
+                                            "without solving is blocked instead of challenged again (source client); challenges less than a "
+                                            "second apart, and those answered to fetch/XHR requests, count once or not at all; 0 disables.",
+                                            check=lambda v: None if 0 <= v <= 64 else f"{v} is not 0-64")
+    ignored_challenges_window_s: float = setting(60.0, "The window in which block_ignored_challenges unsolved challenges earn a block.", check=positive)
+    block_after_attack_s: float = setting(600.0, "A client that showed attack evidence (a payload detector's block or a model block on "
+                                          "P(attack) with its payload named) is blocked, not challenged, on any request the policy would "
+                                          "challenge for this many seconds afterwards (source client); 0 disables.", check=non_negative)
     routes: dict[str, RoutePolicyConfig] = setting(factory=dict, doc="Named policies (e.g. checkout with lower thresholds); unset fields inherit the values above.")
 
 
@@ -366,6 +378,10 @@ class ClientsConfig:
     max_buckets: int = setting(100000, "Rate-limit buckets kept at once; the least recently used is dropped first (counted).", check=positive)
     ipv4_prefix: int = setting(24, "Prefix length of the 'prefix' rate-limit key for IPv4.", check=lambda v: None if 1 <= v <= 32 else f"{v} is not 1-32")
     ipv6_prefix: int = setting(64, "Prefix length of the 'prefix' rate-limit key for IPv6.", check=lambda v: None if 1 <= v <= 128 else f"{v} is not 1-128")
+    shared_address_fingerprints: int = setting(8, "An address seen with at least this many client fingerprints (user agent family and "
+                                               "version, header names and order, Accept-Language, pass cookie) counts as shared "
+                                               "(clefgate_shared_addresses); per-client history is kept per address and fingerprint either way.",
+                                               check=lambda v: None if 2 <= v <= 64 else f"{v} is not 2-64")
 
 
 @dataclass(kw_only=True)

@@ -131,8 +131,8 @@ class Pipeline:
                 request = dataclasses.replace(request, policy=policy)
         client = features.client
         if client is None and self.state is not None:
-            # the model reads the client's window as it was before this request
-            client = self.state.stats(features.client_ip)
+            # the model reads the client's window (address + fingerprint) as it was before this request
+            client = self.state.stats(self.state.key(features))
         cached = self._cached
         if cached is not None:
             # a repeated request is answered here, without a task (the flood's common case)
@@ -154,9 +154,13 @@ class Pipeline:
         return self._honoured(verdict, features)
 
     def _honoured(self, verdict: Verdict, features: Features) -> Verdict:
-        """A challenge becomes a forward for a client holding a valid pass; other verdicts stand."""
-        if verdict.action is Action.CHALLENGE and self.passes is not None:
-            return self.passes.honour(verdict, features)
+        """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
+        (``Policy.escalate``); other verdicts stand."""
+        if verdict.action is Action.CHALLENGE:
+            if self.passes is not None:
+                verdict = self.passes.honour(verdict, features)
+            if verdict.action is Action.CHALLENGE and self.policy is not None and self.state is not None:
+                return self.policy.escalate(features, verdict, self.state)
         return verdict
 
     def _corroborated(self, verdict: Verdict, features: Features) -> Verdict:
@@ -200,19 +204,43 @@ class Pipeline:
 
 
 def client_recorder(state: ClientState) -> ResponseObserver:
-    """The observer feeding per-client windows, blind to the gateway's own pages.
+    """The observer feeding per-client state (keyed by address + fingerprint), blind to the gateway's own pages.
 
-    Block and challenge pages (and ``/.clefgate/`` answers) are not recorded, so a
-    client the gateway refused cannot climb its own 4xx ratio and trip further rules:
-    the gateway never feeds its own detectors (the 403-loop of log-driven bouncers).
+    Forwarded requests feed the client's window. Block and challenge pages (and
+    ``/.clefgate/`` answers) are not recorded there, so a client the gateway refused cannot
+    climb its own 4xx ratio and trip further rules: the gateway never feeds its own
+    detectors (the 403-loop of log-driven bouncers). What can earn a block is kept apart:
+    a challenge page served to a request that could solve it (not a fetch/XHR), and a block
+    with attack evidence (a verdict naming a payload, or a payload detector's).
+    Every answered request notes its fingerprint at its address (shared addresses).
     """
     record = state.record
+    history = state.history
+    see = state.addresses.see
 
     def observe(features: Features, verdict: Verdict, status: int) -> None:
-        if verdict.action is not Action.FORWARD or features.path.startswith(PREFIX):
-            return
-        record(features.client_ip, features.path, status)
+        key = state.key(features)
+        see(key)
+        action = verdict.action
+        if action is Action.FORWARD:
+            if not features.path.startswith(PREFIX):
+                record(key, features.path, status)
+        elif action is Action.CHALLENGE:
+            if _could_solve(features):
+                history.challenged(key)
+        elif verdict.payload or verdict.source is Source.DETECTOR:
+            hit = verdict.payload[0] if verdict.payload else None
+            history.attacked(key, f"{hit.kind} in {hit.location}, {hit.detector}" if hit is not None else verdict.reason[:120])
     return observe
+
+
+def _could_solve(features: Features) -> bool:
+    """True for a request answered with a page its client could solve: a navigation, not a page's fetch/XHR or subresource."""
+    hm = features.header_map
+    dest = hm.get("sec-fetch-dest")
+    if dest is not None and dest not in ("document", "iframe", "frame"):
+        return False
+    return "x-requested-with" not in hm
 
 
 def _default(cfg: Config) -> Verdict | ScoreRequest:
@@ -250,6 +278,7 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
 
     state = previous.state if previous is not None and previous.state is not None and previous.state.compatible(cfg.clients, cfg.redis) \
         else ClientState(cfg.clients, cfg.redis)
+    state.pass_cookie = cfg.challenge.cookie_name  # part of the client key
 
     tables: dict[bool, RuleTable | None] = {False: None, True: None}  # rules.files, rules.fallback_files
     challengers: list[str] = []

@@ -1,18 +1,32 @@
-"""From the model's calibrated probabilities to an action: thresholds, shadow mode, rollout.
+"""Evidence -> action: thresholds, escalation of clients that earned a block, shadow mode, rollout.
 
-A :class:`Policy` is compiled from ``cfg.policy``: one :class:`Thresholds` per named
-policy (``policy.routes``; a route or a ``score`` rule names one) plus the default.
+First promise: a person is never blocked. Suspicion earns a challenge; only evidence earns
+a block. A :class:`Policy` is compiled from ``cfg.policy``: one :class:`Thresholds` per
+named policy (``policy.routes``; a route or a ``score`` rule names one) plus the default.
 For a scored request it answers with a ``Verdict``:
 
-* ``block`` when P(attack) >= ``block_attack`` (or, when set, P(bad_bot)+P(attack) >=
-  ``block_risk``);
+* ``block`` when P(attack) >= ``block_attack`` *and* the request carries a payload
+  (``gateway.carriers``: query, body, a cookie or header value that can hold one, a path
+  with injection characters); the reason and ``Verdict.payload`` name where. A request
+  with no payload is challenged instead, whatever P(attack) says;
 * ``block`` also when P(attack) >= ``block_attack_corroborated`` and a fallback rule (the
   injection signatures) would block the request: :meth:`Policy.corroborate`, which the
   pipeline calls on a model verdict short of a block;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
-  ``difficulty_max`` at risk 1 (a little more suspicious, a little more work);
+  ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
+  (P(bad_bot), combined risk, the client statistics the model reads) never blocks, unless
+  the operator opts in with ``block_risk``;
 * ``forward`` otherwise.
+
+Probabilities are read with ``attack_probability``/``bot_probability``, so a model that
+answers the payload and client questions apart works unchanged.
+
+A client earns a block (:meth:`Policy.escalate`, source ``client``): a request that would be
+challenged is blocked instead when the client (address + fingerprint, ``gateway.clients``)
+was served ``block_ignored_challenges`` challenges within ``ignored_challenges_window_s``
+without solving one, or showed attack evidence (a payload detector's block, a model block
+with its payload named) within ``block_after_attack_s``.
 
 Shadow mode (global or per policy) and rollout (enforce for N% of clients by a stable
 hash of the client id) turn an enforced CHALLENGE/BLOCK into ``action=FORWARD,
@@ -28,9 +42,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway import metrics
+from gateway.carriers import describe as describe_carriers
+from gateway.carriers import payload_carriers
+from gateway.clients import ClientState
 from gateway.config import PolicyConfig, RoutePolicyConfig
 from gateway.features import Features
-from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict
+from gateway.verdict import Action, PayloadHit, Probabilities, ScoreRequest, Source, Verdict, attack_probability, bot_probability
 
 DECISIONS = metrics.counter("clefgate_policy_decisions_total",
                             "Model and fallback decisions by policy, action decided, and whether it was enforced (enforce, shadow, rollout).",
@@ -41,6 +58,12 @@ CORROBORATED = metrics.counter("clefgate_corroborated_blocks_total",
                                "Model verdicts short of a block turned into a block because P(attack) >= block_attack_corroborated and a "
                                "fallback rule would block the request, by policy, rule and mode (these are not in clefgate_policy_decisions_total).",
                                ("policy", "rule", "mode"))
+EARNED = metrics.counter("clefgate_client_blocks_total",
+                         "Requests that would have been challenged, blocked because the client earned it, by why (ignored_challenges, "
+                         "attack_evidence) and mode (enforce; shadow and rollout leave the challenge standing).", ("why", "mode"))
+NO_PAYLOAD = metrics.counter("clefgate_policy_no_payload_challenges_total",
+                             "Requests with P(attack) >= block_attack that carried no payload, challenged instead of blocked, by policy.",
+                             ("policy",))
 ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
                         merge="min")
 
@@ -130,7 +153,7 @@ class Policy:
         mode = "shadow" if t.shadow else ("enforce" if t.rollout_percent >= 100 else f"rollout {t.rollout_percent:g}%")
         also = "".join([*([f" or risk>={t.block_risk:g}"] if t.block_risk is not None else []),
                         *([f" or P(attack)>={t.block_attack_corroborated:g} with a fallback rule"] if t.block_attack_corroborated is not None else [])])
-        return (f"policy block P(attack)>={t.block_attack:g}{also}, challenge risk>={t.challenge_risk:g} "
+        return (f"policy block P(attack)>={t.block_attack:g} with a payload{also}, challenge risk>={t.challenge_risk:g} "
                 f"(difficulty {t.difficulty_min}-{t.difficulty_max}), {mode}" + (f", {len(self.named)} named" if self.named else ""))
 
     # -- rollout
@@ -169,19 +192,30 @@ class Policy:
             if hit is not None and hit[0] is probabilities and hit[1] is request and hit[2] is explanation:
                 DECISIONS.inc(*hit[4])
                 return hit[3]
-        cls: Mapping[str, float] = probabilities.get("class", {})
-        attack = float(cls.get("attack", 0.0))
-        risk = float(cls.get("bad_bot", 0.0)) + attack
+        attack = attack_probability(probabilities)
+        risk = bot_probability(probabilities) + attack
         difficulty: int | None = None
+        payload: tuple[PayloadHit, ...] = ()
         if attack >= t.block_attack:
-            action = Action.BLOCK
-            reason = f"P(attack)={_shown(attack, (t.block_attack,), ())} >= {t.block_attack:g}"
+            # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
+            memo = False
+            carriers = payload_carriers(features)
             kind = _top(probabilities.get("attack_kind"))
-            if kind:
-                reason += f" ({kind[0]} {kind[1]:.2f})"
+            named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
+            shown = _shown(attack, (t.block_attack,), ())
+            if carriers:
+                action = Action.BLOCK
+                reason = f"P(attack)={shown} >= {t.block_attack:g}{named}; payload in {describe_carriers(carriers)}"
+                payload = tuple(PayloadHit("model", kind[0] if kind else "attack", location, fragment) for location, fragment in carriers[:3])
+            else:
+                action = Action.CHALLENGE
+                difficulty = t.difficulty(max(risk, attack))
+                reason = (f"P(attack)={shown} >= {t.block_attack:g}{named}, but the request carries no payload "
+                          "(no query, body, cookie or header value that can hold one): challenged")
+                NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g}"
+            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} (policy.block_risk: blocks on look alone)"
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
@@ -190,7 +224,7 @@ class Policy:
             action = Action.FORWARD
             reason = f"P(bad_bot)+P(attack)={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
         verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
-                          rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name)
+                          rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name, payload=payload)
         if not memo:
             return self._enforce(features, verdict, t)
         mode = self._mode(features, action, t)
@@ -214,7 +248,7 @@ class Policy:
         floor = t.block_attack_corroborated
         if floor is None or verdict.probabilities is None or (verdict.shadow_action or verdict.action) is Action.BLOCK:
             return verdict
-        attack = float(verdict.probabilities.get("class", {}).get("attack", 0.0))
+        attack = attack_probability(verdict.probabilities)
         if attack < floor:
             return verdict
         outcome = rules(features)
@@ -222,12 +256,81 @@ class Policy:
             return verdict
         rule = outcome.rule or "?"
         reason = f"P(attack)={attack:.2f} >= {floor:g} and fallback rule {rule} matched"
+        kind = _top(verdict.probabilities.get("attack_kind"))
+        carriers = payload_carriers(features)[:1] or (("request", features.target[:80]),)
+        payload = outcome.payload or tuple(PayloadHit(f"model+rule:{rule}", kind[0] if kind else "attack", location, fragment)
+                                           for location, fragment in carriers)
         block = dataclasses.replace(verdict, action=Action.BLOCK, source=Source.MODEL if verdict.source is Source.SHADOW else verdict.source,
                                     reason=f"{t.name} policy: {reason}", rule=rule, status=outcome.status, difficulty=None,
-                                    explanation=(reason, *outcome.explanation, *verdict.explanation[1:]), shadow_action=None)
+                                    explanation=(reason, *outcome.explanation, *verdict.explanation[1:]), shadow_action=None,
+                                    payload=payload)
         mode = self._mode(features, Action.BLOCK, t)
         CORROBORATED.inc(t.name, rule, mode)
         return self._apply(block, t, mode)
+
+    def escalate(self, features: Features, verdict: Verdict, state: ClientState) -> Verdict:
+        """A CHALLENGE for a client that earned a block, as a block (source ``client``); any other verdict as it is.
+
+        Earned: the client (address + fingerprint) was served ``block_ignored_challenges`` challenges within
+        ``ignored_challenges_window_s`` without solving one, or showed attack evidence within
+        ``block_after_attack_s``. Only what would be challenged escalates: a client's history never blocks a
+        request the rules and the model let through, and never another client behind the same address.
+        Enforced only where the verdict's policy enforces (shadow and rollout leave the challenge standing).
+        """
+        if verdict.action is not Action.CHALLENGE:
+            return verdict
+        cfg = self.cfg
+        key = state.key(features)
+        why = reason = ""
+        if cfg.block_after_attack_s > 0:
+            evidence = state.history.attack(key, cfg.block_after_attack_s)
+            if evidence is not None:
+                why, reason = "attack_evidence", f"this client showed attack evidence {evidence[0]:.0f} s ago ({evidence[1]})"
+        if not why and cfg.block_ignored_challenges:
+            unsolved = state.history.unsolved(key, cfg.ignored_challenges_window_s)
+            if unsolved >= cfg.block_ignored_challenges:
+                why = "ignored_challenges"
+                reason = (f"this client was challenged {unsolved} times in {cfg.ignored_challenges_window_s:g} s "
+                          "without solving one")
+        if not why:
+            return verdict
+        t = self.thresholds(verdict.policy)
+        mode = self._mode(features, Action.BLOCK, t)
+        EARNED.inc(why, mode)
+        if mode != "enforce":
+            return verdict
+        return dataclasses.replace(verdict, action=Action.BLOCK, source=Source.CLIENT, reason=f"client blocked: {reason}; would otherwise: "
+                                   f"{verdict.reason}", status=None, difficulty=None, shadow_action=None,
+                                   explanation=(reason, *verdict.explanation))
+
+    def table(self) -> str:
+        """The default policy as evidence -> action, one line each (``clefgate check`` prints it; docs/policy.md carries it)."""
+        t, cfg = self.default, self.cfg
+        rows = [("a rule that blocks (rules/*.yaml: scanners, rate limits, ...)", "block, with the rule's status"),
+                ("a payload detector's hit (injection signatures, libinjection)", "block, naming detector, location, fragment")]
+        rows.append((f"P(attack) >= {t.block_attack:g} and the request carries a payload", "block, naming where the payload is"))
+        if t.block_attack_corroborated is not None:
+            rows.append((f"P(attack) >= {t.block_attack_corroborated:g} and an injection signature agrees", "block (two witnesses)"))
+        if cfg.block_ignored_challenges:
+            rows.append((f"a client challenged {cfg.block_ignored_challenges} times in {cfg.ignored_challenges_window_s:g} s without solving",
+                         "block instead of another challenge"))
+        if cfg.block_after_attack_s:
+            rows.append((f"a client with attack evidence in the last {cfg.block_after_attack_s:g} s",
+                         "block what would be challenged"))
+        if t.block_risk is not None:
+            rows.append((f"P(bad_bot) + P(attack) >= {t.block_risk:g} (opt-in block_risk)", "block on look alone"))
+        rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
+                 (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
+                  f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
+                 ("a rule that challenges", "challenge"),
+                 ("a valid pass cookie, behaviour unchanged", "forward instead of a challenge"),
+                 ("anything else", "forward")]
+        width = max(len(e) for e, _ in rows)
+        mode = "shadow: nothing enforced, all logged" if t.shadow else (
+            "enforced" if t.rollout_percent >= 100 else f"enforced for {t.rollout_percent:g}% of clients")
+        lines = [f"{'evidence':<{width}}  action", f"{'-' * width}  {'-' * 6}", *(f"{e:<{width}}  {a}" for e, a in rows),
+                 f"(default policy, {mode}; a client is its address and browser fingerprint)"]
+        return "\n".join(lines) + "\n"
 
     def fallback_verdict(self, features: Features, request: ScoreRequest, mode: str) -> Verdict:
         """The verdict when the model is unavailable (breaker open, timeout, error).

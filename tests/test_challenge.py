@@ -321,7 +321,8 @@ def test_solve_verify_and_pass(svc: ChallengeService) -> None:
     assert set_cookie.startswith("clefgate_pass=k1.") and "HttpOnly" in set_cookie and "SameSite=Lax" in set_cookie
     assert "Path=/" in set_cookie and "Max-Age=86400" in set_cookie and "Secure" not in set_cookie
     assert servicemod.PASSED.get() == passed + 1 and servicemod.SOLVE.count() == issued + 1
-    assert svc.state.stats(f.client_ip).challenges_passed == 1
+    # counted for the client as it is from now on: its address, its browser and the pass it holds
+    assert svc.state.stats(svc.state.key(browser(cookie=cookie_of(resp)))).challenges_passed == 1
 
     with_cookie = browser(cookie=f'theme=dark; prefs={{"a":[1,2]}}; {cookie_of(resp)}; z="q"')  # other apps' odd cookies
     assert svc.pass_for(with_cookie) is not None
@@ -409,7 +410,7 @@ def test_rechallenge_when_risk_rose_or_behaviour_drifted(svc: ChallengeService, 
     clock.t += 10
     mono[0] += 10  # the window's next slot: behaviour after the pass
     for _ in range(25):
-        svc.state.record(f.client_ip, "/missing", 404)
+        svc.state.record(svc.state.key(with_cookie), "/missing", 404)
     drifted = svc.honour(challenge_verdict(8), with_cookie)
     assert drifted.action is Action.CHALLENGE and "25 of the last 25 answers were 4xx" in drifted.reason
 
@@ -420,7 +421,7 @@ def test_the_behaviour_that_got_a_client_challenged_does_not_refuse_the_pass_it_
     svc.state.windows.clock = lambda: mono[0]
     f = browser()
     for _ in range(25):
-        svc.state.record(f.client_ip, "/missing", 404)
+        svc.state.record(svc.state.key(f), "/missing", 404)
     form, counter = solved(svc, f)
     with_cookie = browser(cookie=cookie_of(answer(svc, f, form["token"], counter)))
     assert svc.honour(challenge_verdict(8), with_cookie).action is Action.FORWARD
@@ -431,11 +432,12 @@ def test_the_behaviour_that_got_a_client_challenged_does_not_refuse_the_pass_it_
     # with the burst before it is still left out
     other = browser(ip="198.51.100.20")
     clock.t, mono[0] = 1_800_000_100.8, 5010.1
-    for _ in range(25):
-        svc.state.record(other.client_ip, "/missing", 404)
-    mono[0] = 5010.3
     form, counter = solved(svc, other)
     passed = browser(ip="198.51.100.20", cookie=cookie_of(answer(svc, other, form["token"], counter)))
+    mono[0] = 5010.1
+    for _ in range(25):  # the burst that got it challenged, counted for the client it is with the pass
+        svc.state.record(svc.state.key(passed), "/missing", 404)
+    mono[0] = 5010.3
     assert svc.honour(challenge_verdict(8), passed).action is Action.FORWARD
 
 
@@ -449,7 +451,7 @@ def test_fast_clients_are_rechallenged(clock: Clock) -> None:
     clock.t += 15
     mono[0] += 15  # half a slot into the next one: its 31 requests are counted over a whole slot, 10 s
     for _ in range(31):
-        svc.state.record(f.client_ip, "/p", 200)
+        svc.state.record(svc.state.key(with_cookie), "/p", 200)
     assert "request rate 186/min is above 30/min" in svc.honour(challenge_verdict(8), with_cookie).reason
 
 

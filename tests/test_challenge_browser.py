@@ -257,7 +257,7 @@ async def _simultaneous(port: int, request: bytes, n: int) -> list[int]:
 
 
 async def test_the_121st_request_in_a_minute_gets_the_rate_limit_action(gateway: Gateway) -> None:
-    # shipped rule rate-limit-per-ip: 120/min per address (a burst of 120, refilled at 2 a
+    # shipped rule rate-limit-per-client: 120/min per address (a burst of 120, refilled at 2 a
     # second), action block with 429. The 121 requests arrive at once on 121 connections,
     # so the gateway decides them all within a few milliseconds, however slow the origin
     # is: far less than the half second the bucket would need to refill one more token.
@@ -268,4 +268,4 @@ async def test_the_121st_request_in_a_minute_gets_the_rate_limit_action(gateway:
     # right after: still limited; another address has its own budget
     assert await _simultaneous(gateway.port, req, 1) == [429]
     assert await _simultaneous(gateway.port, req.replace(b"192.0.2.121", b"192.0.2.122"), 1) == [200]
-    assert 'clefgate_rate_limited_total{rule="rate-limit-per-ip"}' in gateway.metrics()
+    assert 'clefgate_rate_limited_total{rule="rate-limit-per-client"}' in gateway.metrics()

@@ -121,7 +121,7 @@ def test_token_bucket_burst_and_bounds() -> None:
     limiter.take("r", "b", limit)
     limiter.take("r", "c", limit)
     assert len(limiter) == 2 and clients.EVICTIONS.get("rate_buckets") - before == 1
-    assert limit.describe() == "10/s by ip, burst 3"
+    assert limit.describe() == "10/s by client, burst 3"
     assert RateLimit(120, 60.0, "prefix").describe() == "120/min by prefix"
 
 
@@ -479,3 +479,102 @@ def test_each_rate_condition_of_a_rule_has_its_own_bucket(tmp_path: Path) -> Non
     assert clients.RATE_LIMITED.get("login-limits") == limited + 1  # counted under the rule's name
     assert state.limiter.tokens("login-limits", "203.0.113.7") == pytest.approx(0.0)
     assert state.limiter.tokens("login-limits#2", "203.0.113.7") == pytest.approx(995.0)
+
+
+# ----------------------------------------------------------------------------- client keys: address + fingerprint
+
+SAFARI_IOS = "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1"
+CHROME_130 = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"
+
+
+@pytest.mark.parametrize("ua,family", [
+    (SAFARI_IOS, "safari 18"), (CHROME_130, "chrome 130"),
+    ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36 Edg/130.0.2849.56",
+     "edge 130"),
+    ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", "firefox 128"),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/16.3 Safari/605.1.15", "safari 16"),
+    ("curl/8.5.0", "curl 8"), ("python-requests/2.31.0", "python-requests 2"), ("", "-"),
+])
+def test_user_agent_family_and_major_version(ua: str, family: str) -> None:
+    assert clients.user_agent_family(ua) == family
+
+
+def _head(*pairs: tuple[str, str]) -> dict[str, str]:
+    from gateway.features import make_header_map
+
+    return make_header_map(tuple(pairs))
+
+
+NAV = (("Host", "shop.example"), ("User-Agent", SAFARI_IOS), ("Accept", "text/html"), ("Accept-Language", "en-GB,en;q=0.9"),
+       ("Accept-Encoding", "gzip, deflate, br"))
+
+
+def test_one_browser_keeps_one_key_across_navigations_posts_and_revalidations() -> None:
+    first = clients.client_key("192.0.2.1", _head(*NAV))
+    # a form post from a link on the site: Referer, Origin, Content-Type/-Length, Cookie and If-* depend on the request
+    post = _head(*NAV[:3], ("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", "12"), ("Origin", "https://shop.example"),
+                 ("Referer", "https://shop.example/cart"), NAV[3], NAV[4], ("Cookie", "sid=abc"), ("If-None-Match", '"x"'))
+    assert clients.client_key("192.0.2.1", post) == first
+    assert first.startswith("192.0.2.1#") and len(first.rpartition("#")[2]) == 16
+
+
+@pytest.mark.parametrize("other", [
+    tuple((n, CHROME_130) if n == "User-Agent" else (n, v) for n, v in NAV),                          # another browser
+    tuple((n, SAFARI_IOS.replace("Version/18.1", "Version/17.6")) if n == "User-Agent" else (n, v) for n, v in NAV),  # another version
+    tuple((n, "de-DE,de;q=0.9") if n == "Accept-Language" else (n, v) for n, v in NAV),               # another language
+    (NAV[0], NAV[1], NAV[3], NAV[2], NAV[4]),                                                          # another header order
+    (*NAV, ("DNT", "1")),                                                                              # another header set
+])
+def test_strangers_behind_one_address_get_their_own_keys(other: tuple[tuple[str, str], ...]) -> None:
+    assert clients.client_key("192.0.2.1", _head(*other)) != clients.client_key("192.0.2.1", _head(*NAV))
+
+
+def test_a_pass_cookie_names_its_browser_and_addresses_stay_apart() -> None:
+    bare = clients.client_key("192.0.2.1", _head(*NAV))
+    holding = clients.client_key("192.0.2.1", _head(*NAV, ("Cookie", "theme=dark; clefgate_pass=k1.AAAA.BBBB")))
+    assert holding != bare
+    # the pass decides, not the header set: a fetch from the same browser with the same pass is the same client
+    fetch = _head(NAV[0], ("Accept", "*/*"), NAV[1], ("Sec-Fetch-Mode", "cors"), ("Cookie", "clefgate_pass=k1.AAAA.BBBB"))
+    assert clients.client_key("192.0.2.1", fetch) == holding
+    # the verify endpoint names the client as it will be from its next request on
+    assert clients.client_key("192.0.2.1", _head(*NAV), pass_value="k1.AAAA.BBBB") == holding
+    assert clients.client_key("192.0.2.1", _head(*NAV, ("Cookie", "x_clefgate_pass=k1.AAAA.BBBB"))) == bare  # not our cookie
+    assert clients.client_key("192.0.2.2", _head(*NAV)) != bare
+    # an IPv6 client's /64 is one address
+    assert clients.client_key("2001:db8::1", _head(*NAV)) == clients.client_key("2001:db8::2", _head(*NAV))
+
+
+def test_shared_addresses_are_counted_once_and_bounded() -> None:
+    table = clients.AddressTable(max_addresses=2, threshold=3)
+    for fp in ("a", "b", "a", "c", "d"):
+        table.see(f"192.0.2.1#{fp}")
+    assert table.shared == 1 and table.fingerprints("192.0.2.1") == 3  # counted up to the threshold
+    table.see("192.0.2.2#a")
+    before = clients.EVICTIONS.get("addresses")
+    table.see("192.0.2.3#a")  # the least recently seen address goes, and its share with it
+    assert len(table) == 2 and table.shared == 0 and clients.EVICTIONS.get("addresses") == before + 1
+    state = ClientState(ClientsConfig(shared_address_fingerprints=2))
+    state.addresses.see("198.51.100.1#a")
+    state.addresses.see("198.51.100.1#b")
+    assert clients.SHARED_ADDRESSES.get() >= 1
+
+
+def test_client_history_counts_unsolved_challenges_per_encounter_and_remembers_evidence() -> None:
+    clock = Clock()
+    history = clients.ClientHistory(max_clients=10, clock=clock)
+    for _ in range(3):  # a page's parallel requests: one encounter
+        history.challenged("k")
+    assert history.unsolved("k", 60) == 1
+    for _ in range(4):
+        clock.t += 2
+        history.challenged("k")
+    assert history.unsolved("k", 60) == 5 and history.unsolved("other", 60) == 0
+    clock.t += 55
+    assert history.unsolved("k", 60) == 3  # the window slides
+    history.solved("k")
+    assert history.unsolved("k", 60) == 0
+    history.attacked("k", "sqli in query:id, model")
+    clock.t += 30
+    assert history.attack("k", 600) == (30.0, "sqli in query:id, model")
+    clock.t += 600
+    assert history.attack("k", 600) is None

@@ -71,7 +71,7 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     scorer = FakeScorer(Policy(cfg.policy), bad=0.3)
     p = build(cfg, scorer)
     assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
-    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     pending = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(pending)
     v = await pending
@@ -107,7 +107,7 @@ async def test_a_request_the_cache_knows_is_decided_synchronously(tmp_path: Path
                  policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
     scorer = CachingFakeScorer(Policy(cfg.policy), bad=0.3)
     p = build(cfg, scorer)
-    p.state.record("203.0.113.7", "/a", 404)  # type: ignore[union-attr]
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     first = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(first)
     assert (await first).action is Action.CHALLENGE
@@ -209,7 +209,7 @@ def test_observers_feed_windows_but_never_with_the_gateways_own_pages() -> None:
     p.observe(f, Verdict(Action.CHALLENGE, Source.MODEL, "m"), 403)            # our challenge page
     p.observe(make_features(target="/.clefgate/verify"), Verdict(Action.FORWARD, Source.DEFAULT, "local"), 403)
     p.observe(f, Verdict(Action.FORWARD, Source.SHADOW, "s", shadow_action=Action.BLOCK), 200)  # shadow: the origin answered
-    assert state.windows.counts("203.0.113.7") == (2, 1)
+    assert state.windows.counts(state.key(f)) == (2, 1)
 
 
 async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> None:
@@ -356,3 +356,97 @@ def test_a_bad_fallback_rule_file_is_reported_like_any_rule_file(tmp_path: Path)
         build(cfg_of(rules={"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [bad]}, challenge={"keys": [KEY]}))
     assert err.value.problems == ["rules.yaml:x: inputs: bad regex '(?<=a)b': invalid perl operator: (?<= "
                                   "(inputs patterns are RE2: no lookaround or backreferences)"]
+
+
+# ----------------------------------------------------------------------------- clients that earned a block
+
+
+class PayloadScorer(FakeScorer):
+    """Attack for a request whose query holds a quote, a suspicious client (challenged) otherwise."""
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        self.seen.append((features, request))
+        attack = 0.99 if "%27" in features.query or "'" in features.query else 0.0
+        probs = {"class": {"human": 0.3 * (1 - attack), "good_bot": 0.0, "bad_bot": 0.7 * (1 - attack), "attack": attack},
+                 "attack_kind": {"sqli": 1.0}}
+        return self.policy.verdict(features, probs, request)
+
+
+class Ticking:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def browser_number(i: int, ip: str = "198.51.100.200", target: str = "/shop") -> Features:
+    """The i-th of many people behind one address: each its own browser build and language."""
+    ua = f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{100 + i % 40}.0.0.0 Safari/537.36"
+    return make_features(target=target, client_ip=ip, headers=[("Host", "shop.example"), ("User-Agent", ua), ("Accept", "text/html"),
+                                                                ("Accept-Language", f"en-GB,en;q=0.{1 + i // 40}")])
+
+
+async def decided(p: Pipeline, f: Features, status: int | None = None) -> Verdict:
+    v = p.decide(f)
+    verdict = v if isinstance(v, Verdict) else await v
+    p.observe(f, verdict, status or (200 if verdict.action is Action.FORWARD else 403))
+    return verdict
+
+
+async def test_one_attacker_behind_a_shared_address_never_gets_the_others_blocked(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
+    p = build(cfg, PayloadScorer(Policy(cfg.policy)))
+    assert p.state is not None
+    attack = await decided(p, browser_number(0, target="/search?q=1%27%20union%20select%201--"))
+    assert attack.action is Action.BLOCK and "payload in query:q" in attack.reason
+    # all 200 come back with a request that is only suspicious: the attacker is blocked on its evidence, the 199 challenged
+    outcomes = [await decided(p, browser_number(i)) for i in range(200)]
+    assert outcomes[0].action is Action.BLOCK and outcomes[0].source is Source.CLIENT
+    assert "showed attack evidence" in outcomes[0].reason and "sqli in query:q" in outcomes[0].reason
+    assert [v.action for v in outcomes[1:]] == [Action.CHALLENGE] * 199
+    assert len({p.state.key(browser_number(i)) for i in range(200)}) == 200
+    assert p.state.addresses.shared == 1  # the address is recognised as shared
+
+
+async def test_a_client_that_ignores_five_challenges_in_a_minute_is_blocked(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
+    p = build(cfg, PayloadScorer(Policy(cfg.policy)))
+    assert p.state is not None
+    clock = p.state.history.clock = Ticking()
+    bot, neighbour = browser_number(1), browser_number(2)
+    from gateway import policy as policymod
+
+    before = policymod.EARNED.get("ignored_challenges", "enforce")
+    seen = []
+    for _ in range(6):
+        seen.append(await decided(p, bot))
+        clock.t += 2.0
+    assert [v.action for v in seen] == [Action.CHALLENGE] * 5 + [Action.BLOCK]
+    assert seen[-1].source is Source.CLIENT and "challenged 5 times in 60 s without solving one" in seen[-1].reason
+    assert policymod.EARNED.get("ignored_challenges", "enforce") == before + 1
+    assert (await decided(p, neighbour)).action is Action.CHALLENGE  # the same address, another browser
+    # a page's fetches that were challenged do not count, and neither do requests less than a second apart
+    fetches = make_features(target="/api/cart", client_ip=neighbour.client_ip,
+                            headers=[*neighbour.headers, ("Sec-Fetch-Dest", "empty"), ("Sec-Fetch-Mode", "cors")])
+    for _ in range(8):
+        await decided(p, fetches)
+    assert p.state.history.unsolved(p.state.key(fetches), 60) == 0
+    # a minute later, the ignored challenges have aged out; solving one forgives them at once
+    clock.t += 61
+    assert (await decided(p, bot)).action is Action.CHALLENGE
+    p.state.passed(p.state.key(bot))
+    assert p.state.history.unsolved(p.state.key(bot), 60) == 0
+
+
+async def test_earned_blocks_respect_shadow_mode_and_can_be_turned_off(tmp_path: Path) -> None:
+    rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
+    off = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"block_ignored_challenges": 0, "block_after_attack_s": 0})
+    p = build(off, PayloadScorer(Policy(off.policy)))
+    await decided(p, browser_number(0, target="/search?q=%27--"))
+    assert (await decided(p, browser_number(0))).action is Action.CHALLENGE
+    shadow = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"shadow": True})
+    p = build(shadow, PayloadScorer(Policy(shadow.policy)))
+    first = await decided(p, browser_number(0, target="/search?q=%27--"))
+    assert first.action is Action.FORWARD and first.shadow_action is Action.BLOCK
+    assert (await decided(p, browser_number(0))).action is Action.FORWARD

@@ -24,6 +24,8 @@ CFG = PolicyConfig(block_attack=0.95, block_risk=None, block_attack_corroborated
                    routes={"checkout": RoutePolicyConfig(challenge_risk=0.3, block_risk=0.9),
                            "quiet": RoutePolicyConfig(shadow=True)})
 
+PAYLOAD = "/search?q=1%27%20OR%20%271%27=%271"  # a query carrying a payload: P(attack) can block it
+
 CASES = [
     # name, policy, probabilities, action, difficulty
     ("clear human", None, probs(human=0.97, bad_bot=0.02, attack=0.01), Action.FORWARD, None),
@@ -43,7 +45,7 @@ CASES = [
 @pytest.mark.parametrize("name,policy,p,action,difficulty", CASES, ids=[c[0] for c in CASES])
 def test_thresholds(name: str, policy: str | None, p: dict[str, dict[str, float]], action: Action, difficulty: int | None) -> None:
     pol = Policy(CFG)
-    v = pol.verdict(make_features(), p, ScoreRequest(rule="score-everything-else", policy=policy, backend="app"))
+    v = pol.verdict(make_features(target=PAYLOAD), p, ScoreRequest(rule="score-everything-else", policy=policy, backend="app"))
     assert v.action is action
     assert v.difficulty == difficulty
     assert v.source is Source.MODEL and v.rule == "score-everything-else" and v.backend == "app"
@@ -59,14 +61,16 @@ def test_thresholds(name: str, policy: str | None, p: dict[str, dict[str, float]
 ])
 def test_the_reason_never_shows_a_number_that_contradicts_its_comparison(policy: str | None, p: dict[str, dict[str, float]],
                                                                           shown: str) -> None:
-    v = Policy(CFG).verdict(make_features(), p, ScoreRequest(policy=policy))
-    assert v.explanation[0] == shown, v.reason
+    v = Policy(CFG).verdict(make_features(target=PAYLOAD), p, ScoreRequest(policy=policy))
+    assert v.explanation[0].partition(";")[0] == shown, v.reason
 
 
 def test_block_reason_names_the_attack_kind_and_carries_model_explanations() -> None:
-    v = Policy(CFG).verdict(make_features(), probs(attack=0.99, kind={"sqli": 0.92, "xss": 0.08}), ScoreRequest(),
+    v = Policy(CFG).verdict(make_features(target=PAYLOAD), probs(attack=0.99, kind={"sqli": 0.92, "xss": 0.08}), ScoreRequest(),
                             explanation=("query contains 'union select'",), source=Source.CACHE)
     assert v.action is Action.BLOCK and "sqli 0.92" in v.reason
+    assert "payload in query:q (\"1' OR '1'='1\")" in v.reason, v.reason
+    assert [(h.detector, h.kind, h.location) for h in v.payload] == [("model", "sqli", "query:q")]
     assert v.explanation[-1] == "query contains 'union select'" and v.source is Source.CACHE
 
 
@@ -79,7 +83,7 @@ def test_difficulty_rises_monotonically_with_risk() -> None:
 def test_shadow_mode_decides_but_forwards() -> None:
     before = policymod.DECISIONS.get("default", "block", "shadow")
     pol = Policy(PolicyConfig(shadow=True))
-    v = pol.verdict(make_features(), probs(attack=0.99), ScoreRequest(rule="r"))
+    v = pol.verdict(make_features(target=PAYLOAD), probs(attack=0.99), ScoreRequest(rule="r"))
     assert v.action is Action.FORWARD and v.source is Source.SHADOW and v.shadow_action is Action.BLOCK
     assert v.reason.startswith("shadow mode; would block")
     assert policymod.DECISIONS.get("default", "block", "shadow") == before + 1
@@ -179,11 +183,75 @@ def test_partial_rollout_verdicts_stay_per_client_for_cached_answers() -> None:
     assert outcomes == {Action.CHALLENGE, Action.FORWARD}
 
 
-def test_shipped_defaults_block_near_certain_automation_and_challenge_the_rest() -> None:
+def test_shipped_defaults_challenge_bot_likeness_and_block_only_on_evidence() -> None:
     pol = Policy(PolicyConfig())
-    assert pol.verdict(make_features(), probs(bad_bot=0.97, attack=0.0), ScoreRequest()).action is Action.BLOCK
+    # near-certain automation, no payload evidence: challenged at the top difficulty, never blocked
+    certain = pol.verdict(make_features(), probs(bad_bot=0.999, attack=0.0), ScoreRequest())
+    assert (certain.action, certain.difficulty) == (Action.CHALLENGE, 20)
+    assert pol.verdict(make_features(target=PAYLOAD), probs(bad_bot=0.99), ScoreRequest()).action is Action.CHALLENGE
     assert pol.verdict(make_features(), probs(human=0.05, bad_bot=0.95), ScoreRequest()).action is Action.CHALLENGE
-    assert "or risk>=0.96 or P(attack)>=0.4 with a fallback rule" in pol.describe()
+    assert PolicyConfig().block_risk is None
+    assert "risk>=" not in pol.describe().split("challenge")[0] and "P(attack)>=0.4 with a fallback rule" in pol.describe()
+
+
+def test_block_risk_stays_as_an_opt_in() -> None:
+    pol = Policy(PolicyConfig(block_risk=0.96))
+    v = pol.verdict(make_features(), probs(bad_bot=0.97), ScoreRequest())
+    assert v.action is Action.BLOCK and "policy.block_risk: blocks on look alone" in v.reason
+
+
+NO_PAYLOAD_HEADERS = [("Host", "www.example.com"), ("Sec-Fetch-Dest", "document"),
+                      ("User-Agent", "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+                                     "Version/18.1 Mobile/15E148 Safari/604.1"),
+                      ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Sec-Fetch-Site", "none"),
+                      ("Sec-Fetch-Mode", "navigate"), ("Accept-Language", "en-GB,en;q=0.9"), ("Priority", "u=0, i"),
+                      ("Accept-Encoding", "gzip, deflate, br"), ("Cookie", "clefgate_pass=k1.eyJ0IjoicCJ9.c2ln; _ga=GA1.2.3.4")]
+
+
+@pytest.mark.parametrize("target,headers,body,where", [
+    ("/products/12", NO_PAYLOAD_HEADERS, b"", None),                                     # nothing carried: challenged
+    ("/wiki/Main_Page", None, b"", None),
+    ("/search?q=red+shoes", None, b"", "query"),                                         # a query is a payload
+    ("/item?id=1%27%20OR%201=1", None, b"", "query:id"),                                 # the parameter with the injection is named
+    ("/login", [("Host", "h"), ("Content-Type", "application/x-www-form-urlencoded")], b"user=a&pw=%27or%201=1--", "form:pw"),
+    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": 1}', "body"),
+    ("/", [("Host", "h"), ("Cookie", 'prefs={"t":"<script>"}')], b"", "cookie:prefs"),   # a cookie more than a token
+    ("/", [("Host", "h"), ("User-Agent", "() { :; }; /bin/cat /etc/passwd")], b"", "header:user-agent"),
+    ("/", [("Host", "h"), ("Referer", "https://x/?q=<script>alert(1)</script>")], b"", "header:referer"),
+    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example\"><img src=x>")], b"", "header:x-forwarded-host"),
+    ("/static/..%2f..%2fetc/passwd", None, b"", "path"),
+])
+def test_a_block_on_p_attack_needs_a_payload_and_names_where(target: str, headers: list[tuple[str, str]] | None, body: bytes,
+                                                             where: str | None) -> None:
+    pol = Policy(PolicyConfig())
+    before = policymod.NO_PAYLOAD.get("default")
+    v = pol.verdict(make_features(target=target, headers=headers, body=body), probs(attack=0.999, kind={"sqli": 0.9, "xss": 0.1}),
+                    ScoreRequest())
+    if where is None:
+        assert (v.action, v.payload, v.difficulty) == (Action.CHALLENGE, (), 20)
+        assert "carries no payload" in v.reason and policymod.NO_PAYLOAD.get("default") == before + 1
+    else:
+        assert v.action is Action.BLOCK and f"payload in {where}" in v.reason, v.reason
+        assert v.payload[0].location == where and v.payload[0].detector == "model" and v.payload[0].kind == "sqli"
+
+
+def test_a_two_headed_model_is_read_by_its_payload_and_client_questions() -> None:
+    pol = Policy(PolicyConfig())
+    two = {"payload": {"benign": 0.01, "attack": 0.99}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+           "attack_kind": {"xss": 0.8, "sqli": 0.2}}
+    v = pol.verdict(make_features(target=PAYLOAD), two, ScoreRequest())
+    assert v.action is Action.BLOCK and "xss 0.80" in v.reason
+    bot = {"payload": {"benign": 1.0, "attack": 0.0}, "client": {"human": 0.2, "good_bot": 0.0, "bad_bot": 0.8}}
+    assert pol.verdict(make_features(), bot, ScoreRequest()).action is Action.CHALLENGE
+
+
+def test_the_default_policy_table_is_the_one_in_docs() -> None:
+    from pathlib import Path
+
+    table = Policy(PolicyConfig()).table()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "policy.md").read_text()
+    assert table in doc, "docs/policy.md: paste the output of Policy(PolicyConfig()).table() (clefgate check prints it)"
+    assert "P(bad_bot) + P(attack) >= 0.5" in table and "block on look alone" not in table
 
 
 class Signatures:

@@ -209,7 +209,7 @@ def test_new_features_equals_the_dataclass_constructor() -> None:
     values = dict(method="GET", path="/p", query="q=1", http_version="1.1", headers=headers,
                   header_map=make_header_map(headers), client_ip="1.2.3.4", peer_ip="5.6.7.8", host="h",
                   user_agent="ua", content_length=None, chunked=False, scheme="https", request_id="r-1",
-                  received_at=123.5)
+                  received_at=123.5, client_key="4:1.2.3.4#0123456789abcdef")
     fast = new_features(*(values[name] for name in WIRE_FIELDS))
     slow = Features(**values)  # type: ignore[arg-type]
     assert fast == slow

@@ -171,9 +171,9 @@ def test_rate_limits_run_on_the_logs_clock(tmp_path: Path, capsys: pytest.Captur
     _, fast = run_replay(capsys, "--config", config, "--no-model", str(burst))
     _, slow = run_replay(capsys, "--config", config, "--no-model", str(spread))
     # 200 pages within five seconds of log time: the 120/min bucket (burst 120, refilled at 2/s) refuses the excess
-    assert 60 <= rule_row(fast, "rate-limit-per-ip")["block"] <= 80
+    assert 60 <= rule_row(fast, "rate-limit-per-client")["block"] <= 80
     # the same 200 pages over three hours of log time: never limited
-    assert all(r["name"] != "rate-limit-per-ip" for r in slow["by_rule"])
+    assert all(r["name"] != "rate-limit-per-client" for r in slow["by_rule"])
     assert slow["decided"]["block"] == 0
 
 

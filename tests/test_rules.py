@@ -153,14 +153,14 @@ def test_shipped_rate_limit_turns_the_121st_request_into_429() -> None:
     results = [table.evaluate(page) for _ in range(121)]
     assert all(isinstance(r, ScoreRequest) for r in results[:120])
     last = results[120]
-    assert isinstance(last, Verdict) and last.rule == "rate-limit-per-ip" and last.status == 429
+    assert isinstance(last, Verdict) and last.rule == "rate-limit-per-client" and last.status == 429
     # assets do not count, other clients are unaffected
     assert outcome(table, req("/static/app.css")) == ("score-everything-else", "score")
     assert outcome(table, req("/products/42", ip="203.0.113.8")) == ("score-everything-else", "score")
     # a client that slows down gets its budget back at the refill rate (2/s)
     now[0] += 0.5
     assert isinstance(table.evaluate(page), ScoreRequest)
-    assert outcome(table, page) == ("rate-limit-per-ip", "block")
+    assert outcome(table, page) == ("rate-limit-per-client", "block")
 
 
 def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:
@@ -169,7 +169,7 @@ def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_6
     table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
     got = [outcome(table, req("/products/42", ip=f"2001:db8:7:9:{i >> 16:x}:{i & 0xFFFF:x}:0:1")) for i in range(130)]
     assert got[:120] == [("score-everything-else", "score")] * 120
-    assert set(got[120:]) == {("rate-limit-per-ip", "block")}
+    assert set(got[120:]) == {("rate-limit-per-client", "block")}
     # a neighbour in the next /64 has its own budget
     assert outcome(table, req("/products/42", ip="2001:db8:7:a::1")) == ("score-everything-else", "score")
 
@@ -279,12 +279,15 @@ def test_client_window_condition_and_rate_keys(tmp_path: Path) -> None:
     state.limiter.clock = state.windows.clock = lambda: clock[0]
     table = load([str(HERE / "good" / "every_condition.yaml")], OPTIONS, state)
     ip = "192.0.2.200"
+    client = state.key(req("/anything", ip=ip))  # the address and the browser's fingerprint
     for status in (404, 404, 404, 200):
-        state.record(ip, "/x", status)
+        state.record(client, "/x", status)
     assert table.evaluate(req("/anything", ip=ip)) is None  # 4 requests: not yet
-    state.record(ip, "/y", 404)
+    state.record(client, "/y", 404)
     noisy = table.evaluate(req("/anything", ip=ip))
     assert isinstance(noisy, Verdict) and noisy.rule == "noisy-clients"
+    # another browser behind the same address has its own window
+    assert table.evaluate(req("/anything", ip=ip, ua=CHROME.replace("Chrome/", "Chrome/1"))) is None
     clock[0] += 61  # the window slid past every one of them
     assert table.evaluate(req("/anything", ip=ip)) is None
 
@@ -293,6 +296,13 @@ def test_client_window_condition_and_rate_keys(tmp_path: Path) -> None:
     got = [outcome(table, req("/api/x", ip=f"192.0.2.{i}", headers=key)) for i in range(1, 5)]
     assert got[:3] == [(None, "none")] * 3 and got[3] == ("api-key-rate", "block")
     assert outcome(table, req("/api/x", headers=[("X-Api-Key", "secret-2")])) == (None, "none")
+
+    # rate keyed by client (the default key): a browser's budget is its own, not its address's
+    pages = [outcome(table, req("/pages/x", ip="192.0.2.9")) for _ in range(3)]
+    assert pages == [(None, "none"), (None, "none"), ("client-rate", "block")]
+    other = req("/pages/x", ip="192.0.2.9", headers=[("Accept-Language", "de-DE")])  # another person behind the same NAT
+    assert outcome(table, other) == (None, "none")
+    assert outcome(table, req("/pages/x", ip="192.0.2.9")) == ("client-rate", "block")
 
     # rate keyed by /24: two logins per 10 s from the same network
     logins = [outcome(table, req("/login", method="POST", ip=f"203.0.113.{i}")) for i in (1, 2, 3)]

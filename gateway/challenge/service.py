@@ -285,7 +285,7 @@ class ChallengeService:
                                    "d": difficulty, "id": b64e(secrets.token_bytes(6))})
         PASSED.inc()
         SOLVE.observe(max(0.0, now - float(payload.get("i", now))))
-        self.state.passed(features.client_ip)
+        self.state.passed(self.state.key(features, pass_value=cookie))
         set_cookie = ("Set-Cookie", self._cookie_header(cookie, features))
         url = self._safe_target(str(payload.get("u", "/")))
         if payload.get("p"):
@@ -371,7 +371,7 @@ class ChallengeService:
         if held < required:
             why: str | None = f"pass earned at difficulty {held}, {required} now required"
         else:
-            why = self.drift(features.client_ip, float(payload.get("i", 0.0)))
+            why = self.drift(self.state.key(features), float(payload.get("i", 0.0)))
         if why:
             PASS_COOKIES.inc("rechallenged")
             return dataclasses.replace(verdict, reason=f"{verdict.reason}; challenged again: {why}",

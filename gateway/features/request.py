@@ -32,6 +32,7 @@ class Features:
     ``query`` are raw (percent-encoding kept); decoding is the reader's choice.
     ``headers`` keeps wire order and the client's spelling of names;
     ``header_map`` maps lower-case names to values (repeats joined with ", ").
+    ``client_key`` keys per-client history (windows, rate limits, challenges, evidence).
     """
 
     method: str
@@ -51,6 +52,9 @@ class Features:
     request_id: str = ""
     received_at: float = 0.0
     client: ClientStats | None = None
+    # who is asking: the address and a fingerprint of the client software (``gateway.clients.client_key``), set by
+    # the proxy; "" where Features come from elsewhere (records, tests), and readers compute it then
+    client_key: str = ""
 
     @property
     def target(self) -> str:

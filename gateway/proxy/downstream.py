@@ -388,7 +388,7 @@ class ClientConnection(asyncio.Protocol):
             ex.xfp = st.scheme_b
         ex.features = new_features(
             ex.method, path, query, version, tuple(fheaders), hmap, client_ip, peer, host, get("user-agent", ""),
-            content_length, ex.body == CHUNKED, scheme, ex.request_id, _time(),
+            content_length, ex.body == CHUNKED, scheme, ex.request_id, _time(), st.client_key(client_ip, hmap),
         )
         local = st.local_prefix
         if local is not None and path.startswith(local):

@@ -9,6 +9,7 @@ backends and the access log all come from the same config version.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gateway.proxy.clientaddr import TrustedProxies
@@ -82,6 +83,8 @@ class ProxySettings:
         self.debug_headers = cfg.logging.debug_headers
         self.body_prefix = pipeline.body_prefix_bytes
         self.local_prefix = pipeline.local.prefix if pipeline.local is not None else None
+        # the per-client history key (address + client fingerprint), computed once per request
+        self.client_key: Callable[[str, Mapping[str, str]], str] = pipeline.state.key_of if pipeline.state is not None else _no_key
         self._verdict_headers: dict[int, tuple[Verdict, bytes, bytes]] = {}
 
     def verdict_headers(self, verdict: Verdict) -> tuple[bytes, bytes]:
@@ -114,6 +117,11 @@ class ProxySettings:
             self._verdict_headers.clear()
         self._verdict_headers[id(verdict)] = (verdict, up_b, down_b)
         return up_b, down_b
+
+
+def _no_key(client_ip: str, header_map: Mapping[str, str]) -> str:
+    """No per-client state in this pipeline: readers compute a key when they need one."""
+    return ""
 
 
 def _header_value(text: str) -> bytes:

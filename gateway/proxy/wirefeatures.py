@@ -21,7 +21,7 @@ from gateway.features import Features
 
 # the fields the proxy knows for every request, in the order new_features takes them
 WIRE_FIELDS = ("method", "path", "query", "http_version", "headers", "header_map", "client_ip", "peer_ip", "host",
-               "user_agent", "content_length", "chunked", "scheme", "request_id", "received_at")
+               "user_agent", "content_length", "chunked", "scheme", "request_id", "received_at", "client_key")
 
 
 def _compile() -> Callable[..., Features]:
@@ -56,4 +56,4 @@ def _compile() -> Callable[..., Features]:
 
 
 new_features: Callable[[str, str, str, str, tuple[tuple[str, str], ...], Mapping[str, str], str, str, str, str,
-                        int | None, bool, str, str, float], Features] = _compile()
+                        int | None, bool, str, str, float, str], Features] = _compile()

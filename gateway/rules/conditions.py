@@ -252,7 +252,7 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
 
     if key == "client":
         check = _client(value, ctx, problems, where)
-        return f"{emit.const(check)}(f.client_ip)" if check else None
+        return f"{emit.const(check)}({emit.const(ctx.state.key)}(f))" if check else None
 
     if key == "rate":
         return _rate(value, ctx, problems, where)
@@ -435,7 +435,7 @@ def _client(value: Any, ctx: Context, problems: list[str], where: str) -> Callab
 def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
     spec = {"limit": value} if isinstance(value, str) else value
     if not isinstance(spec, Mapping):
-        problems.append(f"{where}: expected '120/min' or {{limit: 120/min, key: ip|prefix|header:NAME, burst: N}}")
+        problems.append(f"{where}: expected '120/min' or {{limit: 120/min, key: client|ip|prefix|header:NAME, burst: N}}")
         return None
     unknown = [k for k in spec if k not in ("limit", "key", "burst")]
     if unknown:
@@ -446,9 +446,9 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
     except PatternError as exc:
         problems.append(f"{where}: {exc}")
         return None
-    key = str(spec.get("key", "ip"))
-    if key not in ("ip", "prefix") and not (key.startswith("header:") and key[7:] and _HEADER_NAME.fullmatch(key[7:])):
-        problems.append(f"{where}.key: {key!r} is not ip, prefix or header:NAME")
+    key = str(spec.get("key", "client"))
+    if key not in ("client", "ip", "prefix") and not (key.startswith("header:") and key[7:] and _HEADER_NAME.fullmatch(key[7:])):
+        problems.append(f"{where}.key: {key!r} is not client, ip, prefix or header:NAME")
         return None
     burst = spec.get("burst", 0)
     if isinstance(burst, bool) or not isinstance(burst, int) or burst < 0:
@@ -463,7 +463,10 @@ def _rate(value: Any, ctx: Context, problems: list[str], where: str) -> str | No
     rule = emit.const(ctx.rule_id if n == 1 else f"{ctx.rule_id}#{n}")
     label = emit.const(ctx.rule_id)
     rl = emit.const(RateLimit(limit, period, key, burst))
-    if key == "ip":
+    if key == "client":
+        # the address and the client's fingerprint: people sharing an address keep their own budgets
+        client_key = f"{emit.const(ctx.state.key)}(f)"
+    elif key == "ip":
         client_key = f"{emit.const(address_key)}(f.client_ip)"
     elif key == "prefix":
         client_key = f"{emit.const(network_of)}(f.client_ip, {emit.const(ctx.clients.ipv4_prefix)}, {emit.const(ctx.clients.ipv6_prefix)})"

@@ -46,7 +46,7 @@ import numpy as np
 
 from gateway import config as config_mod
 from gateway import features as feat
-from gateway.verdict import Action, ScoreRequest, Verdict
+from gateway.verdict import Action, ScoreRequest, Verdict, attack_probability
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 ACTIONS = (Action.FORWARD, Action.CHALLENGE, Action.BLOCK)
@@ -286,7 +286,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             if verdict is not said:
                 corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
             elif ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
-                policy_blocks["p_attack" if probs["class"]["attack"] >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
+                policy_blocks["p_attack" if attack_probability(probs) >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])
