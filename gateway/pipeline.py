@@ -124,7 +124,7 @@ class Pipeline:
             # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stands
             hits = self.inspector.inspect(features)
             if hits:
-                return self._detected(features, outcome, hits)
+                return self.detected(features, outcome, hits)
         if outcome is None:
             outcome = self.default
             DEFAULTS.inc(self._default_label)
@@ -162,7 +162,7 @@ class Pipeline:
             verdict = self._corroborated(verdict, features)
         return self._honoured(verdict, features)
 
-    def _detected(self, features: Features, outcome: ScoreRequest | None, hits: tuple[PayloadHit, ...]) -> Verdict:
+    def detected(self, features: Features, outcome: ScoreRequest | None, hits: tuple[PayloadHit, ...]) -> Verdict:
         """A block for the payload detectors' hits, under the request's policy mode (shadow, rollout)."""
         named = outcome.policy if outcome is not None else None
         verdict = Verdict(Action.BLOCK, Source.DETECTOR, f"attack payload: {hits[0].describe()}", backend=outcome.backend if outcome else None,

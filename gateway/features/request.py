@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-
 # the most body a record keeps: what the proxy buffers at most before deciding (payload.max_body_bytes' ceiling,
 # gateway.config.PAYLOAD_BODY_CEILING); each stage cuts its own share (the model 160 characters, the detectors their limit)
 RECORD_BODY_BYTES = 64 * 1024
