@@ -211,7 +211,7 @@ class PayloadInspector:
         if f.path and f.path != "/":
             yield "path", f.path, False, False, "raw"
         if f.query:
-            yield from _pairs(f.query, "query", False)
+            yield from _pairs(f.query, "query", True)
         body = f.body_prefix
         if body and self.max_body:
             if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
