@@ -73,6 +73,9 @@ FRAGMENT_CHARS = 80
 MAX_HITS = 4          # hits collected per request (the first already decides it)
 _NAME_CHARS = 64      # longest parameter, field, cookie or header name shown in a location
 _JSON_DEPTH = 32
+_KNOWN_CHARS = 256    # values up to this long have their answer kept ...
+_KNOWN_VALUES = 8192  # ... this many at most (then forgotten at once): at most ~2 MiB
+_UNKNOWN: Any = object()
 _PCT = re.compile(r"%[0-9A-Fa-f]{2}")
 _HTML_REF = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
 _B64 = re.compile(r"[A-Za-z0-9+/]{10,}={0,2}")
@@ -203,6 +206,8 @@ class PayloadInspector:
         self.pass_cookie = cfg.challenge.cookie_name
         self.header_names = frozenset(h for h in p.headers if not h.endswith("*"))
         self.header_prefixes = tuple(h[:-1] for h in p.headers if h.endswith("*"))
+        # short values repeat from request to request (user agents, referers, paths, cookies): their answer is kept
+        self._known: dict[tuple[str, bool, bool, str], tuple[str, str, str, str] | None] = {}
 
     # ------------------------------------------------------------------ values
 
@@ -267,13 +272,25 @@ class PayloadInspector:
             if len(value) > self.max_value:
                 CLIPPED.inc()
                 value = value[:self.max_value]
-            hit = self._value(location, value, plus, body, base)
+            hit = self._known_value(location, value, plus, body, base) if len(value) <= _KNOWN_CHARS else self._value(location, value, plus, body, base)
             if hit is not None:
                 hits.append(hit)
                 HITS.inc(hit.detector, hit.kind, location.partition(":")[0])
                 if len(hits) >= MAX_HITS:
                     break
         return tuple(hits)
+
+    def _known_value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
+        """``_value`` for a short value, answered from the values seen before when it is one of them."""
+        key = (value, plus, body, base)
+        known = self._known.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            hit = self._value(location, value, plus, body, base)
+            if len(self._known) >= _KNOWN_VALUES:
+                self._known.clear()
+            self._known[key] = known = None if hit is None else (hit.detector, hit.kind, hit.fragment, hit.decoding)
+            return hit
+        return None if known is None else PayloadHit(known[0], known[1], location, known[2], known[3])
 
     def _value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
         """The first hit in one value, trying each decoding in turn.
