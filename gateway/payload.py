@@ -95,6 +95,17 @@ _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 # the signatures (UNION SELECT, tautologies ending the value or followed by a comment) and the model.
 SQLI_STARTS = ("s", "1", "X")
 SQLI_TEXT_FINGERPRINTS = re.compile(r"[n1v&ok]*")
+# libinjection also reads a value as if it sat inside a quoted string, so "s" (a string closed) starts the fingerprint
+# of any text with a quote in it. A breakout closes the string early: what precedes the first quote of an injection is
+# a value (1', admin', an empty one), not a sentence ("the equivalent of calling 'field(name)'").
+SQLI_BREAKOUT_WORDS = 3
+SQLI_BREAKOUT_CHARS = 32
+_QUOTE = re.compile(r"['\"`]")
+# libinjection XSS flags any tag of its list (<iframe>, <svg>, <meta>), which people also search for by name; it is
+# evidence together with something that runs or loads: an event handler, a script element, a script URL, a source or
+# a call
+_ACTIVE = re.compile(r"\bon[a-z]{3,}\s*=|(?:java|vb)script\s*:|<\s*script|\b(?:src|srcdoc|href|action|formaction|data)\s*=|"
+                     r"\bdata:|expression\s*\(|[(`]", re.IGNORECASE)
 # A value is prose when it holds a line break in a body field (a textarea) or at least PROSE_WORDS words: a post, a
 # review, a pasted snippet. HTML, shell lines, file paths, URLs and code are ordinary there on a developer forum, so
 # libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
@@ -316,10 +327,14 @@ class PayloadInspector:
             found = libinjection.is_sql_injection(text)
             if found["is_sqli"]:
                 shape = found["fingerprint"]
-                if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)):
+                if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
+                        and (shape[0] != "s" or _breaks_out(text)):
                     return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
         prose = (body and "\n" in text) or (text.count(" ") >= PROSE_WORDS - 1 and len(text.split()) >= PROSE_WORDS)
-        if self.xss and not prose and ("<" in text or "=" in text) and libinjection.is_xss(text)["is_xss"]:
+        # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
+        # percent-decoded, never HTML-decoded (the signatures still read that)
+        if self.xss and not prose and "html" not in decoding and ("<" in text or "=" in text) and _ACTIVE.search(text) \
+                and libinjection.is_xss(text)["is_xss"]:
             start = min((i for i in (text.find("<"), text.find("=")) if i >= 0), default=0)
             return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
         if self._joined is not None:
@@ -343,6 +358,15 @@ class PayloadInspector:
                         shown = text if len(text) == len(low) else low
                         return PayloadHit("signatures", sig.kind, location, fragment(shown, m.start(), m.end()), decoding)
         return None
+
+
+def _breaks_out(text: str) -> bool:
+    """The text before the first quote is a value (at most a few words), as in a string breakout."""
+    m = _QUOTE.search(text)
+    if m is None:
+        return True  # a string context libinjection assumed: the whole value is the string (1 or 1=1)
+    before = text[:m.start()]
+    return len(before) <= SQLI_BREAKOUT_CHARS and len(before.split()) <= SQLI_BREAKOUT_WORDS
 
 
 def _options() -> re2.Options:
