@@ -232,6 +232,37 @@ def test_shadow_mode_forwards_and_keeps_the_evidence() -> None:
     assert line["shadow_action"] == "block"
 
 
+def test_replay_decides_with_the_detectors_and_tallies_them_by_detector() -> None:
+    from gateway.replay import LogRequest, Replayer
+
+    replayer = Replayer(config(model={"enabled": False}), use_model=False)
+    for i, target in enumerate(["/search?q=" + quote(SQLI), "/search?q=" + quote("1' or '2'='2' --"), "/search?q=shoes"]):
+        replayer.feed(LogRequest(record(target), float(i), 200, "record"))
+    replayer.flush()
+    assert replayer.tally.by_rule["payload detector: libinjection sqli"]["block"] == 2
+    assert replayer.tally.sources["detector"] == 2
+
+
+def test_eval_decides_with_the_detectors_as_the_pipeline_does(tmp_path: Path) -> None:
+    from gateway import evaluate as ev
+    from tests.test_evaluate import FakeScorer  # answers "human" for /page
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: score-the-rest\n    action: score\n")
+    attack = {**record("/page/9", method="POST", headers=[["Content-Type", FORM]], body="comment=" + quote(SQLI)), "label": "attack"}
+    person = {**record("/page/9", method="POST", headers=[["Content-Type", FORM]], body="comment=" + quote("O'Brien -- select a size")),
+              "label": "human"}
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in (attack, person)) + "\n")
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": [str(rules)]}}, str(tmp_path / "c.yaml"))
+    out = ev.evaluate(ev.read_rows(data, ev.Skipped()), cfg, FakeScorer())
+    assert out["payload_hits"] == {"libinjection/sqli": 1}
+    for system in ("rules_model", "rules_only"):
+        assert out["systems"][system]["matrix"]["attack"]["block"] == 1
+        assert out["systems"][system]["matrix"]["human"]["block"] == 0
+    assert out["systems"]["model"]["matrix"]["attack"]["block"] == 0  # the model alone is not asked the detectors' question
+
+
 # ---------------------------------------------------------------------------------------------------- end to end
 
 def _gateway_config(upstream: str, tmp: Path, *, model: bool, **extra: Any) -> dict[str, Any]:
