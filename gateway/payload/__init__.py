@@ -41,16 +41,10 @@ matched a value is not asked again about it.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import html
-import ipaddress
-import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, unquote_plus
 
 import libinjection
 import re2
@@ -58,6 +52,8 @@ import re2
 from gateway import metrics
 from gateway.config import Config
 from gateway.features import Features
+from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
+from gateway.payload.locations import INERT, Value, boundary_of, is_address, json_values, multipart_values, name_of, pairs
 from gateway.rules.inputs import PatternError, compile_inputs
 from gateway.rules.loader import inputs_signatures
 from gateway.verdict import PayloadHit
@@ -69,21 +65,10 @@ TRUNCATED = metrics.counter("clefgate_payload_body_truncated_total",
 CAPPED = metrics.counter("clefgate_payload_values_skipped_total", "Values not inspected because their request had more than payload.max_values.")
 CLIPPED = metrics.counter("clefgate_payload_values_clipped_total", "Values longer than payload.max_value_bytes, inspected on their prefix only.")
 
-FRAGMENT_CHARS = 80
 MAX_HITS = 4          # hits collected per request (the first already decides it)
-_NAME_CHARS = 64      # longest parameter, field, cookie or header name shown in a location
-_JSON_DEPTH = 32
 _KNOWN_CHARS = 256    # values up to this long have their answer kept ...
 _KNOWN_VALUES = 8192  # ... this many at most (then forgotten at once): at most ~2 MiB
 _UNKNOWN: Any = object()
-_PCT = re.compile(r"%[0-9A-Fa-f]{2}")
-_HTML_REF = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
-_B64 = re.compile(r"[A-Za-z0-9+/]{10,}={0,2}")
-# a value made only of these cannot be SQL injection (no spaces, quotes, parentheses, operators or comments)
-_INERT = re.compile(r"[\w.\-@:/~!]*")
-_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_BOUNDARY = re.compile(r'boundary=(?:"([^"]{1,200})"|([^\s;,]{1,200}))', re.IGNORECASE)
-_DISPOSITION = re.compile(r'\b(name|filename)="([^"]*)"|\b(name|filename)=([^\s;]+)', re.IGNORECASE)
 _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 
 # libinjection SQLi is taken as evidence when its fingerprint (the folded token shape it matched) starts by breaking
@@ -145,58 +130,6 @@ def signatures_for(cfg: Config) -> tuple[Signature, ...]:
     return tuple(out)
 
 
-def fragment(text: str, start: int = 0, end: int | None = None) -> str:
-    """``text[start:end]`` widened by a little context, at most FRAGMENT_CHARS, control characters escaped."""
-    end = len(text) if end is None else end
-    lo = max(0, start - 16)
-    piece = text[lo:max(end + 16, lo + 1)][:FRAGMENT_CHARS]
-    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece)
-
-
-def _decode_percent(text: str, plus: bool) -> str:
-    return unquote_plus(text, errors="replace") if plus else unquote(text, errors="replace")
-
-
-def _base64(text: str) -> str | None:
-    """The decoded text of a value that is base64 (strict alphabet, padded length, mostly printable), else None."""
-    if len(text) % 4 or not _B64.fullmatch(text):
-        return None
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    printable = sum(1 for b in raw if 0x20 <= b < 0x7F or b in (9, 10, 13))
-    if not raw or printable < 0.9 * len(raw):
-        return None
-    return raw.decode("utf-8", "replace")
-
-
-def variants(raw: str, *, plus: bool, base: str = "raw") -> list[tuple[str, str]]:
-    """``(text, decoding)`` for each distinct decoding of a value, the value as sent first."""
-    out = [(raw, base)]
-    text, label = raw, base
-    if _PCT.search(raw) or (plus and "+" in raw):
-        once = _decode_percent(raw, plus)
-        label = "percent" if _PCT.search(raw) else "plus"
-        text = once
-        if _PCT.search(once):
-            text, label = _decode_percent(once, False), "percent2"
-        out.append((text, label))
-    if "&" in text and _HTML_REF.search(text):
-        unescaped = html.unescape(text)
-        if unescaped != text:
-            out.append((unescaped, "html" if label == "raw" else f"{label}, html"))
-    for candidate in {raw, text}:
-        decoded = _base64(candidate)
-        if decoded is not None:
-            out.append((decoded, "base64"))
-    return out
-
-
-def _name(text: str) -> str:
-    return fragment(text[:_NAME_CHARS])
-
-
 class PayloadInspector:
     """Finds attack payloads in a request's locations (see the module docstring).
 
@@ -222,12 +155,12 @@ class PayloadInspector:
 
     # ------------------------------------------------------------------ values
 
-    def values(self, f: Features) -> Iterator[tuple[str, str, bool, bool, str]]:
+    def values(self, f: Features) -> Iterator[Value]:
         """``(location, value, plus, body, base decoding)`` for every location of a request (see the module docstring)."""
         if f.path and f.path != "/":
             yield "path", f.path, False, False, "raw"
         if f.query:
-            yield from _pairs(f.query, "query", True)
+            yield from pairs(f.query, "query", True)
         body = f.body_prefix
         if body and self.max_body:
             if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
@@ -239,7 +172,7 @@ class PayloadInspector:
                 name, eq, value = part.strip().partition("=")
                 if not eq or name == self.pass_cookie:
                     continue
-                yield f"cookie:{_name(name)}", value, False, False, "raw"
+                yield f"cookie:{name_of(name)}", value, False, False, "raw"
         names, prefixes = self.header_names, self.header_prefixes
         for name, value in f.headers:
             key = name.lower()
@@ -247,25 +180,25 @@ class PayloadInspector:
                 if key == "x-forwarded-for":
                     for entry in value.split(","):
                         entry = entry.strip()
-                        if entry and not _is_address(entry):
+                        if entry and not is_address(entry):
                             yield f"header:{key}", entry, False, False, "raw"
                 elif value:
-                    yield f"header:{_name(key)}", value, False, False, "raw"
+                    yield f"header:{name_of(key)}", value, False, False, "raw"
 
-    def _body(self, f: Features, body: bytes) -> Iterator[tuple[str, str, bool, bool, str]]:
+    def _body(self, f: Features, body: bytes) -> Iterator[Value]:
         ctype = f.header_map.get("content-type", "").lower()
         if not ctype:
             head = body.lstrip()[:1]
             ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
         if "x-www-form-urlencoded" in ctype:
-            for location, value, plus, _, base in _pairs(body.decode("latin-1"), "form", True):
+            for location, value, plus, _, base in pairs(body.decode("latin-1"), "form", True):
                 yield location, value, plus, True, base
         elif "json" in ctype:
-            yield from _json_values(body)
+            yield from json_values(body)
         elif "multipart/form-data" in ctype:
-            m = _BOUNDARY.search(f.header_map.get("content-type", ""))
-            if m:
-                yield from _multipart(body, (m.group(1) or m.group(2)).encode("latin-1"))
+            boundary = boundary_of(f.header_map.get("content-type", ""))
+            if boundary:
+                yield from multipart_values(body, boundary)
 
     # ------------------------------------------------------------------ detection
 
@@ -323,7 +256,7 @@ class PayloadInspector:
         return None
 
     def _text(self, location: str, text: str, decoding: str, body: bool) -> PayloadHit | None:
-        if self.sqli and not _INERT.fullmatch(text):
+        if self.sqli and not INERT.fullmatch(text):
             found = libinjection.is_sql_injection(text)
             if found["is_sqli"]:
                 shape = found["fingerprint"]
@@ -377,91 +310,5 @@ def _options() -> re2.Options:
     return opts
 
 
-def _is_address(entry: str) -> bool:
-    """An X-Forwarded-For entry that is an address (``1.2.3.4``, ``1.2.3.4:80``, ``[::1]:80``, ``::1``, ``unknown``)."""
-    if entry.lower() == "unknown":
-        return True
-    text = entry
-    if text.startswith("["):
-        text = text[1:text.find("]")] if "]" in text else text[1:]
-    elif text.count(":") == 1:
-        text = text.partition(":")[0]
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _pairs(text: str, kind: str, plus: bool) -> Iterator[tuple[str, str, bool, bool, str]]:
-    """Query-string or form pairs: the value under ``kind:NAME``, a name that needs looking at under ``kind:NAME (name)``."""
-    for pair in text.split("&"):
-        if not pair:
-            continue
-        name, _, value = pair.partition("=")
-        shown = _name(_decode_percent(name, plus) if "%" in name or "+" in name else name)
-        if value:
-            yield f"{kind}:{shown}", value, plus, False, "raw"
-        if not _INERT.fullmatch(name):
-            yield f"{kind}:{shown} (name)", name, plus, False, "raw"
-
-
-def _json_values(body: bytes) -> Iterator[tuple[str, str, bool, bool, str]]:
-    """JSON string values and keys with their ``$.a.b[0]`` path; a body cut short yields its string literals (``json:#n``)."""
-    text = body.decode("utf-8", "replace")
-    base = "json" if "\\" in text else "raw"
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        for i, m in enumerate(_JSON_STRING.finditer(text)):
-            try:
-                value = json.loads(m.group(0))
-            except ValueError:
-                continue
-            if isinstance(value, str) and value:
-                yield f"json:#{i}", value, False, True, base
-        return
-    stack: list[tuple[str, Any, int]] = [("$", doc, 0)]
-    while stack:
-        path, node, depth = stack.pop()
-        if isinstance(node, str):
-            if node:
-                yield f"json:{path}", node, False, True, base
-        elif depth >= _JSON_DEPTH:
-            continue
-        elif isinstance(node, dict):
-            for key, value in reversed(node.items()):
-                key_path = f"{path}.{_name(key)}" if _INERT.fullmatch(key) else f"{path}[{_name(json.dumps(key))}]"
-                if not _INERT.fullmatch(key):
-                    yield f"json:{key_path} (key)", key, False, True, base
-                stack.append((key_path, value, depth + 1))
-        elif isinstance(node, list):
-            for i in range(len(node) - 1, -1, -1):
-                stack.append((f"{path}[{i}]", node[i], depth + 1))
-
-
-def _multipart(body: bytes, boundary: bytes) -> Iterator[tuple[str, str, bool, bool, str]]:
-    """Multipart field values, field names and file names (file contents are not read)."""
-    for part in body.split(b"--" + boundary)[1:]:
-        if part.startswith(b"--"):
-            break
-        head, sep, content = part.partition(b"\r\n\r\n")
-        if not sep:
-            head, sep, content = part.partition(b"\n\n")
-        params: dict[str, str] = {}
-        for line in head.decode("latin-1").splitlines():
-            if line.lower().startswith("content-disposition:"):
-                for m in _DISPOSITION.finditer(line):
-                    params.setdefault((m.group(1) or m.group(3)).lower(), m.group(2) if m.group(1) else m.group(4))
-        name = params.get("name", "")
-        shown = _name(name)
-        if name and not _INERT.fullmatch(name):
-            yield f"multipart:{shown} (name)", name, False, True, "raw"
-        if "filename" in params:
-            if params["filename"]:
-                yield f"multipart:{shown} (filename)", params["filename"], False, True, "raw"
-            continue
-        if sep:
-            value = content[:-2] if content.endswith(b"\r\n") else content.rstrip(b"\n")
-            if value:
-                yield f"multipart:{shown}", value.decode("utf-8", "replace"), False, True, "raw"
+__all__ = ["CAPPED", "CLIPPED", "FRAGMENT_CHARS", "HITS", "TRUNCATED", "PayloadInspector", "Signature", "compile_signatures", "fragment",
+           "signatures_for", "variants"]
