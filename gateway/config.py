@@ -439,6 +439,41 @@ class DeciderConfig:
     cache_size: int = setting(100_000, "Most cached decisions; 0 disables the cache.", check=non_negative)
 
 
+# the most body the proxy buffers before a decision (gateway.proxy.exchange.BUFFER_MAX): the inspection limit's ceiling
+PAYLOAD_BODY_CEILING = 64 * 1024
+PAYLOAD_DETECTORS = ("libinjection-sqli", "libinjection-xss", "signatures")
+PAYLOAD_HEADERS = ["referer", "user-agent", "origin", "x-forwarded-host", "x-forwarded-for", "x-forwarded-server", "x-original-url",
+                   "x-rewrite-url", "x-real-ip", "x-client-ip", "true-client-ip", "x-http-method-override", "x-api-*", "x-custom-*"]
+
+
+def _payload_header(v: str) -> str | None:
+    if not isinstance(v, str) or not re.fullmatch(r"[a-z0-9!#$%&'.^_`|~-]+\*?", v):
+        return f"{v!r} is not a lower-case header name (a trailing * matches a prefix, e.g. x-api-*)"
+    return None
+
+
+@dataclass(kw_only=True)
+class PayloadConfig:
+    """Deterministic payload detection (``gateway.payload``): libinjection and the injection signatures, per location.
+
+    Runs on every request the rules leave open, with or without the model, before it.
+    A hit blocks (``Source.DETECTOR``) under the request's policy mode (shadow, rollout).
+    """
+
+    enabled: bool = setting(True, "Inspect the path, query parameters, form, JSON and multipart fields, cookies and the headers below for SQL injection, XSS and the injection signatures; a hit blocks.")
+    max_body_bytes: int = setting(16 * 1024, "Bytes of a request body inspected (accepts 16KiB style sizes, at most 64KiB: what the proxy buffers before deciding). "
+                                  "The proxy reads max(this, limits.body_prefix_bytes) before deciding; a longer body is inspected on that prefix, "
+                                  "streamed on unbuffered, and counted in clefgate_payload_body_truncated_total. 0 inspects no bodies.",
+                                  check=lambda v: None if 0 <= v <= PAYLOAD_BODY_CEILING else f"must be between 0 and {PAYLOAD_BODY_CEILING} (got {v!r})",
+                                  coerce=parse_size)
+    max_value_bytes: int = setting(4096, "Longest value inspected; a longer one is inspected on its first max_value_bytes.", check=positive, coerce=parse_size)
+    max_values: int = setting(256, "Most values (parameters, fields, cookies, headers) inspected per request; the rest are skipped and counted (clefgate_payload_values_skipped_total).", check=positive)
+    detectors: list[str] = setting(list(PAYLOAD_DETECTORS), "Detectors that run: libinjection-sqli, libinjection-xss, signatures (every block rule with an inputs condition in rules.files and rules.fallback_files).",
+                                   check=each(one_of(*PAYLOAD_DETECTORS)), coerce=_csv_list)
+    headers: list[str] = setting(list(PAYLOAD_HEADERS), "Request headers inspected (lower-case names, a trailing * matches a prefix). X-Forwarded-For entries that are addresses are skipped; cookies are inspected separately, except the pass cookie (challenge.cookie_name).",
+                                 check=each(_payload_header), coerce=_csv_list)
+
+
 @dataclass(kw_only=True)
 class DecisionLogConfig:
     """The JSONL decision log: one line per scored or ruled request (the retraining feed)."""
@@ -523,6 +558,7 @@ class Config:
     model: ModelConfig = setting(factory=ModelConfig, doc="The Clef-flash model.")
     decider: DeciderConfig = setting(factory=DeciderConfig, doc="Batching, cache and circuit breaker around the model.")
     decision_log: DecisionLogConfig = setting(factory=DecisionLogConfig, doc="The JSONL decision log.")
+    payload: PayloadConfig = setting(factory=PayloadConfig, doc="Deterministic payload detection (SQL injection, XSS, injection signatures) on every request.")
     clef: ClefConfig = setting(factory=ClefConfig, doc="The zero-shot clef model of the decision API.")
     jev: JevConfig = setting(factory=JevConfig, doc="The Jev-compatible decision API.")
 

@@ -5,7 +5,8 @@ Each line holds the request as a record in the shape ``clefgate eval`` and
 prefix, client_ip), the model input exactly as the model read it (feature version,
 canonical text, numeric vector — present when the model ran; a cached answer's line
 refers to the same input through its record), the probabilities, the verdict, its
-source and rule, the decision latency and the model version. Add a ``"label"`` to
+source and rule, the decision latency, the model version and the payload detectors' hits
+(detector, kind, location, fragment, decoding) when they decided. Add a ``"label"`` to
 lines and the file is training data.
 
 A line is encoded where the decision is observed and handed as bytes to a bounded
@@ -44,7 +45,7 @@ from typing import Any
 from gateway import metrics
 from gateway.config import DecisionLogConfig
 from gateway.features import FEATURE_VERSION, Features
-from gateway.verdict import Action, Source, Verdict
+from gateway.verdict import Action, PayloadHit, Source, Verdict
 
 log = logging.getLogger("clefgate.decisionlog")
 
@@ -127,7 +128,14 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     if item is not None:
         # exactly what the model read; gateway.features.ModelInput.from_json reads it back
         out["input"] = {"feature_version": FEATURE_VERSION, "text": item.text, "numeric": item.numeric}
+    if verdict.payload:
+        out["payload"] = [payload_of(hit) for hit in verdict.payload]
     return out
+
+
+def payload_of(hit: PayloadHit) -> dict[str, str]:
+    """One payload detector hit as logged: detector, kind, location, fragment, decoding."""
+    return {"detector": hit.detector, "kind": hit.kind, "location": hit.location, "fragment": hit.fragment, "decoding": hit.decoding}
 
 
 def _seconds_text(when: float) -> str:
@@ -235,6 +243,8 @@ class _LineEncoder:
         item = verdict.model_input
         if item is not None:
             parts.append(f',"input":{{"feature_version":{s(FEATURE_VERSION)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}}}')
+        if verdict.payload:
+            parts.append(',"payload":' + _encode([payload_of(hit) for hit in verdict.payload]))
         parts.append("}")
         return "".join(parts)
 

@@ -26,10 +26,11 @@ from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
 from gateway.clients import ClientState
 from gateway.config import Config, ConfigError
 from gateway.features import ClientStats, Features
+from gateway.payload import PayloadInspector, signatures_for
 from gateway.policy import Policy
 from gateway.policy import check as check_policy
 from gateway.rules import RuleFileError, RuleTable, from_config
-from gateway.verdict import ALLOW_ALL, Action, LocalResponse, ScoreRequest, Source, Verdict
+from gateway.verdict import ALLOW_ALL, Action, LocalResponse, PayloadHit, ScoreRequest, Source, Verdict
 
 
 class RuleEvaluator(Protocol):
@@ -102,6 +103,9 @@ class Pipeline:
     state: ClientState | None = None
     policy: Policy | None = None
     route_policies: tuple[CompiledRoute, ...] = ()
+    # payload detectors (gateway.payload), run on what the rules leave open, before the model; block_status: their block's status
+    inspector: PayloadInspector | None = None
+    block_status: int = 403
     # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
     _default_label: str = field(init=False, repr=False, compare=False, default="")
     # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
@@ -116,6 +120,11 @@ class Pipeline:
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
         """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
         outcome = self.rules.evaluate(features) if self.rules is not None else None
+        if self.inspector is not None and not isinstance(outcome, Verdict):
+            # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stands
+            hits = self.inspector.inspect(features)
+            if hits:
+                return self.detected(features, outcome, hits)
         if outcome is None:
             outcome = self.default
             DEFAULTS.inc(self._default_label)
@@ -152,6 +161,17 @@ class Pipeline:
         else:
             verdict = self._corroborated(verdict, features)
         return self._honoured(verdict, features)
+
+    def detected(self, features: Features, outcome: ScoreRequest | None, hits: tuple[PayloadHit, ...]) -> Verdict:
+        """A block for the payload detectors' hits, under the request's policy mode (shadow, rollout)."""
+        named = outcome.policy if outcome is not None else None
+        verdict = Verdict(Action.BLOCK, Source.DETECTOR, f"attack payload: {hits[0].describe()}", backend=outcome.backend if outcome else None,
+                          status=self.block_status, explanation=tuple(h.describe() for h in hits), payload=hits,
+                          policy=named or (self.policy_for(features) if self.route_policies else None))
+        if self.policy is None:
+            return verdict
+        applied = self.policy.as_configured(features, verdict)
+        return applied if applied.payload == hits else dataclasses.replace(applied, payload=hits)
 
     def _honoured(self, verdict: Verdict, features: Features) -> Verdict:
         """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
@@ -327,9 +347,14 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
 
     routes = compile_routes(cfg.routes)
     default = _default(cfg)
+    inspector = PayloadInspector(cfg, signatures_for(cfg)) if cfg.payload.enabled else None
+    # the proxy reads this much body before deciding: what the model reads, and what the detectors inspect
+    body_prefix = max(cfg.limits.body_prefix_bytes if scorer is not None else 0, cfg.payload.max_body_bytes if inspector is not None else 0)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
              *([f"{len(fallback_table)} fallback rules"] if fallback_table is not None else []),
-             f"default {cfg.rules.default}", "model" if scorer is not None else "no model", policy.describe()]
+             f"default {cfg.rules.default}", "model" if scorer is not None else "no model",
+             *(["payload detectors"] if inspector is not None else []), policy.describe()]
     return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
-                    body_prefix_bytes=cfg.limits.body_prefix_bytes if scorer is not None else 0, description="; ".join(parts),
-                    passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else ())
+                    body_prefix_bytes=body_prefix, description="; ".join(parts),
+                    passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else (),
+                    inspector=inspector, block_status=cfg.challenge.block_status)

@@ -4,8 +4,11 @@
     python -m loadtest.rulesbench --rules my.yaml --seconds 3
 
 Prints µs per request (median of several rounds) for the whole mix and per kind of
-request. It is a benchmark, not a test: nothing is asserted. Requests are built once, so
-only ``RuleTable.evaluate`` is timed, exactly as the proxy calls it.
+request, two ways side by side in one run: the rules alone, and the rules followed by the
+payload detectors (``gateway.payload``) on what the rules leave open, as
+``Pipeline.decide`` runs them. It is a benchmark, not a test: nothing is asserted.
+Requests are built once, so only ``RuleTable.evaluate`` and ``PayloadInspector.inspect``
+are timed, exactly as the proxy calls them; the two ways alternate round by round.
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gateway import config as configmod
 from gateway.clients import ClientState
 from gateway.config import ClientsConfig
 from gateway.features import Features, make_header_map
+from gateway.payload import PayloadInspector, signatures_for
 from gateway.rules import RuleOptions, load
+from gateway.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -35,13 +41,13 @@ MIX = {"page": 0.45, "asset": 0.30, "api": 0.08, "feed": 0.03, "crawler": 0.05, 
        "ai_crawler": 0.03, "scanner": 0.04}
 
 
-def _features(method: str, target: str, ua: str, ip: str, extra: Sequence[tuple[str, str]] = ()) -> Features:
+def _features(method: str, target: str, ua: str, ip: str, extra: Sequence[tuple[str, str]] = (), body: bytes = b"") -> Features:
     headers = (("Host", "shop.example"), ("User-Agent", ua), ("Accept", "text/html,application/xhtml+xml"),
                ("Accept-Language", "en-GB,en;q=0.5"), ("Accept-Encoding", "gzip, deflate, br"), *extra)
     hmap = make_header_map(headers)
     path, _, query = target.partition("?")
     return Features(method=method, path=path, query=query, headers=headers, header_map=hmap, client_ip=ip, peer_ip=ip,
-                    host="shop.example", user_agent=ua)
+                    host="shop.example", user_agent=ua, body_prefix=body, content_length=len(body) if body else None)
 
 
 def build_mix(n: int, seed: int = 7) -> list[tuple[str, Features]]:
@@ -60,7 +66,8 @@ def build_mix(n: int, seed: int = 7) -> list[tuple[str, Features]]:
         elif kind == "asset":
             f = _features("GET", rnd.choice(("/static/app.3f2a.js", "/static/site.css", "/img/p/1234.webp", "/favicon.ico")), ua, ip)
         elif kind == "api":
-            f = _features("POST", "/api/v1/cart/items", ua, ip, (("Authorization", "Bearer eyJhbGciOi"), ("Content-Type", "application/json")))
+            f = _features("POST", "/api/v1/cart/items", ua, ip, (("Authorization", "Bearer eyJhbGciOi"), ("Content-Type", "application/json")),
+                          b'{"sku": "A-1234", "qty": 2, "options": {"size": "M", "colour": "navy"}, "note": "gift wrap, please"}')
         elif kind == "feed":
             f = _features("GET", "/blog/feed", "FreshRSS/1.23.1 (Linux; https://freshrss.org)", ip)
         elif kind == "crawler":
@@ -89,28 +96,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = load(files, RuleOptions(), state)
     mix = build_mix(args.requests)
     evaluate = table.evaluate
+    cfg = configmod.validate({"backends": {"bench": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": files}})
+    inspect = PayloadInspector(cfg, signatures_for(cfg)).inspect
+
+    def with_payload(f: Features) -> object:
+        out = evaluate(f)
+        return out if isinstance(out, Verdict) else (inspect(f) or out)
+
+    ways = {"rules": evaluate, "rules+payload": with_payload}
     for _, f in mix:  # warm-up: buckets created, regex caches hot
-        evaluate(f)
+        with_payload(f)
 
-    rounds = []
-    for _ in range(args.rounds):
+    def timed(run: Callable[[Features], object], requests: list[Features]) -> float:
         t0 = time.perf_counter()
-        for _, f in mix:
-            evaluate(f)
-        rounds.append((time.perf_counter() - t0) / len(mix) * 1e6)
+        for f in requests:
+            run(f)
+        return (time.perf_counter() - t0) / len(requests) * 1e6
 
-    per_kind: dict[str, list[float]] = {}
+    everything = [f for _, f in mix]
+    rounds: dict[str, list[float]] = {way: [] for way in ways}
+    for _ in range(args.rounds):
+        for way, run in ways.items():
+            rounds[way].append(timed(run, everything))
+    per_kind: dict[str, dict[str, list[float]]] = {}
     for kind in MIX:
         subset = [f for k, f in mix if k == kind]
         if not subset:
             continue
-        samples = []
+        per_kind[kind] = {way: [] for way in ways}
         for _ in range(args.rounds):
-            t0 = time.perf_counter()
-            for f in subset:
-                evaluate(f)
-            samples.append((time.perf_counter() - t0) / len(subset) * 1e6)
-        per_kind[kind] = samples
+            for way, run in ways.items():
+                per_kind[kind][way].append(timed(run, subset))
 
     # the per-client key (address + client fingerprint) the proxy computes once per request, outside the rules
     key_of = state.key_of
@@ -128,10 +144,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes[name] = outcomes.get(name, 0) + 1
 
     print(f"rules: {', '.join(files)} ({len(table)} rules); {len(mix)} requests x {args.rounds} rounds; Python {sys.version.split()[0]}")
-    print(f"{'mix':<12} {statistics.median(rounds):7.2f} µs/request (min {min(rounds):.2f}, max {max(rounds):.2f})")
+    print(f"{'µs/request':<12} {'rules':>9} {'+payload':>9} {'ratio':>7}")
+
+    def row(name: str, samples: dict[str, list[float]], note: str = "") -> None:
+        a, b = statistics.median(samples["rules"]), statistics.median(samples["rules+payload"])
+        print(f"{name:<12} {a:9.2f} {b:9.2f} {b / a:6.2f}x{note}")
+
+    row("mix", rounds, f"  (min {min(rounds['rules']):.2f} / {min(rounds['rules+payload']):.2f})")
     for kind, samples in per_kind.items():
-        print(f"{kind:<12} {statistics.median(samples):7.2f} µs/request  ({MIX[kind]:.0%} of the mix)")
-    print(f"{'client key':<12} {statistics.median(keys):7.2f} µs/request  (address + fingerprint, computed once per request by the proxy)")
+        row(kind, samples, f"  ({MIX[kind]:.0%} of the mix)")
+    print(f"{'client key':<12} {statistics.median(keys):9.2f} µs/request  (address + fingerprint, computed once per request by the proxy)")
     print("decided by: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1])))
     return 0
 

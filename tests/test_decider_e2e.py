@@ -35,6 +35,8 @@ SHIPPED_RULES = {"files": [str(ROOT / "rules" / "default.yaml")]}
 
 
 def model_config(upstream: str, tmp: Path, rules: dict[str, object] = SHIPPED_RULES, **extra: object) -> dict[str, object]:
+    # the model's own path (scores, cache, corroboration): the payload detectors in front of it are tests/test_payload.py's
+    extra.setdefault("payload", {"enabled": False})
     return config_for(upstream, rules=rules, model={"enabled": True},
                       challenge={"dev_generate_secret": True}, logging={"level": "info", "access_log": "-", "debug_headers": True},
                       decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)

@@ -23,7 +23,10 @@ KEY = {"id": "k1", "secret": "s" * 40}
 
 
 def cfg_of(**extra: Any) -> Config:
-    raw: dict[str, Any] = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}, "api": {"servers": ["http://127.0.0.1:10"]}}}
+    # the chain around the model and the fallback rules, without the payload detectors in front of them
+    # (tests/test_payload.py tests those, and the pipeline with them)
+    raw: dict[str, Any] = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}, "api": {"servers": ["http://127.0.0.1:10"]}},
+                           "payload": {"enabled": False}}
     raw.update(extra)
     return configmod.validate(raw, str(ROOT / "clefgate.yaml"))
 

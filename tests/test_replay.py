@@ -179,7 +179,9 @@ def test_rate_limits_run_on_the_logs_clock(tmp_path: Path, capsys: pytest.Captur
 
 def test_the_model_scores_what_the_rules_leave_open(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = write_toy_model(tmp_path / "repo")
-    config = write_config(tmp_path, model={"enabled": True, "repository": str(repo), "name": "clef-flash-toy", "providers": ["cpu"]})
+    # the model's batches: the payload detectors, which would decide the injections before it, are off here
+    config = write_config(tmp_path, model={"enabled": True, "repository": str(repo), "name": "clef-flash-toy", "providers": ["cpu"]},
+                          payload={"enabled": False})
     log = tmp_path / "access.log"
     rows = [combined(f"203.0.113.{i}", "/shop") for i in range(1, 9)]
     rows += [combined(f"198.51.100.{i}", "/search?q=%27%20OR%20%271%27%3D%271", agent="sqlmap/1.8.6#stable (https://sqlmap.org)")

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+# the most body a record keeps: what the proxy buffers at most before deciding (payload.max_body_bytes' ceiling,
+# gateway.config.PAYLOAD_BODY_CEILING); each stage cuts its own share (the model 160 characters, the detectors their limit)
+RECORD_BODY_BYTES = 64 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class ClientStats:
@@ -143,7 +147,7 @@ def from_record(record: Mapping[str, Any]) -> Features:
         user_agent=header_map.get("user-agent", ""),
         content_length=content_length,
         chunked="chunked" in header_map.get("transfer-encoding", "").lower(),
-        body_prefix=body_bytes[:4096],
+        body_prefix=body_bytes[:RECORD_BODY_BYTES],
         request_id=str(record.get("request_id") or ""),
         client=_client_stats(record.get("client")),
     )

@@ -86,6 +86,33 @@ def rule_names(files: Sequence[str]) -> set[str]:
     return {n for e in entries if isinstance(n := e.raw.get("name"), str)}
 
 
+def inputs_signatures(files: Sequence[str], disabled: Collection[str] = (), actions: Mapping[str, str] | None = None) -> list[tuple[str, list[str]]]:
+    """``(name, patterns)`` of each named block rule in ``files`` whose only condition is ``inputs``.
+
+    The payload inspector (``gateway.payload``) applies these per location. A rule with
+    other conditions too is left out (its patterns alone would not mean what the rule
+    means), as are disabled rules and rules whose action ``rules.actions`` overrides.
+    Problems are left to ``load``, which reports them when the table compiles.
+    """
+    if not files:
+        return []
+    base = Path(files[0]).resolve().parent
+    entries: list[_Entry] = []
+    for f in files:
+        _read_file(Path(f).resolve(), base, entries, [], [], stack=())
+    out: list[tuple[str, list[str]]] = []
+    for e in entries:
+        name, patterns = e.raw.get("name"), e.raw.get("inputs")
+        conditions = [k for k in e.raw if k in CONDITION_KEYS]
+        action = (actions or {}).get(name, e.raw.get("action")) if isinstance(name, str) else None
+        if not isinstance(name, str) or name in disabled or conditions != ["inputs"] or action != "block":
+            continue
+        patterns = [patterns] if isinstance(patterns, str) else patterns
+        if isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns):
+            out.append((name, list(patterns)))
+    return out
+
+
 def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTable:
     """Read, validate and compile rule files in order; raises ConfigError(problems, source=first file)."""
     if not files:

@@ -13,13 +13,14 @@ Reads one request per line — ``{"method", "path" (with query), "http_version",
 ``verified``, ``client`` and ``source`` are used when present; decision-log lines
 with a ``label`` work too) — and decides each one three ways, in one run:
 
-- **rules + model**: the configured pipeline — the rule table first; what it leaves
+- **rules + model**: the configured pipeline — the rule table first, then the payload
+  detectors (``gateway.payload``, counted with the rules' decisions); what they leave
   to the model (a ``score`` rule, or ``rules.default: score``) is scored and turned
   into an action by the configured policy, a fallback rule corroborating a block
   where ``policy.block_attack_corroborated`` says so;
 - **model alone**: every request scored and decided by the policy, no rules;
-- **rules only**: the gateway when the model cannot answer: the rule table, then the
-  fallback rules (``rules.fallback_files``, the injection signatures in the shipped
+- **rules only**: the gateway when the model cannot answer: the rule table and the
+  payload detectors, then the fallback rules (``rules.fallback_files``, the injection signatures in the shipped
   config) for what it leaves open, the rest forwarded (the ``rules-only`` fallback).
 
 For shadow-mode or partial-rollout policies the action that *would* be enforced is
@@ -237,7 +238,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     from gateway.backends import compile_routes, match_route
     from gateway.clients import ClientState
     from gateway.decider import policy_notes
-    from gateway.pipeline import _default
+    from gateway.payload import PayloadInspector, signatures_for
+    from gateway.pipeline import Pipeline, _default
     from gateway.policy import Policy
     from gateway.rules import from_config
 
@@ -247,6 +249,10 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     fallback = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
     default = _default(cfg)
     routes = compile_routes(cfg.routes) if any(r.policy for r in cfg.routes) else ()
+    # the payload detectors, deciding what the rules leave open before the model, as Pipeline.decide does
+    detecting = Pipeline(policy=policy, inspector=PayloadInspector(cfg, signatures_for(cfg)), block_status=cfg.challenge.block_status,
+                         route_policies=routes) if cfg.payload.enabled else None
+    payload_hits: dict[str, int] = {}  # by detector/kind
 
     def scoring(f: feat.Features, request: ScoreRequest) -> ScoreRequest:
         """The request with its route's named policy, as the pipeline scores it (``Pipeline.policy_for``)."""
@@ -272,6 +278,12 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         outcome = _rules_outcome(table, default, f)
         model_verdict = policy.verdict(f, probs, scoring(f, ScoreRequest()))
         actions["model"][i] = _effective(model_verdict)
+        hits = detecting.inspector.inspect(f) if detecting is not None and detecting.inspector is not None and not isinstance(outcome, Verdict) else ()
+        if hits:
+            assert detecting is not None and not isinstance(outcome, Verdict)
+            outcome = detecting.detected(f, outcome, hits)
+            key = f"{hits[0].detector}/{hits[0].kind}"
+            payload_hits[key] = payload_hits.get(key, 0) + 1
         if isinstance(outcome, Verdict):
             decided_by_rule[i] = True
             actions["rules_only"][i] = actions["rules_model"][i] = _effective(outcome)
@@ -321,6 +333,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "policy_notes": list(policy_notes(scorer.manifest, cfg.policy)) if hasattr(scorer, "manifest") else [],
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
+        "payload_hits": dict(sorted(payload_hits.items(), key=lambda kv: -kv[1])),
         "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()),
                           "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
@@ -430,6 +443,8 @@ def render(result: Mapping[str, Any], data: str) -> str:
                   + (f" ({by_rule})" if by_rule else "")]
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
+    if result.get("payload_hits"):
+        lines += ["payload detectors that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["payload_hits"].items())[:10])]
     if result["errors_by_source"]:
         lines += ["", "rules+model errors by source: " + ", ".join(f"{e['source']} {e['wrong']}/{e['of']}" for e in result["errors_by_source"])]
     missed = [k for k, t in result["targets"].items() if t["met"] is False]

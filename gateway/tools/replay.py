@@ -404,6 +404,9 @@ class Tally:
             label = f"model (via {verdict.rule})" if verdict.rule else "model (no rule matched)"
             if verdict.source is Source.FALLBACK:
                 label = "model fallback"
+        elif verdict.payload:
+            # one row per detector and kind: the reason names the request's own fragment
+            label = f"payload detector: {verdict.payload[0].detector} {verdict.payload[0].kind}"
         elif verdict.rule:
             label = verdict.rule
         else:

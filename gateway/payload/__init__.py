@@ -1,0 +1,314 @@
+"""Deterministic payload detection: libinjection and the injection signatures, per location.
+
+Every request the rules leave open is inspected, with or without the model, before it
+(``Pipeline.decide``). Each value a client controls is taken from where the
+application will read it, decoded the way the application will, and handed to the
+detectors on its own:
+
+- **locations**: the path; every query parameter (value and name); form fields
+  (``application/x-www-form-urlencoded``); JSON string values and keys, nested, named by
+  their path (``json:$.a.b[0]``); multipart fields (values, field names and file names;
+  uploaded file contents are not read); cookies (``name=value`` pairs, except the
+  gateway's own pass cookie); and the headers listed in ``payload.headers`` (Referer,
+  User-Agent, Origin, X-Forwarded-Host, X-Forwarded-For entries that are not
+  addresses, …). A body whose ``Content-Type`` is missing is read as JSON when it starts
+  with ``{`` or ``[`` and as a form when it has ``=``; other bodies (text, XML, files)
+  are left to the rules and the model.
+- **decodings**: the value as sent; percent-decoded once, and twice when once left
+  ``%XX`` escapes (``+`` is a space in query strings and forms); HTML character
+  references; JSON escapes (the JSON parser undoes them); base64 only where a value is
+  base64 (strict alphabet, length a multiple of 4, at least 12 characters, and it
+  decodes to at least 90% printable text).
+- **detectors**: ``libinjection-sqli`` and ``libinjection-xss`` (libinjection, the C
+  library ModSecurity uses, through the ``libinjection-python`` binding), and
+  ``signatures``: every block rule whose only condition is ``inputs`` in
+  ``rules.files`` and ``rules.fallback_files`` (``rules/injections.yaml`` in the
+  shipped config), matched with RE2 against each value, lower-cased, as
+  ``gateway.rules.inputs`` reads the whole request.
+
+Free text is where SQL detection misfires: libinjection reads ``admin or 1 = 1`` as
+SQL, and the same shape turns up in English (``we came at 2 or 3 = late``). SQL
+injection is therefore only taken from libinjection when the value breaks out of a
+string or a number context or reads as a statement (see :data:`SQLI_TEXT_FINGERPRINTS`);
+the value shapes it rejects for free text are documented there.
+
+Work per request is bounded: a value is inspected on its first ``max_value_bytes``,
+at most ``max_values`` values per request, bodies on their first ``max_body_bytes``
+(the proxy reads no further before deciding; a longer body is counted in
+``clefgate_payload_body_truncated_total`` and streamed on), and a detector that
+matched a value is not asked again about it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import libinjection
+import re2
+
+from gateway import metrics
+from gateway.config import Config
+from gateway.features import Features
+from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
+from gateway.payload.locations import INERT, Value, boundary_of, is_address, json_values, multipart_values, name_of, pairs
+from gateway.rules.inputs import PatternError, compile_inputs
+from gateway.rules.loader import inputs_signatures
+from gateway.verdict import PayloadHit
+
+HITS = metrics.counter("clefgate_payload_hits_total", "Payload detector hits, by detector, kind and location type (path, query, form, json, multipart, cookie, header).",
+                       ("detector", "kind", "location"))
+TRUNCATED = metrics.counter("clefgate_payload_body_truncated_total",
+                            "Request bodies longer than payload.max_body_bytes: inspected on their prefix only, the rest streamed on unread.")
+CAPPED = metrics.counter("clefgate_payload_values_skipped_total", "Values not inspected because their request had more than payload.max_values.")
+CLIPPED = metrics.counter("clefgate_payload_values_clipped_total", "Values longer than payload.max_value_bytes, inspected on their prefix only.")
+
+MAX_HITS = 4          # hits collected per request (the first already decides it)
+_KNOWN_CHARS = 256    # values up to this long have their answer kept ...
+_KNOWN_VALUES = 8192  # ... this many at most (then forgotten at once): at most ~2 MiB
+_UNKNOWN: Any = object()
+_FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+
+# libinjection SQLi is taken as evidence when its fingerprint (the folded token shape it matched) starts by breaking
+# out of a string or a number ("s&1c": 1' and 1=1--, "1UEvc": 1 union select @@version--) or is its own "X" (evil
+# syntax), and the fingerprint is not "sos" (string, operator, string: "a" + "b" in code as often as ' = ' in SQL).
+# On the project's benign corpora every other first token was code a person pasted: "n" (a name: const { a } =
+# require('x');), "f" (a call: print(f"{x['y']}")), "T" (a keyword). A value with spaces whose fingerprint is only
+# words, numbers and logic ("1&1": "we came at 2 or 3") is English, not evidence either. Those shapes are left to
+# the signatures (UNION SELECT, tautologies ending the value or followed by a comment) and the model.
+SQLI_STARTS = ("s", "1", "X")
+SQLI_TEXT_FINGERPRINTS = re.compile(r"[n1v&ok]*")
+# libinjection also reads a value as if it sat inside a quoted string, so "s" (a string closed) starts the fingerprint
+# of any text with a quote in it. A breakout closes the string early: what precedes the first quote of an injection is
+# a value (1', admin', an empty one), not a sentence ("the equivalent of calling 'field(name)'").
+SQLI_BREAKOUT_WORDS = 3
+SQLI_BREAKOUT_CHARS = 32
+_QUOTE = re.compile(r"['\"`]")
+# libinjection XSS flags any tag of its list (<iframe>, <svg>, <meta>), which people also search for by name; it is
+# evidence together with something that runs or loads: an event handler, a script element, a script URL, a source or
+# a call
+_ACTIVE = re.compile(r"\bon[a-z]{3,}\s*=|(?:java|vb)script\s*:|<\s*script|\b(?:src|srcdoc|href|action|formaction|data)\s*=|"
+                     r"\bdata:|expression\s*\(|[(`]", re.IGNORECASE)
+# A value is prose when it holds a line break in a body field (a textarea) or at least PROSE_WORDS words: a post, a
+# review, a pasted snippet. HTML, shell lines, file paths, URLs and code are ordinary there on a developer forum, so
+# libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
+PROSE_WORDS = 16
+PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection"})
+# javascript:void(0) is the inert link target of countless pages, searched for and pasted by people; read as
+# "javascript:void" it still matches a signature when a call follows it (javascript:void(0);alert(1))
+_VOID = re.compile(r"void\s*\(\s*0\s*\)")
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """One injection signature: a rule's ``inputs`` patterns as one RE2 regex."""
+
+    name: str
+    kind: str
+    regex: Any  # re2._Regexp
+
+
+def compile_signatures(named: Sequence[tuple[str, list[str]]]) -> tuple[Signature, ...]:
+    """``(rule name, patterns)`` -> signatures (``kind`` is the name without ``block-``); raises PatternError."""
+    return tuple(Signature(name, name.removeprefix("block-"), compile_inputs(patterns)) for name, patterns in named)
+
+
+def signatures_for(cfg: Config) -> tuple[Signature, ...]:
+    """The signatures the config's rule files hold (``gateway.rules.loader.inputs_signatures``).
+
+    A rule whose patterns do not compile is left out here; the rule table reports it.
+    """
+    named = inputs_signatures([*cfg.rules.files, *cfg.rules.fallback_files], cfg.rules.disabled, cfg.rules.actions)
+    out: list[Signature] = []
+    for name, patterns in named:
+        try:
+            out += compile_signatures([(name, patterns)])
+        except PatternError:
+            continue
+    return tuple(out)
+
+
+class PayloadInspector:
+    """Finds attack payloads in a request's locations (see the module docstring).
+
+    ``inspect(features)`` returns the hits, at most MAX_HITS, empty for a clean request.
+    """
+
+    def __init__(self, cfg: Config, signatures: Sequence[Signature]) -> None:
+        p = cfg.payload
+        self.enabled = p.enabled
+        self.max_body = p.max_body_bytes
+        self.max_value = p.max_value_bytes
+        self.max_values = p.max_values
+        self.sqli = "libinjection-sqli" in p.detectors
+        self.xss = "libinjection-xss" in p.detectors
+        self.signatures = tuple(signatures) if "signatures" in p.detectors else ()
+        self._joined = (re2.compile("|".join(f"(?:{s.regex.pattern})" for s in self.signatures), _options())
+                        if self.signatures else None)
+        self.pass_cookie = cfg.challenge.cookie_name
+        self.header_names = frozenset(h for h in p.headers if not h.endswith("*"))
+        self.header_prefixes = tuple(h[:-1] for h in p.headers if h.endswith("*"))
+        # short values repeat from request to request (user agents, referers, paths, cookies): their answer is kept
+        self._known: dict[tuple[str, bool, bool, str], tuple[str, str, str, str] | None] = {}
+
+    # ------------------------------------------------------------------ values
+
+    def values(self, f: Features) -> Iterator[Value]:
+        """``(location, value, plus, body, base decoding)`` for every location of a request (see the module docstring)."""
+        if f.path and f.path != "/":
+            yield "path", f.path, False, False, "raw"
+        if f.query:
+            yield from pairs(f.query, "query", True)
+        body = f.body_prefix
+        if body and self.max_body:
+            if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
+                TRUNCATED.inc()
+            yield from self._body(f, body[:self.max_body])
+        cookie = f.header_map.get("cookie")
+        if cookie:
+            for part in cookie.split(";"):
+                name, eq, value = part.strip().partition("=")
+                if not eq or name == self.pass_cookie:
+                    continue
+                yield f"cookie:{name_of(name)}", value, False, False, "raw"
+        names, prefixes = self.header_names, self.header_prefixes
+        for name, value in f.headers:
+            key = name.lower()
+            if key in names or (prefixes and key.startswith(prefixes)):
+                if key == "x-forwarded-for":
+                    for entry in value.split(","):
+                        entry = entry.strip()
+                        if entry and not is_address(entry):
+                            yield f"header:{key}", entry, False, False, "raw"
+                elif value:
+                    yield f"header:{name_of(key)}", value, False, False, "raw"
+
+    def _body(self, f: Features, body: bytes) -> Iterator[Value]:
+        ctype = f.header_map.get("content-type", "").lower()
+        if not ctype:
+            head = body.lstrip()[:1]
+            ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
+        if "x-www-form-urlencoded" in ctype:
+            for location, value, plus, _, base in pairs(body.decode("latin-1"), "form", True):
+                yield location, value, plus, True, base
+        elif "json" in ctype:
+            yield from json_values(body)
+        elif "multipart/form-data" in ctype:
+            boundary = boundary_of(f.header_map.get("content-type", ""))
+            if boundary:
+                yield from multipart_values(body, boundary)
+
+    # ------------------------------------------------------------------ detection
+
+    def inspect(self, f: Features) -> tuple[PayloadHit, ...]:
+        """Every hit in the request's locations, at most MAX_HITS (empty when none, or when disabled)."""
+        if not self.enabled:
+            return ()
+        hits: list[PayloadHit] = []
+        seen = 0
+        for location, value, plus, body, base in self.values(f):
+            seen += 1
+            if seen > self.max_values:
+                CAPPED.inc()
+                continue
+            if len(value) > self.max_value:
+                CLIPPED.inc()
+                value = value[:self.max_value]
+            hit = self._known_value(location, value, plus, body, base) if len(value) <= _KNOWN_CHARS else self._value(location, value, plus, body, base)
+            if hit is not None:
+                hits.append(hit)
+                HITS.inc(hit.detector, hit.kind, location.partition(":")[0])
+                if len(hits) >= MAX_HITS:
+                    break
+        return tuple(hits)
+
+    def _known_value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
+        """``_value`` for a short value, answered from the values seen before when it is one of them."""
+        key = (value, plus, body, base)
+        known = self._known.get(key, _UNKNOWN)
+        if known is _UNKNOWN:
+            hit = self._value(location, value, plus, body, base)
+            if len(self._known) >= _KNOWN_VALUES:
+                self._known.clear()
+            self._known[key] = known = None if hit is None else (hit.detector, hit.kind, hit.fragment, hit.decoding)
+            return hit
+        return None if known is None else PayloadHit(known[0], known[1], location, known[2], known[3])
+
+    def _value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
+        """The first hit in one value, trying each decoding in turn.
+
+        The application reads a parameter, field or cookie decoded, so its percent-encoded form is not inspected
+        as text (an encoded line break in a form is a line break, not "%0d%0a"); the path is, as servers differ.
+        """
+        decoded = variants(value, plus=plus, base=base)
+        if len(decoded) > 1 and location != "path" and decoded[1][1] in ("percent", "percent2", "plus"):
+            decoded = decoded[1:]
+        tried: set[str] = set()
+        for text, decoding in decoded:
+            if text in tried:
+                continue
+            tried.add(text)
+            hit = self._text(location, text, decoding, body)
+            if hit is not None:
+                return hit
+        return None
+
+    def _text(self, location: str, text: str, decoding: str, body: bool) -> PayloadHit | None:
+        if self.sqli and not INERT.fullmatch(text):
+            found = libinjection.is_sql_injection(text)
+            if found["is_sqli"]:
+                shape = found["fingerprint"]
+                if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
+                        and (shape[0] != "s" or _breaks_out(text)):
+                    return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
+        prose = (body and "\n" in text) or (text.count(" ") >= PROSE_WORDS - 1 and len(text.split()) >= PROSE_WORDS)
+        # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
+        # percent-decoded, never HTML-decoded (the signatures still read that)
+        if self.xss and not prose and "html" not in decoding and ("<" in text or "=" in text) and _ACTIVE.search(text) \
+                and libinjection.is_xss(text)["is_xss"]:
+            start = min((i for i in (text.find("<"), text.find("=")) if i >= 0), default=0)
+            return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
+        if self._joined is not None:
+            low = text.lower()
+            if not low.isascii():
+                low += "\n" + low.translate(_FOLD)
+            if "/**/" in low:
+                low = low.replace("/**/", " ")
+            if "void" in low:
+                low = _VOID.sub("void", low)
+            if body and "\n" in low:
+                # a line break inside a body field is text, never a command separator or a smuggled CRLF
+                low = low.replace("\r\n", "\f").replace("\n", "\f")
+            if self._joined.search(low) is not None:
+                for sig in self.signatures:
+                    if prose and sig.kind in PROSE_SKIPPED:
+                        continue
+                    m = sig.regex.search(low)
+                    if m is not None:
+                        # show the text as sent when lower-casing kept its length (it nearly always does)
+                        shown = text if len(text) == len(low) else low
+                        return PayloadHit("signatures", sig.kind, location, fragment(shown, m.start(), m.end()), decoding)
+        return None
+
+
+def _breaks_out(text: str) -> bool:
+    """The text before the first quote is a value (at most a few words), as in a string breakout."""
+    m = _QUOTE.search(text)
+    if m is None:
+        return True  # a string context libinjection assumed: the whole value is the string (1 or 1=1)
+    before = text[:m.start()]
+    return len(before) <= SQLI_BREAKOUT_CHARS and len(before.split()) <= SQLI_BREAKOUT_WORDS
+
+
+def _options() -> re2.Options:
+    opts = re2.Options()
+    opts.log_errors = False
+    opts.never_capture = True
+    opts.max_mem = 64 << 20
+    return opts
+
+
+__all__ = ["CAPPED", "CLIPPED", "FRAGMENT_CHARS", "HITS", "TRUNCATED", "PayloadInspector", "Signature", "compile_signatures", "fragment",
+           "signatures_for", "variants"]
