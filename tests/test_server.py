@@ -94,7 +94,7 @@ def test_an_admin_token_file_that_cannot_be_read_refuses_everyone(demo_origin, s
         damage()
         for headers in ({}, {"Authorization": "Bearer "}, good):
             assert http_get(gw.admin_url + "/admin/config", headers=headers)[0] == 503
-        req = urllib.request.Request(gw.admin_url + "/admin/reload", method="POST", data=b"")
+        req = urllib.request.Request(gw.admin_url + "/admin/reload", method="POST", data=b"{}", headers={"Content-Type": "application/json"})
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(req, timeout=10)
         assert refused.value.code == 503
