@@ -239,6 +239,8 @@ class LimitsConfig:
     max_body_bytes: int = setting(1 << 30, "Largest request body (accepts 10MiB style sizes); larger gets 413. 0 disables the limit.", check=non_negative, coerce=parse_size)
     body_prefix_bytes: int = setting(2048, "Bytes of a request body read before deciding, for rules and the model (then streamed).", check=non_negative, coerce=parse_size)
     max_pipelined: int = setting(16, "Pipelined requests buffered per connection before reading pauses.", check=positive)
+    underscore_headers: str = setting("refuse", "Request header names with '_' that fold ('_' as '-', any case) onto a framing, host, forwarding or gateway field (Content_Length, X_Forwarded_For, ...): refuse (400) or drop (not forwarded); counted either way.",
+                                      check=one_of("refuse", "drop"))
 
 
 @dataclass(kw_only=True)

@@ -37,7 +37,15 @@ from gateway.proxy.exchange import (
     P_UPGRADE,
     Exchange,
 )
-from gateway.proxy.http1 import CONNECTION_OPTIONS, check_host, check_transfer_encoding, header_stripper
+from gateway.proxy.http1 import (
+    CONNECTION_OPTIONS,
+    check_host,
+    check_transfer_encoding,
+    header_stripper,
+    protected_from_connection,
+    underscore_twin,
+    without_cookie,
+)
 from gateway.proxy.requestid import REQUEST_IDS
 from gateway.proxy.tunnel import Tunnel
 from gateway.proxy.wirefeatures import new_features
@@ -62,6 +70,11 @@ _new_id = REQUEST_IDS.new
 _accept_id = REQUEST_IDS.accept
 _HOST_FIELD = header_stripper({"host"})
 _ONLY_CONNECTION = frozenset({"connection"})
+HEADER_ABUSE = metrics.counter(
+    "clefgate_request_header_abuse_total",
+    "Requests whose head tried to remove or shadow a field the origin relies on, by kind (connection_listed: a "
+    "protected field named in Connection, kept; underscore: an underscore twin of a guarded field) and action "
+    "(kept, refused, dropped).", ("kind", "action"))
 
 
 class ClientConnection(asyncio.Protocol):
@@ -275,7 +288,26 @@ class ClientConnection(asyncio.Protocol):
         listed = None
         if conn_hdr is not None and conn_hdr.lower() not in CONNECTION_OPTIONS:
             listed = {t.strip(" \t").lower() for t in conn_hdr.split(",")} - CONNECTION_OPTIONS
-        if raw_head is not None and not listed:
+            kept = {n for n in listed if protected_from_connection(n, st.id_header)}
+            if kept:
+                # Connection may remove hop-by-hop fields, not Host, the framing or what the gateway adds
+                listed -= kept
+                HEADER_ABUSE.inc("connection_listed", "kept")
+                log.info("a client's Connection header named fields the origin relies on; they are kept",
+                         extra={"fields": {"request_id": ex.request_id, "fields": sorted(kept)[:8]}})
+        if any(b"_" in n for n, _ in headers):
+            twins = {t for t in (n.lower() for n, _ in fheaders if "_" in n) if underscore_twin(t, st.id_header)}
+            if twins:
+                if st.underscore_refuse:
+                    HEADER_ABUSE.inc("underscore", "refused")
+                    raise GatewayError(400, "ambiguous_header_name",
+                                       f"The header field {sorted(twins)[0][:64]!r} reads as "
+                                       f"{sorted(twins)[0][:64].replace('_', '-')!r} to origins that fold '_' and '-'.")
+                HEADER_ABUSE.inc("underscore", "dropped")
+                listed = (listed or set()) | twins
+        cookie = get("cookie")
+        pass_cookie = cookie is not None and st.pass_cookie in cookie
+        if raw_head is not None and not listed and not pass_cookie:
             if len(raw_head) > st.max_header_bytes + len(target) + 16:
                 raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
             eol = raw_head.find(b"\r\n")
@@ -301,6 +333,11 @@ class ClientConnection(asyncio.Protocol):
             for (name, value), (text, _) in zip(headers, fheaders, strict=True):
                 key = text.lower()
                 if key not in drop and not key.startswith("x-clefgate-"):
+                    if pass_cookie and key == "cookie":
+                        # the visitor's pass cookie is the gateway's: the origin gets the other cookies
+                        value = without_cookie(value, st.pass_cookie_b)
+                        if not value:
+                            continue
                     pieces += (b"\r\n", name, b": ", value)
             ex.fwd = b"".join(pieces)
         # ---- framing
