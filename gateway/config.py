@@ -411,6 +411,8 @@ class ModelConfig:
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
     graph_optimization: str = setting("all", "onnxruntime graph optimisation level: disable, basic, extended, all.", check=one_of("disable", "basic", "extended", "all"))
+    on_warmup_failure: str = setting("refuse", "A model that loads but fails its warm-up run: refuse (the default: start-up ends with exit 2 and the problem, a reload is refused) or fallback (serve with its circuit breaker open, so decider.fallback answers until half-open trials succeed).",
+                                     check=one_of("refuse", "fallback"))
 
 
 @dataclass(kw_only=True)

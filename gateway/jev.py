@@ -318,7 +318,7 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
                            "(jev.max_state_bytes)", f"{path}state") from None
         _check_state_size(text, f"{path}state", cfg.max_state_bytes)
         if model == "clef-flash":
-            record = state
+            record: Any = state
             if isinstance(state, str) and state.lstrip().startswith("{"):
                 try:
                     record = json.loads(state)
