@@ -58,6 +58,8 @@ def protected_from_connection(name: str, id_header: str) -> bool:
 
 def underscore_twin(name: str, id_header: str) -> bool:
     """Whether a (lower-case) field name with ``_`` folds onto a framing, host, forwarding or gateway field."""
+    if "_" not in name:
+        return False
     folded = name.replace("_", "-")
     return folded in UNDERSCORE_GUARDED or folded == id_header or folded.startswith(("x-forwarded-", "x-clefgate-"))
 
