@@ -36,6 +36,7 @@ from aiohttp import web
 from gateway import __version__, metrics
 from gateway import config as configmod
 from gateway.accesslog import AccessLog
+from gateway.arming import DISARMS, Arming, arming, disarms
 from gateway.backends import BackendSet
 from gateway.config import Config, ConfigError
 from gateway.decider import Decider
@@ -231,6 +232,11 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
     return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1, decider, decision_log)
 
 
+def runtime_arming(runtime: Runtime) -> Arming:
+    """What a runtime arms (``gateway.arming.Arming``)."""
+    return arming(runtime.pipeline, runtime.decider.label if runtime.decider is not None else "")
+
+
 def _same_access_log(a: Config, b: Config) -> bool:
     keys = ("access_log", "access_log_flush_s", "access_log_max_pending_bytes")
     return all(getattr(a.logging, k, None) == getattr(b.logging, k, None) for k in keys)
@@ -267,6 +273,7 @@ class Worker:
         self.ready = False
         self.draining = False
         self._reload_lock = asyncio.Lock()
+        self.disarmed: list[str] = []  # how the last reload protects less than the config before it
 
     @property
     def runtime(self) -> Runtime:
@@ -334,6 +341,13 @@ class Worker:
         CONFIG_GENERATION.set(new.generation)
         metrics.CONFIG_RELOADS.inc("ok")
         log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
+        before, after = runtime_arming(old), runtime_arming(new)
+        self.disarmed = [why for _, why in disarms(before, after)]
+        if self.disarmed:
+            for what, _ in disarms(before, after):
+                DISARMS.inc(what)
+            log.warning("the reloaded config protects less: %s", "; ".join(self.disarmed),
+                        extra={"fields": {"generation": new.generation, "before": before.summary(), "after": after.summary()}})
         # Old pools that the new set did not take over close once in-flight requests are done.
         self._retire(old, new)
         return []
@@ -374,6 +388,8 @@ class Worker:
             "backends": rt.backends.healthy if rt else {},
             "pipeline": rt.pipeline.description if rt else "",
             "model": rt.decider.describe() if rt and rt.decider else None,
+            "armed": runtime_arming(rt).to_json() if rt else None,
+            "disarmed": list(self.disarmed),
         }
 
 
@@ -533,7 +549,9 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
         problems = await control.reload()
         if problems:
             return web.json_response({"reloaded": False, "problems": problems}, status=422)
-        return web.json_response({"reloaded": True, "generation": (await control.statuses())[0]["generation"]})
+        status = (await control.statuses())[0]
+        return web.json_response({"reloaded": True, "generation": status["generation"], "armed": status.get("armed"),
+                                  "disarmed": status.get("disarmed", [])})
 
     async def model_view(request: web.Request) -> web.Response:
         cfg = control.config()
