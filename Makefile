@@ -102,3 +102,9 @@ fuzz: $(VENV)/.stamp-all
 	  for t in $$a $$b; do echo "$$t: $$(grep -E '^(stat::number_of_executed_units|Done)' tests/fuzz/work/$$t.log | tail -2 | tr '\n' ' ')"; \
 	    ls tests/fuzz/work/$$t/crash-* tests/fuzz/work/$$t/timeout-* 2>/dev/null || true; done; \
 	done
+
+# soak under faults, outside `make test`: mixed traffic for SOAK_MINUTES (default 10, at most 30) while the origin and
+# Redis restart, the model times out and a reload comes every minute; writes loadtest/reports/soak/soak.{json,png}
+SOAK_MINUTES ?= 10
+soak: $(VENV)/.stamp-all system-deps
+	$(PY) -m loadtest.soak --minutes $(SOAK_MINUTES)
