@@ -13,9 +13,10 @@ browser pages, a form post, secret-file probes and injection attempts:
   puts 800 ms back;
 - a reload (POST /admin/reload) happens every ``reload_every_s``.
 
-Each request is **answered** (a complete response), **lost** (no response: connect error, reset, timeout; must be
-0) and, when answered, **wrong** when it breaks the gateway's promises: a browser page blocked, a probe or an
-injection forwarded with 200 while the origin serves, or an answer without the request id. Every
+Each request is **answered** (a complete response) or **lost** (no response: connect error, reset, timeout; must be
+0). An answer is **wrong** when it breaks the gateway's promises (a browser page or form blocked, an answer without
+the request id), and **missed** when a probe or an injection was forwarded to a 200 while the origin served (a
+detection miss, with the deciding source, rule and score from the debug headers). Every
 ``sample_every_s`` the gateway's RSS and open file descriptors (its process tree) are sampled. One current report
 is written, overwritten each run: ``loadtest/reports/soak/soak.json`` and ``soak.png``.
 """
@@ -85,11 +86,13 @@ class Tally:
     sent: int = 0
     answered: int = 0
     wrong: int = 0
+    missed: int = 0
     lost: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     by_kind: dict[str, Counter[str]] = field(default_factory=dict)
     lost_kinds: Counter[str] = field(default_factory=Counter)
     wrong_examples: list[str] = field(default_factory=list)
+    missed_examples: list[str] = field(default_factory=list)
 
 
 class Faults:
@@ -198,7 +201,9 @@ def judge(kind: Kind, response: Response, origin_up: bool) -> str | None:
     if kind.name in ("page", "form") and (verdict == "block" or (response.status == 403 and "x-clefgate-challenge" not in response.headers)):
         return f"{kind.name} {kind.target}: a person blocked ({response.status}, verdict {verdict or '-'})"
     if kind.hostile and origin_up and response.status == 200 and verdict in ("", "allow", "forward"):
-        return f"{kind.name} {kind.target}: forwarded with 200 (verdict {verdict or '-'})"
+        why = ", ".join(f"{h} {response.headers[h]}" for h in ("x-clefgate-source", "x-clefgate-rule", "x-clefgate-score",
+                                                                  "x-clefgate-reason") if h in response.headers)
+        return f"{kind.name} {kind.target}: forwarded with 200 (verdict {verdict or '-'}; {why})"
     return None
 
 
@@ -225,7 +230,11 @@ async def client(index: int, port: int, faults: Faults, tally: Tally, stop_at: f
             verdict = response.headers.get("x-clefgate-verdict", "-")
             tally.by_kind.setdefault(kind.name, Counter())[f"{response.status} {verdict}"] += 1
             why = judge(kind, response, origin_up and faults.origin_up)
-            if why:
+            if why and kind.hostile:
+                tally.missed += 1
+                if len(tally.missed_examples) < 20:
+                    tally.missed_examples.append(why)
+            elif why:
                 tally.wrong += 1
                 if len(tally.wrong_examples) < 20:
                     tally.wrong_examples.append(why)
@@ -315,10 +324,10 @@ async def drive(faults: Faults, minutes: float, clients: int, max_requests: int,
     slope = _slope([(s["t_s"], s["rss_mib"]) for s in steady]) * 60.0 if len(steady) > 2 else 0.0
     return {
         "minutes": round(elapsed / 60.0, 2), "clients": clients,
-        "requests": {"sent": tally.sent, "answered": tally.answered, "wrong": tally.wrong, "lost": tally.lost,
+        "requests": {"sent": tally.sent, "answered": tally.answered, "wrong": tally.wrong, "missed": tally.missed, "lost": tally.lost,
                      "by_status": dict(sorted(tally.statuses.items())),
                      "by_kind": {k: dict(sorted(v.items())) for k, v in sorted(tally.by_kind.items())}, "lost_by_kind": dict(tally.lost_kinds),
-                     "wrong_examples": tally.wrong_examples, "per_second": round(tally.sent / max(elapsed, 1e-9), 1)},
+                     "wrong_examples": tally.wrong_examples, "missed_examples": tally.missed_examples, "per_second": round(tally.sent / max(elapsed, 1e-9), 1)},
         "faults": {"origin_restarts": sum(1 for e in faults.events if e["event"] == "origin stopped"),
                    "redis_restarts": sum(1 for e in faults.events if e["event"] == "redis stopped"),
                    "reloads_ok": faults.reloads_ok, "reloads_refused": faults.reloads_refused,
@@ -390,6 +399,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
 def table(report: dict[str, Any]) -> str:
     r, f = report["requests"], report["faults"]
     rows = [("minutes", report["minutes"]), ("requests sent", r["sent"]), ("answered", r["answered"]), ("wrong", r["wrong"]),
+            ("missed (hostile forwarded)", r["missed"]),
             ("lost", r["lost"]), ("requests/s", r["per_second"]), ("origin restarts", f["origin_restarts"]),
             ("redis restarts", f["redis_restarts"]), ("reloads (ok/refused)", f"{f['reloads_ok']}/{f['reloads_refused']}"),
             ("model-timeout windows", f["model_timeout_windows"]),
@@ -418,8 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "soak.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     plot(report, args.out / "soak.png")
     print(table(report))
-    if report["requests"]["wrong_examples"]:
-        print("wrong:", *report["requests"]["wrong_examples"][:10], sep="\n  ")
+    for key in ("wrong_examples", "missed_examples"):
+        if report["requests"][key]:
+            print(key.split("_")[0] + ":", *report["requests"][key][:10], sep="\n  ")
     return 0 if report["requests"]["lost"] == 0 and report["requests"]["wrong"] == 0 else 1
 
 
