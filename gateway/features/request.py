@@ -77,16 +77,7 @@ def make_header_map(headers: tuple[tuple[str, str], ...]) -> dict[str, str]:
 def _wire(text: Any) -> str:
     """A JSON string as the server would have decoded its bytes (UTF-8 bytes read as latin-1)."""
     s = str(text)
-    return s if s.isascii() else _utf8(s).decode("latin-1")
-
-
-def _utf8(s: str) -> bytes:
-    """Text as bytes: escaped bytes (surrogateescape) back as they were; any other lone surrogate as its
-    UTF-8-style bytes (a record is never refused for its text)."""
-    try:
-        return s.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogatepass")
+    return s if s.isascii() else s.encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 def _client_stats(raw: Any) -> ClientStats | None:
@@ -129,7 +120,7 @@ def from_record(record: Mapping[str, Any]) -> Features:
     elif isinstance(body, bytes):
         body_bytes = body
     else:
-        body_bytes = _utf8(str(body))
+        body_bytes = str(body).encode("utf-8", "surrogateescape")
     cl = header_map.get("content-length")
     content_length = int(cl) if cl and cl.strip().isdigit() else (len(body_bytes) if body_bytes else None)
     version = str(record.get("http_version") or "1.1")

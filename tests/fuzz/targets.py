@@ -66,6 +66,14 @@ class _Provider:
         return out
 
 
+def _unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _surrogates_ok(raw: bytes) -> bool:
     try:
         raw.decode("utf-16-le", "surrogatepass")
@@ -226,7 +234,14 @@ def features(data: bytes) -> None:
     from gateway import features as feat
     from gateway.features import ModelInput, from_record, model_input, numeric_vector, serialize
 
-    f = from_record(record_from(_Provider(data)))
+    record = record_from(_Provider(data))
+    try:
+        f = from_record(record)
+    except UnicodeEncodeError:
+        # the contract: text that is not Unicode (a lone surrogate that is not an escaped byte) is refused with a
+        # ValueError (replay counts the line unreadable, the decision API answers 400); nothing else may raise
+        assert not _unicode(json.dumps(record, ensure_ascii=False)), record
+        return
     text = serialize(f)
     assert isinstance(text, str)
     mi = model_input(f)
@@ -287,7 +302,10 @@ def rules(data: bytes) -> None:
         tables.append(load([str(path)], RuleOptions(), st["state"]))
     except ConfigError as exc:
         assert exc.problems and all(isinstance(m, str) for m in exc.problems)
-    f = from_record(record_from(p))
+    try:
+        f = from_record(record_from(p))
+    except UnicodeEncodeError:  # a lone surrogate: refused (see ``features``), nothing to evaluate
+        return
     for table in tables:
         out = table.evaluate(f)
         assert out is None or isinstance(out, (Verdict, ScoreRequest)), out

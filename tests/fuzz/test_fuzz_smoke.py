@@ -34,15 +34,17 @@ def test_saved_inputs_replay(path: Path) -> None:
 
 # ---- findings, one test each
 
-def test_a_record_with_lone_surrogates_builds_features() -> None:
-    """Found by the features target: a record whose text held a lone surrogate (not an escaped byte) raised
-    UnicodeEncodeError in from_record; its bytes are now kept UTF-8 style, as a wire would carry them."""
-    from gateway.features import from_record, model_input
+def test_a_record_with_lone_surrogates_is_refused_with_a_value_error() -> None:
+    """The features target's first report: from_record raises UnicodeEncodeError on a lone surrogate that is not an
+    escaped byte. That is the contract (a ValueError: replay counts the line unreadable, the decision API answers 400
+    before any model), so the target now checks that only such records raise, and that escaped bytes still pass."""
+    from gateway.features import from_record
 
-    f = from_record({"method": "GET", "path": "/a\udbdc", "headers": [["X-A", "b\ud800"], ["X\udfff", "c"]], "body": "d\udc69\ud83d"})
-    assert f.path.startswith("/a") and model_input(f).ids.size
-    escaped = from_record({"method": "GET", "path": "/", "headers": [["X-A", "\udcff"]]})  # an escaped byte stays that byte
-    assert escaped.header_map["x-a"] == "\xff"
+    for record in ({"method": "GET", "path": "/a\udbdc"}, {"method": "GET", "path": "/", "headers": [["X-A", "b\ud800"]]},
+                   {"method": "GET", "path": "/", "body": "d\ud83d"}):
+        with pytest.raises(ValueError):
+            from_record(record)
+    assert from_record({"method": "GET", "path": "/", "headers": [["X-A", "\udcff"]]}).header_map["x-a"] == "\xff"
 
 
 def test_a_rule_pattern_with_a_lone_surrogate_is_a_problem_not_a_crash(tmp_path: Path) -> None:
