@@ -138,3 +138,20 @@ def test_without_cookie_is_byte_exact_for_the_others() -> None:
     assert without_cookie(b"a=1; clefgate_pass=x; b=\"q;r\"", b"clefgate_pass") == b"a=1; b=\"q;r\""
     assert without_cookie(b" clefgate_pass =x", b"clefgate_pass") == b""
     assert without_cookie(b"a=1", b"clefgate_pass") == b"a=1"
+
+
+def test_a_pipelined_run_of_untunnelled_upgrades_is_answered(gw: GatewayThread) -> None:
+    """Found by the head fuzz target: each Upgrade request that is not tunnelled (h2c, an unknown protocol) re-entered
+    the reader for the bytes after it, inside the parser's exception handler: a chain of them answered 500 (the
+    handler's context misread) and ~1,000 of them in one read ended in RecursionError, the connection dropped without
+    an answer. They are read in a loop now: the first is answered (an Upgrade request ends its connection)."""
+    import socket
+
+    one = b"GET /echo HTTP/1.1\r\nHost: a\r\nUpgrade: x-unknown\r\nConnection: Upgrade\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=30) as s:
+        s.sendall(one * 1200 + b"GET /echo HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        data = bytearray()
+        while chunk := s.recv(1 << 16):
+            data += chunk
+    statuses = [line.split(b" ")[1] for line in bytes(data).split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+    assert statuses[:1] == [b"200"] and b"500" not in statuses, statuses[:5]

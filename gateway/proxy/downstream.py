@@ -198,13 +198,20 @@ class ClientConnection(asyncio.Protocol):
                 up.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        # what follows an Upgrade request that is not tunnelled (h2c, ...) is read again in this loop: a pipelined run
+        # of them must not recurse (nor nest exception handlers) once per request
+        while data:
+            data = self._feed(data)
+
+    def _feed(self, data: bytes) -> bytes:
+        """Parse ``data``; the bytes to parse next (after an Upgrade served as plain HTTP), or b""."""
         if self.tunnel is not None:
             self.tunnel.from_client(data)
-            return
+            return b""
         if self.closing:
-            return  # lingering close: drop whatever the client still sends
+            return b""  # lingering close: drop whatever the client still sends
         if self.draining and self.in_head and not self.msg_open and not self.head_seen:
-            return  # draining: a request that starts now is not read (the last answer said Connection: close)
+            return b""  # draining: a request that starts now is not read (the last answer said Connection: close)
         if self.in_head:
             if not self.msg_open and not self.head_seen:
                 # a new request starts at data[0]: keep its raw head when it is complete here,
@@ -217,10 +224,11 @@ class ClientConnection(asyncio.Protocol):
                     if end > 0:
                         self.raw_head = data[:end]
             self.head_seen += len(data)
+        upgraded = None
         try:
             self.parser.feed_data(data)
         except _HttpParserUpgrade as exc:
-            self._upgraded(data[exc.args[0]:])
+            upgraded = data[exc.args[0]:]
         except _HttpParserCallbackError as exc:
             cause = exc.__context__
             if isinstance(cause, GatewayError):
@@ -235,6 +243,7 @@ class ClientConnection(asyncio.Protocol):
             # (httptools buffers a field until it is complete)
             if self.in_head and self.msg_open and self.head_seen > self.st.max_head_total:
                 self.reject(GatewayError(431, "header_too_large", "The request head exceeds the configured limits."))
+        return b"" if upgraded is None else self._upgraded(upgraded)
 
     # ================================================================== httptools callbacks
 
@@ -570,16 +579,18 @@ class ClientConnection(asyncio.Protocol):
             ex.fail(error)
         # else: answered when its turn comes (earlier pipelined requests are in flight)
 
-    def _upgraded(self, rest: bytes) -> None:
+    def _upgraded(self, rest: bytes) -> bytes:
+        """After an Upgrade request's head: the bytes to parse next (an Upgrade we do not tunnel), or b""."""
         ex = self.upgrade_ex
         self.upgrade_ex = None
         if ex is None or ex.resp_done or self.closing:
             if rest and not self.closing and ex is None:
                 # an Upgrade we do not tunnel (h2c, ...): the request was served as plain HTTP
-                self.data_received(rest)
-            return
+                return rest
+            return b""
         ex.tunnel_rest += rest
         self.pause(P_UPGRADE)
+        return b""
 
     def start_tunnel(self, ex: Exchange, up: UpstreamConnection, rest: bytes) -> None:
         """101 from the upstream: this connection becomes a byte tunnel."""
