@@ -60,3 +60,18 @@ def test_a_rule_pattern_with_a_lone_surrogate_is_a_problem_not_a_crash(tmp_path:
     with pytest.raises(ConfigError) as err:
         load([str(path)], RuleOptions(), ClientState())
     assert any("lone UTF-16 surrogate" in p for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize("condition", ["host: 'a[\u00ed-\u00e5]b.example'", "path: '/x/*/[z-a]'"])
+def test_a_glob_whose_class_is_not_a_range_is_a_problem_not_a_crash(tmp_path: Path, condition: str) -> None:
+    """Found by the rules target: a host (or path) glob with a reversed character class ([í-å]) raised re.error out of
+    rule loading (a traceback at start or reload); it is now one more listed problem."""
+    from gateway.clients import ClientState
+    from gateway.config import ConfigError
+    from gateway.rules import RuleOptions, load
+
+    path = tmp_path / "r.yaml"
+    path.write_text(f"rules:\n  - name: odd\n    {condition}\n    action: block\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        load([str(path)], RuleOptions(), ClientState())
+    assert any("bad glob" in p and "bad character range" in p for p in err.value.problems), err.value.problems
