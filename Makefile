@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
+.PHONY: demo test fuzz soak model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -86,3 +86,25 @@ readme: $(VENV)/.stamp-serve
 model-clef: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.clef.train --states 9000 --epochs 0.8 --lr 5e-4 --adapt-from 4 --max-minutes 25 --out models/work/clef
 	$(PY) -m models.clef.export --work models/work/clef --version 2
+
+# coverage-guided fuzzing (atheris), outside `make test`: every target of tests/fuzz/targets.py for FUZZ_MINUTES each,
+# two at a time, at low priority; crashes land in tests/fuzz/work/TARGET/ (see tests/fuzz/run.py)
+FUZZ_MINUTES ?= 30
+FUZZ_TARGETS ?= head decision features rules
+fuzz: $(VENV)/.stamp-all
+	@set -e; mkdir -p tests/fuzz/work; secs=$$(( $(FUZZ_MINUTES) * 60 )); set -- $(FUZZ_TARGETS); \
+	while [ $$# -gt 0 ]; do \
+	  a=$$1; shift; b=$${1:-}; [ -n "$$b" ] && shift; \
+	  for t in $$a $$b; do \
+	    nice -n 15 $(PY) -m tests.fuzz.run $$t -max_total_time=$$secs -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	      > tests/fuzz/work/$$t.log 2>&1 & \
+	  done; wait; \
+	  for t in $$a $$b; do echo "$$t: $$(grep -E '^(stat::number_of_executed_units|Done)' tests/fuzz/work/$$t.log | tail -2 | tr '\n' ' ')"; \
+	    ls tests/fuzz/work/$$t/crash-* tests/fuzz/work/$$t/timeout-* 2>/dev/null || true; done; \
+	done
+
+# soak under faults, outside `make test`: mixed traffic for SOAK_MINUTES (default 10, at most 30) while the origin and
+# Redis restart, the model times out and a reload comes every minute; writes loadtest/reports/soak/soak.{json,png}
+SOAK_MINUTES ?= 10
+soak: $(VENV)/.stamp-all system-deps
+	$(PY) -m loadtest.soak --minutes $(SOAK_MINUTES)

@@ -50,6 +50,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate a config, every rule file it names and its model, without serving."""
+    from gateway.arming import arming, disarms
     from gateway.server import check_config
 
     try:
@@ -61,10 +62,36 @@ def cmd_check(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"{cfg.source}: warning: {warning}", file=sys.stderr)
     print(f"{cfg.source}: ok ({len(cfg.backends)} backend(s), {len(cfg.routes)} route(s), {pipeline.description})")
+    armed = arming(pipeline, _model_label(cfg))
+    print(f"{cfg.source}: arms {armed.summary()}")
     if pipeline.policy is not None:
         print()
         print(pipeline.policy.table(), end="")
+    if args.against:
+        try:
+            running_cfg = configmod.load(args.against)
+            running = arming(check_config(running_cfg)[0], _model_label(running_cfg))
+        except configmod.ConfigError as exc:
+            print(f"--against: {exc}", file=sys.stderr)
+            return 1
+        print(f"{running_cfg.source}: arms {running.summary()}")
+        for _, why in disarms(running, armed):
+            print(f"{cfg.source}: warning: against {running_cfg.source}: {why}", file=sys.stderr)
     return 0
+
+
+def _model_label(cfg: configmod.Config) -> str:
+    """``name@version`` of the model a config serves (the version 'latest' names, resolved), empty when off."""
+    if not cfg.model.enabled:
+        return ""
+    from pathlib import Path
+
+    from gateway.decider.manifest import resolve
+    from gateway.decider.onnx import OnnxOptions
+
+    base = Path(cfg.source).parent if cfg.source and not cfg.source.startswith("<") else None
+    options = OnnxOptions.from_config(cfg.model, base)
+    return f"{cfg.model.name}@{resolve(options.repository, options.name, options.version).name}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -100,8 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_args(p)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("check", help="validate a config and its rule files; exit non-zero on any problem")
+    p = sub.add_parser("check", help="validate a config and its rule files, print what it arms; exit non-zero on any problem")
     _serve_args(p)
+    p.add_argument("--against", metavar="RUNNING", help="also compare with this (running) config: warn where --config protects less")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", help="run the gateway in front of a bundled demo origin on the embedded default config")

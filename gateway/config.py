@@ -156,6 +156,13 @@ def one_of(*choices: str) -> Check:
     return run
 
 
+def repository_name(v: str) -> str | None:
+    """A model name or version: one folder name in the repository (letters, digits, ``.``, ``-``, ``_``), never a path."""
+    if not isinstance(v, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", v) or ".." in v or v == ".":
+        return f"{v!r} is not a repository name (letters, digits, '.', '-' and '_'; no '/', no '..')"
+    return None
+
+
 def status_range(v: str) -> str | None:
     if not re.fullmatch(r"\d{3}(-\d{3})?(,\d{3}(-\d{3})?)*", str(v)):
         return f"{v!r} is not a status list like '200-399' or '200,204'"
@@ -232,6 +239,8 @@ class LimitsConfig:
     max_body_bytes: int = setting(1 << 30, "Largest request body (accepts 10MiB style sizes); larger gets 413. 0 disables the limit.", check=non_negative, coerce=parse_size)
     body_prefix_bytes: int = setting(2048, "Bytes of a request body read before deciding, for rules and the model (then streamed).", check=non_negative, coerce=parse_size)
     max_pipelined: int = setting(16, "Pipelined requests buffered per connection before reading pauses.", check=positive)
+    underscore_headers: str = setting("refuse", "Request header names with '_' that fold ('_' as '-', any case) onto a framing, host, forwarding or gateway field (Content_Length, X_Forwarded_For, ...): refuse (400) or drop (not forwarded); counted either way.",
+                                      check=one_of("refuse", "drop"))
 
 
 @dataclass(kw_only=True)
@@ -255,7 +264,7 @@ class AdminConfig:
     """The admin/API listener (aiohttp): health, metrics, config, reload, decision API."""
 
     listen: str = setting("127.0.0.1:9090", "HOST:PORT of the admin listener; empty disables it.", check=lambda v: None if v == "" else host_port(v))
-    token: str = setting("", "Bearer token required for /admin/* when set (env:NAME or file:PATH accepted).", secret=True)
+    token: str = setting("", "Bearer token for /admin/* (env:NAME or file:PATH accepted). State changes (POST /admin/reload, POST /admin/model) always need it: without one they are refused with 403; read-only /admin/config needs it when set.", secret=True)
 
 
 @dataclass(kw_only=True)
@@ -412,12 +421,14 @@ class ModelConfig:
 
     enabled: bool = setting(False, "Load the model and score what the rules send to it; off, score outcomes are forwarded (counted). The demo and example configs turn it on.")
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
-    name: str = setting("clef-flash", "Model name (a folder under the repository).")
-    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; an opt-in version (manifest channel opt-in, e.g. Clef-flash 1.6.0, see models/README.md) loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).")
+    name: str = setting("clef-flash", "Model name (a folder under the repository: letters, digits, '.', '-', '_').", check=repository_name)
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; an opt-in version (manifest channel opt-in, e.g. Clef-flash 1.6.0, see models/README.md) loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).", check=repository_name)
     variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16. int8 scores move slightly with their batch-mates; fp32 ones do not.", check=one_of("auto", "fp32", "int8", "fp16"))
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
     graph_optimization: str = setting("all", "onnxruntime graph optimisation level: disable, basic, extended, all.", check=one_of("disable", "basic", "extended", "all"))
+    on_warmup_failure: str = setting("refuse", "A model that loads but fails its warm-up run: refuse (the default: start-up ends with exit 2 and the problem, a reload is refused) or fallback (serve with its circuit breaker open, so decider.fallback answers until half-open trials succeed).",
+                                     check=one_of("refuse", "fallback"))
 
 
 @dataclass(kw_only=True)
@@ -502,8 +513,9 @@ class ClefConfig:
 
     enabled: bool = setting(False, "Load clef for the decision API (about 100 MB of memory); off, only clef-flash's own questions are answered. The demo turns it on.")
     repository: str = setting("", "Folder holding clef/<version>/, relative to the config file; empty means the shipped models/repository.")
-    name: str = setting("clef", "Model name (a folder under the repository).")
-    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version (opt-in versions load only when named).")
+    name: str = setting("clef", "Model name (a folder under the repository: letters, digits, '.', '-', '_').", check=repository_name)
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version (opt-in versions load only when named).",
+                           check=repository_name)
     device: str = setting("auto", "auto (CUDA with fp16 when available, else CPU int8), cuda or cpu.", check=one_of("auto", "cuda", "cpu"))
     threads: int = setting(1, "onnxruntime threads per clef inference.", check=positive)
     timeout_ms: float = setting(2000.0, "Deadline of one clef call; a slower one fails with 503 and counts towards its circuit breaker.", check=positive)

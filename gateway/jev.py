@@ -163,6 +163,60 @@ def _check_state_size(text: str, field: str, limit: int) -> None:
         raise ApiError(413, "too_large", f"{field}: {size} bytes is more than the {limit} allowed (jev.max_state_bytes)", field)
 
 
+def check_values(value: Any, path: str) -> None:
+    """Refuse text that is not Unicode (a lone UTF-16 surrogate such as ``"\\ud800"``) and numbers JSON does not
+    have (NaN, Infinity) anywhere in a decoded body, naming the field: the model must never see them (they would
+    fail it, and count against its breaker, for a fault of the request)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise _invalid(where or "body", f"holds a lone UTF-16 surrogate at character {exc.start}; "
+                                                    "text must be valid Unicode") from None
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise _invalid(where or "body", f"{item!r} is not a JSON number (NaN and Infinity are not allowed)")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                child = f"{where}.{key}" if where else str(key)
+                stack.append((key, child))
+                stack.append((sub, child))
+        elif isinstance(item, list):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(item))
+
+
+RECORD_KEYS = ("method", "path", "http_version", "headers", "body", "client_ip")
+
+
+def _check_record(state: Mapping[str, Any], field: str) -> None:
+    """A state object that describes an HTTP request (it has ``method`` or ``path``) must have the record's types:
+    a wrong one is the request's error (400 with the field path), never a question for another model."""
+    if "method" not in state and "path" not in state:
+        return
+    for key in ("method", "path"):
+        if not isinstance(state.get(key), str) or not state[key]:
+            raise _invalid(f"{field}.{key}", f"must be a non-empty string, got {type(state.get(key)).__name__}")
+    if not state["method"].isalpha() or len(state["method"]) > 32:
+        raise _invalid(f"{field}.method", "must be an HTTP method (letters only)")
+    for key in ("http_version", "client_ip"):
+        if state.get(key) is not None and not isinstance(state[key], str):
+            raise _invalid(f"{field}.{key}", f"must be a string, got {type(state[key]).__name__}")
+    if state.get("body") is not None and not isinstance(state["body"], str):
+        raise _invalid(f"{field}.body", f"must be a string or null, got {type(state['body']).__name__}")
+    headers = state.get("headers")
+    if headers is None:
+        return
+    if not isinstance(headers, list):
+        raise _invalid(f"{field}.headers", f"must be a list of [name, value] pairs, got {type(headers).__name__}")
+    for i, pair in enumerate(headers):
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+            raise _invalid(f"{field}.headers[{i}]", "must be a [name, value] pair of strings")
+
+
 def _as_request_record(state: Any) -> dict[str, Any] | None:
     """A state that describes an HTTP request, as a record (or None when it does not)."""
     if isinstance(state, str):
@@ -263,6 +317,17 @@ def parse_item(body: Any, path: str, cfg: JevConfig) -> _Item:
             raise ApiError(413, "too_large", f"{path}state: renders to more than the {cfg.max_state_bytes} bytes allowed "
                            "(jev.max_state_bytes)", f"{path}state") from None
         _check_state_size(text, f"{path}state", cfg.max_state_bytes)
+        if model == "clef-flash":
+            record: Any = state
+            if isinstance(state, str) and state.lstrip().startswith("{"):
+                try:
+                    record = json.loads(state)
+                except (ValueError, RecursionError):
+                    record = None
+                else:
+                    check_values(record, f"{path}state")
+            if isinstance(record, Mapping):
+                _check_record(record, f"{path}state")
         return _Item("questions", body, path, _questions(body["questions"], path, cfg), text,
                      _as_request_record(state) if model == "clef-flash" else None, model)
     if "input" in body:
@@ -408,6 +473,7 @@ class DecisionApi:
                 raise ApiError(400, "invalid_json", f"body is not JSON: {exc}") from None
             except RecursionError:
                 raise ApiError(400, "invalid_json", "body is nested deeper than JSON is read here") from None
+            check_values(body, "")
             if isinstance(body, list):
                 shape = "batch"
                 if not body:

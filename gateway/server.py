@@ -36,6 +36,7 @@ from aiohttp import web
 from gateway import __version__, metrics
 from gateway import config as configmod
 from gateway.accesslog import AccessLog
+from gateway.arming import DISARMS, Arming, arming, disarms
 from gateway.backends import BackendSet
 from gateway.config import Config, ConfigError
 from gateway.decider import Decider
@@ -122,6 +123,19 @@ class ConfigSource:
 
 
 MODEL_SWAP_KEYS = ("name", "version", "variant", "enabled")
+
+
+def _swap_problem(body: dict[str, Any]) -> str | None:
+    """Why a POST /admin/model body is refused before anything loads (names are repository names, never paths)."""
+    for key in ("name", "version", "variant"):
+        if key in body and not isinstance(body[key], str):
+            return f"{key}: expected a string, got {type(body[key]).__name__}"
+    for key in ("name", "version"):
+        if key in body and (why := configmod.repository_name(body[key])):
+            return f"{key}: {why}"
+    if "enabled" in body and not isinstance(body["enabled"], bool):
+        return f"enabled: expected true or false, got {body['enabled']!r}"
+    return None
 
 
 def check_config(cfg: Config) -> tuple[Pipeline, tuple[str, ...]]:
@@ -218,6 +232,11 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
     return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1, decider, decision_log)
 
 
+def runtime_arming(runtime: Runtime) -> Arming:
+    """What a runtime arms (``gateway.arming.Arming``)."""
+    return arming(runtime.pipeline, runtime.decider.label if runtime.decider is not None else "")
+
+
 def _same_access_log(a: Config, b: Config) -> bool:
     keys = ("access_log", "access_log_flush_s", "access_log_max_pending_bytes")
     return all(getattr(a.logging, k, None) == getattr(b.logging, k, None) for k in keys)
@@ -254,6 +273,7 @@ class Worker:
         self.ready = False
         self.draining = False
         self._reload_lock = asyncio.Lock()
+        self.disarmed: list[str] = []  # how the last reload protects less than the config before it
 
     @property
     def runtime(self) -> Runtime:
@@ -321,6 +341,13 @@ class Worker:
         CONFIG_GENERATION.set(new.generation)
         metrics.CONFIG_RELOADS.inc("ok")
         log.info("config reloaded", extra={"fields": {"generation": new.generation, "source": cfg.source}})
+        before, after = runtime_arming(old), runtime_arming(new)
+        self.disarmed = [why for _, why in disarms(before, after)]
+        if self.disarmed:
+            for what, _ in disarms(before, after):
+                DISARMS.inc(what)
+            log.warning("the reloaded config protects less: %s", "; ".join(self.disarmed),
+                        extra={"fields": {"generation": new.generation, "before": before.summary(), "after": after.summary()}})
         # Old pools that the new set did not take over close once in-flight requests are done.
         self._retire(old, new)
         return []
@@ -361,6 +388,8 @@ class Worker:
             "backends": rt.backends.healthy if rt else {},
             "pipeline": rt.pipeline.description if rt else "",
             "model": rt.decider.describe() if rt and rt.decider else None,
+            "armed": runtime_arming(rt).to_json() if rt else None,
+            "disarmed": list(self.disarmed),
         }
 
 
@@ -432,8 +461,33 @@ class LocalControl:
         return self.worker.source.model_swap
 
 
-def _refused(request: web.Request, cfg: Config) -> web.Response | None:
+ADMIN_REFUSED = metrics.counter("clefgate_admin_refused_total",
+                                "Admin state changes refused, by reason (no_token, origin, unauthorized, content_type).", ("reason",))
+NO_ADMIN_TOKEN = ("admin.token is not set: state changes (POST /admin/reload, POST /admin/model) need a secret. "
+                  "Set admin.token in the config (a long random string, or env:NAME / file:PATH), reload or restart, "
+                  "and send 'Authorization: Bearer <token>' with 'Content-Type: application/json'")
+
+
+def _admin_origins(request: web.Request, cfg: Config) -> set[str]:
+    """The origins a browser sends for a page served by the admin listener itself (its host, its port)."""
+    host, port = configmod.split_host_port(cfg.admin.listen) if cfg.admin.listen else ("127.0.0.1", 0)
+    sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+    names = {host}
+    if sockname:
+        port = int(sockname[1])
+        names.add(str(sockname[0]))
+    if host in ("0.0.0.0", "::", "::1", "localhost") or host.startswith("127."):
+        names |= {"localhost", "127.0.0.1", "::1"}
+    return {f"{scheme}://{f'[{n}]' if ':' in n else n}:{port}" for n in names for scheme in ("http", "https")}
+
+
+def _refused(request: web.Request, cfg: Config, *, changes_state: bool = False) -> web.Response | None:
     """The answer refusing an /admin/* request, or None when it may go on.
+
+    A request that changes state always needs the token: with none configured it is refused (403, saying how to
+    set one). It must also come as ``application/json`` (415 otherwise: a form or text/plain body is what a
+    cross-site page can send without asking) and, when it carries ``Origin``, from the admin listener's own
+    origin (403 otherwise). Read-only requests need the token only when one is set.
 
     The token is read again on every request so a rotated ``file:``/``env:`` secret takes effect without a
     restart. A token that is configured but reads empty (the file removed or truncated mid-rotation, the
@@ -441,15 +495,29 @@ def _refused(request: web.Request, cfg: Config) -> web.Response | None:
     same time wherever the strings differ.
     """
     if not cfg.admin.token:
+        if changes_state:
+            ADMIN_REFUSED.inc("no_token")
+            return web.json_response({"error": "forbidden: no admin token configured", "how": NO_ADMIN_TOKEN}, status=403)
         return None
     token = configmod.resolve_secret(cfg.admin.token)
     if not token:
         log.error("admin.token cannot be read (missing, unreadable or empty); refusing admin requests",
                   extra={"fields": {"token": cfg.admin.token if cfg.admin.token.startswith(("env:", "file:")) else "***"}})
         return web.json_response({"error": "admin token unavailable"}, status=503)
+    if changes_state:
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.rstrip("/").lower() not in _admin_origins(request, cfg):
+            ADMIN_REFUSED.inc("origin")
+            log.warning("admin state change refused: foreign Origin", extra={"fields": {"origin": origin[:200], "path": request.path}})
+            return web.json_response({"error": f"forbidden: Origin {origin[:200]!r} is not the admin listener's own"}, status=403)
     given = request.headers.get("Authorization", "").encode("utf-8", "surrogatepass")
     if not hmac.compare_digest(given, f"Bearer {token}".encode("utf-8", "surrogatepass")):
+        if changes_state:
+            ADMIN_REFUSED.inc("unauthorized")
         return web.json_response({"error": "unauthorized"}, status=401)
+    if changes_state and request.content_type != "application/json":
+        ADMIN_REFUSED.inc("content_type")
+        return web.json_response({"error": f"state changes take Content-Type: application/json (got {request.content_type!r})"}, status=415)
     return None
 
 
@@ -476,16 +544,18 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
 
     async def reload_view(request: web.Request) -> web.Response:
         cfg = control.config()
-        if (refused := _refused(request, cfg)) is not None:
+        if (refused := _refused(request, cfg, changes_state=True)) is not None:
             return refused
         problems = await control.reload()
         if problems:
             return web.json_response({"reloaded": False, "problems": problems}, status=422)
-        return web.json_response({"reloaded": True, "generation": (await control.statuses())[0]["generation"]})
+        status = (await control.statuses())[0]
+        return web.json_response({"reloaded": True, "generation": status["generation"], "armed": status.get("armed"),
+                                  "disarmed": status.get("disarmed", [])})
 
     async def model_view(request: web.Request) -> web.Response:
         cfg = control.config()
-        if (refused := _refused(request, cfg)) is not None:
+        if (refused := _refused(request, cfg, changes_state=True)) is not None:
             return refused
         try:
             body = await request.json()
@@ -493,6 +563,8 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
             return web.json_response({"error": "body must be a JSON object such as {\"version\": \"2\"}"}, status=400)
         if not isinstance(body, dict) or not body or set(body) - set(MODEL_SWAP_KEYS):
             return web.json_response({"error": f"body must be a JSON object with keys among {', '.join(MODEL_SWAP_KEYS)}"}, status=400)
+        if (wrong := _swap_problem(body)) is not None:
+            return web.json_response({"error": wrong}, status=400)
         problems = await control.swap_model(body)
         if problems:
             return web.json_response({"swapped": False, "problems": problems}, status=422)

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+ADMIN_TOKEN = "harness-admin-token"  # the admin token every harness gateway gets unless its config names one
 
 
 def free_port() -> int:
@@ -115,6 +116,7 @@ class Gateway:
         self.config.setdefault("listen", f"127.0.0.1:{free_port()}")
         admin = dict(self.config.get("admin") or {})
         admin.setdefault("listen", f"127.0.0.1:{free_port()}")
+        admin.setdefault("token", ADMIN_TOKEN)  # state changes always need one
         self.config["admin"] = admin
         self.port = int(self.config["listen"].rpartition(":")[2])
         self.admin_port = int(admin["listen"].rpartition(":")[2]) if admin["listen"] else 0
@@ -153,17 +155,21 @@ class Gateway:
         if config is not None:
             merged = dict(config)
             merged["listen"] = self.config["listen"]
-            merged["admin"] = {**(config.get("admin") or {}), "listen": self.config["admin"]["listen"]}
+            merged["admin"] = {"token": self.config["admin"]["token"], **(config.get("admin") or {}), "listen": self.config["admin"]["listen"]}
             self.write_config(merged)
         if via == "sighup":
             self.proc.send_signal(signal.SIGHUP)
             return 0, {}
-        req = urllib.request.Request(self.admin_url + "/admin/reload", method="POST", data=b"")
+        req = urllib.request.Request(self.admin_url + "/admin/reload", method="POST", data=b"{}", headers=self.admin_headers())
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
+
+    def admin_headers(self) -> dict[str, str]:
+        """What a state-changing admin request sends: the bearer token (a literal one) and a JSON body."""
+        return {"Authorization": f"Bearer {self.config['admin']['token']}", "Content-Type": "application/json"}
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.proc.poll() is None:

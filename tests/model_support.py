@@ -35,12 +35,13 @@ QUOTE_ID = ord("'") + feat.BYTE_OFFSET
 
 
 def write_quote_model(root: Path, name: str, version: str, *, w_quote: Sequence[float] = (-8.0, -8.0, -8.0, 12.0),
-                      b_kind: Sequence[float] = (2.0, 0.0, 0.0, 0.0, 0.0, 0.0)) -> Path:
+                      b_kind: Sequence[float] = (2.0, 0.0, 0.0, 0.0, 0.0, 0.0), single_row: bool = False) -> Path:
     """A real ONNX model with the Clef-flash contract and its manifest, in ``root/name/version``.
 
     Its class logits are ``b_class`` (human) plus ``w_quote`` when the request text holds a single quote, and its
     attack kind logits are ``b_kind``. Built with onnx's helpers (no training), so tests of the model path are fast
-    and their expected answers are known. Returns ``root``.
+    and their expected answers are known. ``single_row`` reshapes the class logits to one row: the model loads and
+    scores one request, but fails on any larger batch (the warm-up runs batches of 8). Returns ``root``.
     """
     import numpy as np
     import onnx
@@ -63,10 +64,13 @@ def write_quote_model(root: Path, name: str, version: str, *, w_quote: Sequence[
         helper.make_node("MatMul", ["has_quote", "w_quote"], ["from_quote"]),
         helper.make_node("MatMul", ["numeric", "w_numeric"], ["from_numeric"]),
         helper.make_node("Add", ["from_quote", "from_numeric"], ["class_sum"]),
-        helper.make_node("Add", ["class_sum", "b_class"], ["class_logits"]),
+        helper.make_node("Add", ["class_sum", "b_class"], ["class_rows" if single_row else "class_logits"]),
         helper.make_node("MatMul", ["numeric", "w_kind"], ["kind_sum"]),
         helper.make_node("Add", ["kind_sum", "b_kind"], ["attack_kind_logits"]),
     ]
+    if single_row:
+        inits.append(numpy_helper.from_array(np.array([1, 4], dtype=np.int64), "one_row"))
+        nodes.append(helper.make_node("Reshape", ["class_rows", "one_row"], ["class_logits"]))
     graph = helper.make_graph(
         nodes, "toy",
         [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "tokens"]),

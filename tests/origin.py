@@ -210,6 +210,8 @@ RAW_RESPONSES: dict[str, bytes | str] = {
     # hop-by-hop headers, one of them named by Connection
     "/hop": b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Hop\r\nKeep-Alive: timeout=5\r\nX-Hop: secret\r\n"
             b"X-End: kept\r\nProxy-Connection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+    # a challenge meant for a proxy: hop-by-hop, never passed to the client
+    "/proxy-authn": b"HTTP/1.1 200 OK\r\nProxy-Authenticate: Basic realm=\"inner\"\r\nX-End: kept\r\nContent-Length: 2\r\n\r\nok",
     # broken framing the proxy must refuse (502)
     "/cl-te": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     "/dup-cl": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",

@@ -108,14 +108,14 @@ def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:
 
 
 def test_model_hot_swap(gateway: Gateway) -> None:
-    bad = httpx.post(gateway.admin_url + "/admin/model", json={"version": "does-not-exist"}, timeout=60)
+    bad = httpx.post(gateway.admin_url + "/admin/model", json={"version": "does-not-exist"}, headers=gateway.admin_headers(), timeout=60)
     assert bad.status_code == 422 and bad.json()["swapped"] is False
     assert get(gateway, "/shop").status_code == 200
     version = httpx.get(gateway.admin_url + "/readyz", timeout=10).json()["workers"][0]["model"]["model"].split("@")[1]
-    good = httpx.post(gateway.admin_url + "/admin/model", json={"version": version}, timeout=60)
+    good = httpx.post(gateway.admin_url + "/admin/model", json={"version": version}, headers=gateway.admin_headers(), timeout=60)
     assert good.status_code == 200 and good.json()["swapped"] is True
     assert good.json()["model"]["model"] == f"clef-flash@{version}"
-    assert httpx.post(gateway.admin_url + "/admin/model", json={"colour": "blue"}, timeout=10).status_code == 400
+    assert httpx.post(gateway.admin_url + "/admin/model", json={"colour": "blue"}, headers=gateway.admin_headers(), timeout=10).status_code == 400
 
 
 def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_origin, tmp_path: Path) -> None:

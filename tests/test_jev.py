@@ -260,3 +260,24 @@ def test_a_state_nested_deeper_than_can_be_rendered_is_a_400() -> None:
         with pytest.raises(ApiError) as err:
             parse_item(body, "", cfg)
         assert err.value.status == 400 and err.value.code == "invalid_json" and err.value.field == field
+
+
+BREAKER_BAIT = [b'{"input": "x\\ud800"}', b'{"input": "x", "max_tokens": NaN}', b'[[1,2,3]]',
+                b'{"state": {"method": 5, "path": "/"}, "questions": [{"id": "class", "options": ["human", "good_bot", "bad_bot", "attack"]}]}',
+                b'{"state": {"method": "GET", "path": "/", "headers": {"Host": "a"}}, "questions": [{"id": "class", "options": '
+                b'["human", "good_bot", "bad_bot", "attack"]}]}']
+
+
+def test_bad_input_never_opens_a_breaker(api: Gateway) -> None:
+    """Ten of each bad body: 400 invalid_request with the field, and both breakers stay closed (health 200)."""
+    failures_before = [ln for ln in api.metrics().splitlines() if ln.startswith("clefgate_model_failures_total{")]
+    for raw in BREAKER_BAIT:
+        for _ in range(10):
+            r = httpx.post(api.admin_url + "/v1/decision", content=raw, timeout=60,
+                           headers={"Authorization": "Bearer key-a-123456", "Content-Type": "application/json"})
+            assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request", r.text
+            assert r.json()["error"].get("field") is not None and r.json()["error"]["request_id"]
+    health = httpx.get(api.admin_url + "/health", timeout=10)
+    assert health.status_code == 200 and all(m["breaker"] == "closed" for m in health.json()["models"]), health.text
+    failures_after = [ln for ln in api.metrics().splitlines() if ln.startswith("clefgate_model_failures_total{")]
+    assert failures_after == failures_before

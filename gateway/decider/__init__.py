@@ -162,5 +162,7 @@ def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
     keep_breaker = (previous.breaker if previous is not None and model is previous.model
                     and all(getattr(previous.settings, k) == getattr(settings, k) for k in _BREAKER_SETTINGS) else None)
     scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache, keep_breaker)
+    if getattr(model, "warmup_error", "") and keep_breaker is None:
+        breaker.trip()  # model.on_warmup_failure: fallback
     return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher,
                    policy_notes(model.manifest, cfg.policy))

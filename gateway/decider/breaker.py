@@ -119,6 +119,10 @@ class CircuitBreaker:
         if len(failures) >= self.failure_threshold:
             self._open(now)
 
+    def trip(self) -> None:
+        """Open now, whatever the count (a model that failed its warm-up starts here); half-open trials follow the cooldown."""
+        self._open(self.clock())
+
     def release(self, ticket: int | None = None) -> None:
         """The call holding ``ticket`` ended without a verdict on the model (e.g. the caller was cancelled)."""
         if self.state == HALF_OPEN and (ticket is None or ticket == self._trial):

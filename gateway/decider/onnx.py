@@ -126,6 +126,8 @@ class OnnxOptions:
     # blocked 14.30% of the REST-writes set, 14.47% measured). The fix (session.x64quantprecision) is asked for only where
     # a probe finds the default kernel wrong (gateway.decider.int8probe): on a VNNI CPU it cost 18-26% and changed nothing.
     exact_int8: bool = True
+    # a warm-up run that fails: "refuse" raises ModelLoadError, "fallback" keeps the model with ``warmup_error`` set
+    on_warmup_failure: str = "refuse"
 
     @classmethod
     def from_config(cls, model_cfg: Any, base_dir: Path | None = None) -> OnnxOptions:
@@ -135,7 +137,8 @@ class OnnxOptions:
             repo = (base_dir or Path.cwd()) / repo
         return cls(repository=repo, name=model_cfg.name, version=model_cfg.version, variant=model_cfg.variant,
                    providers=tuple(model_cfg.providers), intra_op_threads=model_cfg.intra_op_threads,
-                   graph_optimization=model_cfg.graph_optimization)
+                   graph_optimization=model_cfg.graph_optimization,
+                   on_warmup_failure=getattr(model_cfg, "on_warmup_failure", "refuse"))
 
 
 def _softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
@@ -171,7 +174,17 @@ class OnnxScorer:
             log.info("model %s: denormals cannot be flushed to zero here (not 64-bit x86 Linux or no C math library); "
                      "masked attention runs at IEEE speed", self.manifest.id)
         self._explain = self._explain_weights()
-        self.warm_up()
+        self.warmup_error = ""
+        try:
+            self.warm_up()
+        except Exception as exc:  # a model that loads but cannot run is unusable: a load problem, not a crash
+            problem = f"warm-up run failed on {self.provider}: {str(exc)[:500]}"
+            if opts.on_warmup_failure != "fallback":
+                del self.session
+                raise ModelLoadError([problem], self.manifest.id) from exc
+            self.warmup_error = problem
+            log.error("model %s: %s; serving with its circuit breaker open (model.on_warmup_failure: fallback)",
+                      self.manifest.id, problem)
         self.load_seconds = time.perf_counter() - started
         self._loaded_key: tuple[str, str, str] | None = (self.label, self.provider, self.precision)
         with _LOADED_LOCK:

@@ -37,7 +37,15 @@ from gateway.proxy.exchange import (
     P_UPGRADE,
     Exchange,
 )
-from gateway.proxy.http1 import CONNECTION_OPTIONS, check_host, check_transfer_encoding, header_stripper
+from gateway.proxy.http1 import (
+    CONNECTION_OPTIONS,
+    check_host,
+    check_transfer_encoding,
+    header_stripper,
+    protected_from_connection,
+    underscore_twin,
+    without_cookie,
+)
 from gateway.proxy.requestid import REQUEST_IDS
 from gateway.proxy.tunnel import Tunnel
 from gateway.proxy.wirefeatures import new_features
@@ -62,6 +70,11 @@ _new_id = REQUEST_IDS.new
 _accept_id = REQUEST_IDS.accept
 _HOST_FIELD = header_stripper({"host"})
 _ONLY_CONNECTION = frozenset({"connection"})
+HEADER_ABUSE = metrics.counter(
+    "clefgate_request_header_abuse_total",
+    "Requests whose head tried to remove or shadow a field the origin relies on, by kind (connection_listed: a "
+    "protected field named in Connection, kept; underscore: an underscore twin of a guarded field) and action "
+    "(kept, refused, dropped).", ("kind", "action"))
 
 
 class ClientConnection(asyncio.Protocol):
@@ -185,13 +198,20 @@ class ClientConnection(asyncio.Protocol):
                 up.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        # what follows an Upgrade request that is not tunnelled (h2c, ...) is read again in this loop: a pipelined run
+        # of them must not recurse (nor nest exception handlers) once per request
+        while data:
+            data = self._feed(data)
+
+    def _feed(self, data: bytes) -> bytes:
+        """Parse ``data``; the bytes to parse next (after an Upgrade served as plain HTTP), or b""."""
         if self.tunnel is not None:
             self.tunnel.from_client(data)
-            return
+            return b""
         if self.closing:
-            return  # lingering close: drop whatever the client still sends
+            return b""  # lingering close: drop whatever the client still sends
         if self.draining and self.in_head and not self.msg_open and not self.head_seen:
-            return  # draining: a request that starts now is not read (the last answer said Connection: close)
+            return b""  # draining: a request that starts now is not read (the last answer said Connection: close)
         if self.in_head:
             if not self.msg_open and not self.head_seen:
                 # a new request starts at data[0]: keep its raw head when it is complete here,
@@ -204,10 +224,11 @@ class ClientConnection(asyncio.Protocol):
                     if end > 0:
                         self.raw_head = data[:end]
             self.head_seen += len(data)
+        upgraded = None
         try:
             self.parser.feed_data(data)
         except _HttpParserUpgrade as exc:
-            self._upgraded(data[exc.args[0]:])
+            upgraded = data[exc.args[0]:]
         except _HttpParserCallbackError as exc:
             cause = exc.__context__
             if isinstance(cause, GatewayError):
@@ -222,6 +243,7 @@ class ClientConnection(asyncio.Protocol):
             # (httptools buffers a field until it is complete)
             if self.in_head and self.msg_open and self.head_seen > self.st.max_head_total:
                 self.reject(GatewayError(431, "header_too_large", "The request head exceeds the configured limits."))
+        return b"" if upgraded is None else self._upgraded(upgraded)
 
     # ================================================================== httptools callbacks
 
@@ -275,7 +297,26 @@ class ClientConnection(asyncio.Protocol):
         listed = None
         if conn_hdr is not None and conn_hdr.lower() not in CONNECTION_OPTIONS:
             listed = {t.strip(" \t").lower() for t in conn_hdr.split(",")} - CONNECTION_OPTIONS
-        if raw_head is not None and not listed:
+            kept = {n for n in listed if protected_from_connection(n, st.id_header)}
+            if kept:
+                # Connection may remove hop-by-hop fields, not Host, the framing or what the gateway adds
+                listed -= kept
+                HEADER_ABUSE.inc("connection_listed", "kept")
+                log.info("a client's Connection header named fields the origin relies on; they are kept",
+                         extra={"fields": {"request_id": ex.request_id, "fields": sorted(kept)[:8]}})
+        if any(b"_" in n for n, _ in headers):
+            twins = {t for t in (n.lower() for n, _ in fheaders if "_" in n) if underscore_twin(t, st.id_header)}
+            if twins:
+                if st.underscore_refuse:
+                    HEADER_ABUSE.inc("underscore", "refused")
+                    raise GatewayError(400, "ambiguous_header_name",
+                                       f"The header field {sorted(twins)[0][:64]!r} reads as "
+                                       f"{sorted(twins)[0][:64].replace('_', '-')!r} to origins that fold '_' and '-'.")
+                HEADER_ABUSE.inc("underscore", "dropped")
+                listed = (listed or set()) | twins
+        cookie = get("cookie")
+        pass_cookie = cookie is not None and st.pass_cookie in cookie
+        if raw_head is not None and not listed and not pass_cookie:
             if len(raw_head) > st.max_header_bytes + len(target) + 16:
                 raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
             eol = raw_head.find(b"\r\n")
@@ -301,6 +342,11 @@ class ClientConnection(asyncio.Protocol):
             for (name, value), (text, _) in zip(headers, fheaders, strict=True):
                 key = text.lower()
                 if key not in drop and not key.startswith("x-clefgate-"):
+                    if pass_cookie and key == "cookie":
+                        # the visitor's pass cookie is the gateway's: the origin gets the other cookies
+                        value = without_cookie(value, st.pass_cookie_b)
+                        if not value:
+                            continue
                     pieces += (b"\r\n", name, b": ", value)
             ex.fwd = b"".join(pieces)
         # ---- framing
@@ -533,16 +579,18 @@ class ClientConnection(asyncio.Protocol):
             ex.fail(error)
         # else: answered when its turn comes (earlier pipelined requests are in flight)
 
-    def _upgraded(self, rest: bytes) -> None:
+    def _upgraded(self, rest: bytes) -> bytes:
+        """After an Upgrade request's head: the bytes to parse next (an Upgrade we do not tunnel), or b""."""
         ex = self.upgrade_ex
         self.upgrade_ex = None
         if ex is None or ex.resp_done or self.closing:
             if rest and not self.closing and ex is None:
                 # an Upgrade we do not tunnel (h2c, ...): the request was served as plain HTTP
-                self.data_received(rest)
-            return
+                return rest
+            return b""
         ex.tunnel_rest += rest
         self.pause(P_UPGRADE)
+        return b""
 
     def start_tunnel(self, ex: Exchange, up: UpstreamConnection, rest: bytes) -> None:
         """101 from the upstream: this connection becomes a byte tunnel."""

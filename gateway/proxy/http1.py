@@ -22,17 +22,52 @@ import httptools
 
 # ---------------------------------------------------------------------------- header names
 
-# Request headers that describe this hop only; never forwarded as received.
-# (Content-Length and Transfer-Encoding are re-derived from the framing we send.)
+# Request headers that describe this hop only; never forwarded as received: RFC 9110's connection-specific
+# fields (7.6.1), Proxy-Connection, and the credentials and challenges meant for a proxy (Proxy-Authorization,
+# Proxy-Authenticate). Content-Length and Transfer-Encoding are re-derived from the framing we send; Expect
+# and Host are handled by the proxy.
 REQUEST_HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
-    "trailer", "expect", "content-length", "host",
+    "trailer", "expect", "content-length", "host", "proxy-authorization", "proxy-authenticate",
 })
 
 # Response headers that describe the upstream hop only.
 RESPONSE_HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+    "proxy-authenticate", "proxy-authorization",
 })
+
+# Fields a client's Connection header cannot remove: the end-to-end ones the origin relies on (Host, the framing
+# the proxy sends) and those the gateway or a trusted front adds (any X-Forwarded-*, plus the request id field).
+CONNECTION_PROTECTED = frozenset({
+    "host", "content-length", "transfer-encoding", "forwarded", "via", "x-real-ip", "x-request-id",
+})
+
+# Header names whose underscore twin (Content_Length, X_Forwarded_For) a CGI/WSGI origin folds onto the real one
+# (with any X-Forwarded-* and the X-Clefgate-* fields the gateway sends its verdict in).
+UNDERSCORE_GUARDED = frozenset({
+    "content-length", "transfer-encoding", "host", "forwarded", "x-real-ip", "via", "x-request-id",
+    "connection", "upgrade", "te",
+})
+
+
+def protected_from_connection(name: str, id_header: str) -> bool:
+    """Whether a (lower-case) field named in a client's Connection header must still be forwarded."""
+    return name in CONNECTION_PROTECTED or name == id_header or name.startswith("x-forwarded-")
+
+
+def underscore_twin(name: str, id_header: str) -> bool:
+    """Whether a (lower-case) field name with ``_`` folds onto a framing, host, forwarding or gateway field."""
+    if "_" not in name:
+        return False
+    folded = name.replace("_", "-")
+    return folded in UNDERSCORE_GUARDED or folded == id_header or folded.startswith(("x-forwarded-", "x-clefgate-"))
+
+
+def without_cookie(value: bytes, name: bytes) -> bytes:
+    """A Cookie field value with every ``name=...`` pair removed, the other pairs byte for byte (b"" if none stays)."""
+    kept = [part for part in value.split(b";") if part.lstrip(b" \t").split(b"=", 1)[0].rstrip(b" \t") != name]
+    return b";".join(kept).strip(b" \t")
 
 # Connection options that are not header names (never strip a header because of them).
 CONNECTION_OPTIONS = frozenset({"close", "keep-alive", "upgrade"})

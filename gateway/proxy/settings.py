@@ -66,6 +66,9 @@ class ProxySettings:
         # (Host is forwarded as the client sent it, so it stays in the block)
         self.forward_drop = self.special - {"host"}
         self.request_strip = header_stripper(self.forward_drop, ("x-clefgate-",))
+        self.underscore_refuse = limits.underscore_headers == "refuse"
+        self.pass_cookie = cfg.challenge.cookie_name  # any spelling of the pair (name=v, name =v, a bare name) is found
+        self.pass_cookie_b = cfg.challenge.cookie_name.encode("latin-1")
 
         self.response_scan = ResponseScan(self.id_header)
         self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})

@@ -206,7 +206,12 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
             tests.append(f"p.startswith({emit.const(tuple(shapes.prefixes))})")
         tests.extend(f"{emit.const(part)} in p" for part in shapes.contains)
         if shapes.rest:
-            tests.append(f"{emit.const(compile_globs(shapes.rest).fullmatch)}(p) is not None")
+            try:
+                rest = compile_globs(shapes.rest)
+            except PatternError as exc:
+                problems.append(f"{where}: {exc}")
+                return None
+            tests.append(f"{emit.const(rest.fullmatch)}(p) is not None")
         return "(" + " or ".join(tests) + ")"
 
     if key in ("path_regex", "query", "user_agent"):

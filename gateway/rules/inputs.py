@@ -128,12 +128,22 @@ def _options() -> re2.Options:
 def compile_inputs(patterns: list[str]) -> re2._Regexp:
     """One RE2 regex searching for any of ``patterns`` (each checked alone first, so errors name it)."""
     for p in patterns:
+        if not p.isascii() and not _is_unicode(p):
+            raise PatternError(f"bad regex {p!r}: it holds a lone UTF-16 surrogate (RE2 reads valid Unicode only)")
         try:
             re2.compile(p, _options())
         except re2.error as exc:
             msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
             raise PatternError(f"bad regex {p!r}: {msg} (inputs patterns are RE2: no lookaround or backreferences)") from None
     return _joined(patterns)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _joined(patterns: list[str]) -> re2._Regexp:

@@ -108,8 +108,14 @@ def glob_to_regex(glob: str) -> str:
 
 def compile_globs(globs: Sequence[str], *, ignore_case: bool = False) -> re.Pattern[str]:
     """One regex that fully matches any of ``globs`` (a single alternation: one C-level scan per request)."""
+    flags = re.IGNORECASE if ignore_case else 0
+    for g in globs:  # each alone first, so the error names the glob (a class such as [z-a] is not a range)
+        try:
+            re.compile(glob_to_regex(g), flags)
+        except re.error as exc:
+            raise PatternError(f"bad glob {g!r}: {exc.msg}") from None
     body = "|".join(f"(?:{glob_to_regex(g)})" for g in globs)
-    return re.compile(body, re.IGNORECASE if ignore_case else 0)
+    return re.compile(body, flags)
 
 
 def expand_braces(glob: str) -> list[str]:
