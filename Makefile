@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
+.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,8 +71,24 @@ exam4: $(VENV)/.stamp-all
 	$(PY) -m models.data.generate --split exam4 --rows 16000 --seed 7 --out models/work/exam4.jsonl
 	$(VENV)/bin/clefgate eval --data models/work/exam4.jsonl
 
-bench: $(VENV)/.stamp-all system-deps
-	$(VENV)/bin/clefgate bench
+# every benchmark, each into its one current report under loadtest/reports/ (see loadtest/reports/README.md)
+REPORTS := loadtest/reports
+bench: bench-proxy bench-rules bench-model bench-mixed
+
+bench-proxy: $(VENV)/.stamp-all system-deps
+	$(VENV)/bin/clefgate bench proxy --duration 3 --rounds 2 --json $(REPORTS)/proxy/proxybench.json | tee $(REPORTS)/proxy/proxybench.txt
+
+bench-rules: $(VENV)/.stamp-all
+	taskset -c 1 $(VENV)/bin/clefgate bench rules --rounds 15 | tee $(REPORTS)/rules/rulesbench.txt
+
+bench-model: $(VENV)/.stamp-all
+	$(PY) -m loadtest.modelrounds --out $(REPORTS)/model
+	$(PY) -m models.data.generate --split eval --rows 16000 --seed 7 --out models/work/clef-flash/eval.jsonl
+	$(VENV)/bin/clefgate eval --data models/work/clef-flash/eval.jsonl | tee $(REPORTS)/model/eval-1.7.0.txt
+	$(VENV)/bin/clefgate eval --data models/work/clef-flash/eval.jsonl --json > $(REPORTS)/model/eval-1.7.0.json
+
+bench-mixed: $(VENV)/.stamp-all system-deps
+	$(VENV)/bin/clefgate bench mixed --out $(REPORTS)/mixed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
