@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 REPORTS := loadtest/reports
 
-.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean readme
+.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,9 +85,9 @@ bench-mixed: $(VENV)/.stamp-all system-deps
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
-# regenerate the README's config reference from the schema
-readme: $(VENV)/.stamp-serve
-	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('README.md'); s=p.read_text(); \
+# regenerate the config reference (docs/config.md) from the schema
+docs: $(VENV)/.stamp-serve
+	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('docs/config.md'); s=p.read_text(); \
 	p.write_text(re.sub(r'(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)', lambda m: m.group(1)+c.reference_markdown()+m.group(2), s, flags=re.S))"
 
 # rebuild the zero-shot clef model (about 25 minutes on 2 cores; see models/clef/README.md)

@@ -819,7 +819,7 @@ def _short_type(tp: Any) -> str:
 
 
 def reference_markdown() -> str:
-    """The config reference as a Markdown table (embedded in the README)."""
+    """The config reference as a Markdown table (docs/config.md)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for path, tp, default, doc in reference():
         d, t = default.replace("|", "\\|"), tp.replace("|", "\\|")  # a bare | would end the cell
