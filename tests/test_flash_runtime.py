@@ -114,7 +114,7 @@ def test_precisions_agree_on_held_out_requests(scorer: OnnxScorer) -> None:
 def test_a_requests_scores_barely_depend_on_the_requests_batched_with_it(scorer: OnnxScorer) -> None:
     """fp32: the same alone and among 63 others, so padding and batch-mates are masked out. int8: onnxruntime
     quantizes each MatMul's input with one scale for the whole run, so batch-mates move a request's probabilities
-    a little (models/README.md, *Session 20*: up to 0.016-0.025 on samples this size, 5-6 decisions in 16,000)."""
+    a little (models/README.md, *Limits*: up to 0.016-0.025 on samples this size, 5-6 decisions in 16,000)."""
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("calib", 192, seed=53)]
     fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32"))
     for model, most in ((fp32, 1e-5), (scorer, 0.06)):
