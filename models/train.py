@@ -123,7 +123,7 @@ class OptimConfig:
     # developer text in the choice: this many people searching and posting the Markdown measurement set
     # (``realtext --source markdown``, the pinned transformers' docstrings; never trained on) are scored each
     # epoch, and ``select: calibration`` keeps only epochs blocking at most ``select_max_text_blocked`` of them
-    # (0 rows: not read, as up to 1.5.0)
+    # (0 rows: not read; the shipped configs leave it at 0)
     select_text_rows: int = 0
     select_max_text_blocked: float = 0.005
     # model.members > 1: one seed per member. Each member is a whole run of its own (its seed's training and
@@ -658,7 +658,7 @@ def calibrate_and_measure(net: Net, splits: Splits, work: Path, log: Any,
     """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram.
 
     ``show_eval=False`` keeps the held-out figures out of the log (they are still in the metrics): reading
-    an experiment's log is then no look at the exam.
+    an experiment's log then tells nothing about the held-out split.
     """
     cal_cls, cal_kind = predict(net, splits.cal)
     kmask = splits.cal.kinds >= 0
@@ -785,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-export", action="store_true", help="train and measure only")
     ap.add_argument("--hide-eval", action="store_true",
                     help="do not print the held-out split's figures (still written to metrics.json and the manifest): for "
-                         "experiments compared on the calibration side, so that reading their logs is no look at the exam")
+                         "experiments compared on the calibration side, so that their logs tell nothing about the held-out split")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     if args.version:

@@ -208,7 +208,7 @@ def _skip_layer_norms(path: Path, disabled: list[str], tmp_path: Path) -> int:
 
 def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(scorer: OnnxScorer, tmp_path: Path,
                                                                               held_out_inputs: list[feat.ModelInput]) -> None:
-    """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (session 17:
+    """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (measured:
     0 of 148,000 calibration-side actions changed, |dP| <= 0.0011), less than an int8 score moves with its batch."""
     from gateway.decider import fpenv
 
@@ -246,7 +246,7 @@ def test_the_shipped_int8_probe_is_the_one_its_builder_writes(tmp_path: Path) ->
 
 
 def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer) -> None:
-    """onnxruntime's uint8 x int8 kernel saturates at 16 bits on AVX2-only CPUs (session 18: an AMD EPYC without VNNI
+    """onnxruntime's uint8 x int8 kernel saturates at 16 bits on AVX2-only CPUs (an AMD EPYC without VNNI
     served other answers than the measured ones) and is exact with AVX-512 VNNI. The runtime probes the default kernel
     once and asks for exact products (session.x64quantprecision, which cost 18-26% on a VNNI CPU) only where it is wrong:
     with the setting the probe's products are exact on every CPU, and the scorer's session carries it exactly when the
