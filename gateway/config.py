@@ -2,7 +2,7 @@
 
 Load -> validate -> compile. The schema is a tree of dataclasses; every field is
 declared with :func:`setting`, whose ``doc`` is the config reference printed by
-``clefgate config-reference`` and embedded in the README (a test keeps them equal).
+``clefgate config-reference`` and written to docs/config.md (a test keeps them equal).
 Validation never stops at the first problem: it collects every one as
 ``path: message`` and raises :class:`ConfigError` with all of them.
 """
