@@ -8,8 +8,9 @@ PIP := $(VENV)/bin/pip
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
+REPORTS := loadtest/reports
 
-.PHONY: demo test fuzz soak model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
+.PHONY: demo test fuzz soak model model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,47 +40,54 @@ lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check gateway models loadtest tests
 	$(VENV)/bin/mypy
 
-# the shipped 1.7.0: two narrow runs, two at a time, one temperature for both (about 15 minutes on 2 cores), then its eval table
+# Clef-flash 1.7.0, the shipped version: two narrow runs, two at a time, one temperature for both (about 15 minutes on
+# 2 cores), then its table on the eval split
 model: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash.yaml
 	$(PY) -m gateway.tools.evaluate --data models/work/clef-flash/eval.jsonl
 
-# earlier versions stay in models/repository and can be rebuilt:
-# 1.5.0, the default up to session 12 (one network, about 13 minutes)
+# the rollback version, 1.5.0 (one network, about 13 minutes), shipped in models/repository beside 1.7.0
 model-1.5.0: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash-1.5.0.yaml
 
-# the opt-in two-member 1.6.0 (models/README.md, Session 12): two runs, two at a time, about 20 minutes on 2 cores
+# 1.6.0, not shipped: two full-size networks (opt-in channel), about 20 minutes on 2 cores
 model-1.6.0: $(VENV)/.stamp-all
 	nice -n 10 $(PY) -m models.train --config models/configs/clef-flash-1.6.0.yaml
 
-# the second exam (models/README.md, Session 14): 16,000 requests built only from sources no split has, and the
-# shipped config's table on them (a few seconds to generate, about a minute to score)
-exam: $(VENV)/.stamp-all
-	$(PY) -m models.data.generate --split exam --rows 16000 --seed 7 --out models/work/exam.jsonl
-	$(VENV)/bin/clefgate eval --data models/work/exam.jsonl
+# The measurement splits (models/data/generate.py): 16,000 requests each, built only from sources no side of the
+# training split has, and the shipped config's table on them (seconds to generate, about a minute to score); the
+# tables are kept in loadtest/reports/model/
+UNSEEN := unseen-releases unseen-injections unseen-protocols
+eval-unseen: $(addprefix eval-,$(UNSEEN))
 
-# the third exam (models/README.md, Session 16): built like the second from sources neither the sides nor the second
-# exam has (models/data/exam3.py), for models whose training data was chosen after reading the second
-exam3: $(VENV)/.stamp-all
-	$(PY) -m models.data.generate --split exam3 --rows 16000 --seed 7 --out models/work/exam3.jsonl
-	$(VENV)/bin/clefgate eval --data models/work/exam3.jsonl
+$(addprefix eval-,$(UNSEEN)): eval-%: $(VENV)/.stamp-all
+	$(PY) -m models.data.generate --split $* --rows 16000 --seed 7 --out models/work/$*.jsonl
+	$(VENV)/bin/clefgate eval --data models/work/$*.jsonl | tee $(REPORTS)/model/eval-$*.txt
 
-# the fourth exam (session 17): built like the third from sources none of the sides, the second exam
-# or the third has (models/data/exam4.py), for models whose training data was chosen after reading the third
-exam4: $(VENV)/.stamp-all
-	$(PY) -m models.data.generate --split exam4 --rows 16000 --seed 7 --out models/work/exam4.jsonl
-	$(VENV)/bin/clefgate eval --data models/work/exam4.jsonl
+# every benchmark, each into its one current report under loadtest/reports/ (see loadtest/reports/README.md)
+bench: bench-proxy bench-rules bench-model bench-mixed
 
-bench: $(VENV)/.stamp-all system-deps
-	$(VENV)/bin/clefgate bench
+bench-proxy: $(VENV)/.stamp-all system-deps
+	$(VENV)/bin/clefgate bench proxy --duration 3 --rounds 2 --json $(REPORTS)/proxy/proxybench.json | tee $(REPORTS)/proxy/proxybench.txt
+
+bench-rules: $(VENV)/.stamp-all
+	taskset -c 1 $(VENV)/bin/clefgate bench rules --rounds 15 | tee $(REPORTS)/rules/rulesbench.txt
+
+bench-model: $(VENV)/.stamp-all
+	$(PY) -m loadtest.modelrounds --out $(REPORTS)/model
+	$(PY) -m models.data.generate --split eval --rows 16000 --seed 7 --out models/work/clef-flash/eval.jsonl
+	$(VENV)/bin/clefgate eval --data models/work/clef-flash/eval.jsonl | tee $(REPORTS)/model/eval.txt
+	$(VENV)/bin/clefgate eval --data models/work/clef-flash/eval.jsonl --json > $(REPORTS)/model/eval.json
+
+bench-mixed: $(VENV)/.stamp-all system-deps
+	$(VENV)/bin/clefgate bench mixed --out $(REPORTS)/mixed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
 
-# regenerate the README's config reference from the schema
-readme: $(VENV)/.stamp-serve
-	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('README.md'); s=p.read_text(); \
+# regenerate the config reference (docs/config.md) from the schema
+docs: $(VENV)/.stamp-serve
+	$(PY) -c "import re,pathlib,gateway.config as c; p=pathlib.Path('docs/config.md'); s=p.read_text(); \
 	p.write_text(re.sub(r'(<!-- config-reference:start -->\n).*?(<!-- config-reference:end -->)', lambda m: m.group(1)+c.reference_markdown()+m.group(2), s, flags=re.S))"
 
 # rebuild the zero-shot clef model (about 25 minutes on 2 cores; see models/clef/README.md)

@@ -2,7 +2,7 @@
 
 Load -> validate -> compile. The schema is a tree of dataclasses; every field is
 declared with :func:`setting`, whose ``doc`` is the config reference printed by
-``clefgate config-reference`` and embedded in the README (a test keeps them equal).
+``clefgate config-reference`` and written to docs/config.md (a test keeps them equal).
 Validation never stops at the first problem: it collects every one as
 ``path: message`` and raises :class:`ConfigError` with all of them.
 """
@@ -313,8 +313,7 @@ class PolicyConfig:
 
     block_attack: float = setting(0.95, "Block when P(attack) >= this and the request carries a payload (query, body, a cookie value or "
                                   "header value that can hold one, a path with injection characters); the reason names where. A request "
-                                  "with no payload is challenged instead, whatever P(attack) says. (0.95 for Clef-flash 1.7.0 down to "
-                                  "1.1.0, see models/README.md.)", check=fraction)
+                                  "with no payload is challenged instead, whatever P(attack) says.", check=fraction)
     block_risk: float | None = setting(None, "Opt-in, off by default: block when P(bad_bot) + P(attack) >= this, on the client's look alone. "
                                        "Risk: people behind shared addresses (NAT, CGNAT, corporate proxies) and people with unusual or older "
                                        "browsers (WebKit, Safari before 16.4, privacy tools) are then blocked with no payload in evidence; null "
@@ -322,7 +321,7 @@ class PolicyConfig:
     block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
                                                       "signatures in the shipped config) would block the request: two witnesses agreeing. "
                                                       "The rules are read only for requests in that band; null turns it off.", check=fraction)
-    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5 since Clef-flash 1.7.0, the value it was evaluated with; 0.6 for 1.5.0 and older, see models/README.md).", check=fraction)
+    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5 for Clef-flash 1.7.0, the value it was evaluated with; 0.6 for the 1.5.0 rollback, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))
     shadow: bool = setting(False, "Shadow mode for every policy: decide and log what would happen, forward everything (one switch, also in metrics).")
@@ -422,7 +421,7 @@ class ModelConfig:
     enabled: bool = setting(False, "Load the model and score what the rules send to it; off, score outcomes are forwarded (counted). The demo and example configs turn it on.")
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef-flash", "Model name (a folder under the repository: letters, digits, '.', '-', '_').", check=repository_name)
-    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; an opt-in version (manifest channel opt-in, e.g. Clef-flash 1.6.0, see models/README.md) loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).", check=repository_name)
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; a version whose manifest channel is opt-in loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).", check=repository_name)
     variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16. int8 scores move slightly with their batch-mates; fp32 ones do not.", check=one_of("auto", "fp32", "int8", "fp16"))
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)
@@ -881,7 +880,7 @@ def _short_type(tp: Any) -> str:
 
 
 def reference_markdown() -> str:
-    """The config reference as a Markdown table (embedded in the README)."""
+    """The config reference as a Markdown table (docs/config.md)."""
     lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for path, tp, default, doc in reference():
         d, t = default.replace("|", "\\|"), tp.replace("|", "\\|")  # a bare | would end the cell

@@ -19,7 +19,7 @@ fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
 
 ``--runtimes plain`` loads the session without the runtime's CPU tuning (denormals
 flushed to zero, slow fusions left out) and without exact int8 products on AVX2-only
-CPUs (see ``gateway.decider.onnx``), as the runtime was before session 17, so
+CPUs (see ``gateway.decider.onnx``), as onnxruntime runs by default, so
 ``tuned,plain`` measures what the tuning buys in one run, as a ratio.
 
 The process is pinned to one CPU (``--cpu``) so per-core figures mean what they say. A

@@ -145,7 +145,7 @@ class Running:
 
 def clefgate_config(setup: Setup, origin_port: int, workdir: Path, *, model_overrides: Mapping[str, Mapping[str, Any]] | None = None,
                     rules: Path = DEFAULT_RULES) -> dict[str, Any]:
-    """The config a clefgate setup runs with; ``model_overrides`` (config sections, e.g. ``{"model": {"version": "1.6.0"},
+    """The config a clefgate setup runs with; ``model_overrides`` (config sections, e.g. ``{"model": {"version": "1.5.0"},
     "policy": {"challenge_risk": 0.5}}``) apply to the setups that run the model."""
     cfg: dict[str, Any] = {
         "listen": f"127.0.0.1:{free_port()}",

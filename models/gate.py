@@ -1,10 +1,9 @@
-"""The R gate: a candidate Clef-flash version checked on the calibration side's gate sets.
+"""The gate: a candidate Clef-flash version checked on the calibration side's gate sets.
 
-    python -m models.gate --repository /tmp/s18/repo_Z5a --version 1.8.0 --tag Z5a
+    python -m models.gate --repository /tmp/candidate --version 1.8.0 --tag candidate
     python -m models.gate --repository models/repository --version 1.7.0 --only C3,DQ --json out.json
 
-Since session 10 a candidate is read held out only after it passes this gate (models/README.md,
-*Session 10* onwards; the thresholds as loadtest/reports/2026-12-02-s15/DECISIONS.txt wrote them):
+A candidate is read held out only after it passes this gate (the limits are ``THRESHOLDS``):
 the shipped rules (``gateway/default.yaml``) + the candidate's int8 model on the CPU, at
 ``policy.challenge_risk`` 0.5, scored by ``gateway.tools.evaluate.evaluate`` (the figures of ``clefgate
 eval``'s rules + model), on eleven sets that no training, epoch or threshold choice reads (``SETS``):
@@ -22,18 +21,18 @@ SHA-256 is not the one recorded when it was written is refused, and so is a rewr
 comes out different. Full-size sets on which this tool reproduced 1.7.0's recorded figures
 carry that file's SHA-256 (``pinned``) and are refused if the recipe ever writes another
 file. Two are not pinned, and the gate prints a note for each: docs2 reads the documents
-the machine has installed (session 18's machine has other ones than the machine of the
-recorded figures), and DQ's session 10 recipe was never written down, so its recipe here is
+the machine has installed (machines differ in which ones they have), and DQ's original
+recipe was never written down, so its recipe here is
 a stand-in of the same kind (people's calibration-side searches for developer questions).
 Both are held to limits re-derived from a reference version (``--reference``, 1.7.0) scored
 on the same files in the same run, with the recorded margins (``RELATIVE``).
 
 int8 arithmetic. The recorded figures came from hosts where onnxruntime computed the int8
 model's ``MatMulInteger`` (uint8 activations x int8 weights) exactly. On an AVX2-only CPU its
-default kernel saturates at 16 bits, which moves some probabilities (session 18, AVX2 EPYC:
+default kernel saturates at 16 bits, which moves some probabilities (AVX2 EPYC:
 1.7.0 blocks 14.30% of the restwrites set against the 14.47% recorded). The gateway sets
-onnxruntime's ``session.x64quantprecision`` since session 18 (``OnnxOptions.exact_int8``; since
-session 19 only where a probe finds the default kernel wrong), under which those products are exact
+onnxruntime's ``session.x64quantprecision`` (``OnnxOptions.exact_int8``) where a probe finds the
+default kernel wrong, under which those products are exact
 on AVX2 too, so a gate line does not depend on the host; ``--int8 saturating`` scores as the
 gateway did before (the same as ``exact`` on a VNNI CPU).
 """
@@ -68,26 +67,26 @@ THRESHOLDS: dict[str, dict[str, tuple[str, float]]] = {
     "restwrites": {"humans_blocked": ("<=", 0.1), "humans_challenged": ("<=", 1.0)},
 }
 # The sets this tool cannot rebuild as recorded (not pinned) are held to limits re-derived from a reference version
-# scored on the same files in the same run, keeping the recorded margin over what the reference blocked there
-# (loadtest/reports/2026-12-02-s18/DECISIONS.txt, 11:51Z): DQ at least 0.125 and the reference + 0.10 points (1.5.0's
+# scored on the same files in the same run, keeping the recorded margin over what the reference blocked there:
+# DQ at least 0.125 and the reference + 0.10 points (1.5.0's
 # recorded 0.125 was the first limit); docs2 the reference + 1.58 points (3.57 recorded limit - 1.99 by 1.7.0).
 RELATIVE: dict[str, tuple[float, float]] = {"DQ": (0.10, 0.125), "docs2": (1.58, 0.0)}  # set -> (margin, floor), humans_blocked
 REFERENCE = "1.7.0"
 
 # ---------------------------------------------------------------------------- recipes
 
-# Session 10 drew N6, N9 and DQ while the calibration side had a 23rd developer-question fragment, "void 0", right
-# after "typeof null"; commit 0602950 dropped it later the same day (a near-copy of a held-out hard query). The gate
-# keeps the sets as drawn: only these recipes put it back, for the time they write, and nothing else sees it.
-_SESSION10_FRAGMENT = ("typeof null", "void 0")
+# N6, N9 and DQ were drawn while the calibration side had a 23rd developer-question fragment, "void 0", right after
+# "typeof null"; commit 0602950 dropped it (a near-copy of a held-out hard query). The gate keeps the sets as drawn:
+# only these recipes put it back, for the time they write, and nothing else sees it.
+_VOID0_FRAGMENT = ("typeof null", "void 0")
 
 
 @contextlib.contextmanager
-def _session10_fragments() -> Iterator[None]:
+def _with_void0_fragment() -> Iterator[None]:
     from models.data import devqueries
 
     saved = devqueries.FRAGMENTS
-    after, extra = _SESSION10_FRAGMENT
+    after, extra = _VOID0_FRAGMENT
     fragments = list(saved)
     if extra not in fragments:
         fragments.insert(fragments.index(after) + 1, extra)
@@ -104,13 +103,13 @@ def _calib(seed: int, dev_questions: float = 0.0) -> Callable[[Path, int], None]
     def write(out: Path, rows: int) -> None:
         from models.data import generate
 
-        with _session10_fragments() if dev_questions else contextlib.nullcontext():
+        with _with_void0_fragment() if dev_questions else contextlib.nullcontext():
             generate.write_jsonl(generate.generate("calib", rows, seed, dev_questions=dev_questions), out)
     return write
 
 
 def _dev_questions(seed: int) -> Callable[[Path, int], None]:
-    """DQ's stand-in (session 10's recipe is lost): people's searches on the calibration side's search pages, every
+    """DQ's stand-in (the original recipe is lost): people's searches on the calibration side's search pages, every
     query a developer question. Not the recorded DQ; see the module docstring."""
     def write(out: Path, rows: int) -> None:
         from models.data import generate, site
@@ -126,7 +125,7 @@ def _dev_questions(seed: int) -> Callable[[Path, int], None]:
         site.search_query = lambda rng, hard_share=0.35: drawn_query(rng, 1.0)
         generate.BUILDERS["human"] = human
         try:
-            with _session10_fragments():
+            with _with_void0_fragment():
                 generate.write_jsonl(generate.generate("calib", rows, seed, {"human": 1.0}, dev_questions=1.0), out)
         finally:
             site.search_query = drawn_query
@@ -165,20 +164,19 @@ class GateSet:
 
 
 _GEN = "python -m models.data.generate --split calib --rows 16000"
-_S10 = " (calibration fragments as in session 10, with 'void 0')"
-# Pins: the files on which this tool reproduced 1.7.0's recorded figures exactly (session 18,
-# loadtest/reports/2026-12-02-s18/gate-tool/REPRODUCE-1.7.0.txt). DQ's recipe was never recorded and the one here
+_VOID0 = " (calibration fragments with 'void 0', as the set was first drawn)"
+# Pins: the files on which this tool reproduced 1.7.0's recorded figures exactly. DQ's recipe was never recorded and the one here
 # is a stand-in; docs2 reads the machine's installed documents. Neither is pinned, and the gate says so.
 SETS: tuple[GateSet, ...] = (
     GateSet("C3", 16000, f"{_GEN} --seed 3", _calib(3), True, "13bdeefc939e94197c38b4b983df698b1f2e0e1d3e69fa21ce98f774f0d996f0"),
     GateSet("C4", 16000, f"{_GEN} --seed 4", _calib(4), True, "23ebb154a1a3f2ff3c7a5043ac0684496bddd26a7e21cdb3b5aca4309fb30b39"),
     GateSet("C5", 16000, f"{_GEN} --seed 5", _calib(5), True, "a45a9c532e60cc08ccd49d9d6907a393b0b273e84c3b73b299a9c4607eaa3393"),
-    GateSet("N6", 16000, f"{_GEN} --seed 6 --dev-questions 0.5{_S10}", _calib(6, 0.5), True,
+    GateSet("N6", 16000, f"{_GEN} --seed 6 --dev-questions 0.5{_VOID0}", _calib(6, 0.5), True,
             "5cf6bbd6ab62da0524ee46252c200282a15a43ce3cb30c7083472576c3056abb"),
-    GateSet("N9", 16000, f"{_GEN} --seed 9 --dev-questions 0.5{_S10}", _calib(9, 0.5), True,
+    GateSet("N9", 16000, f"{_GEN} --seed 9 --dev-questions 0.5{_VOID0}", _calib(9, 0.5), True,
             "200fcec99ecc72f9b53f488b2734da29452c40e454902d82af2b2e6e31d09772"),
-    GateSet("DQ", 4000, "STAND-IN (session 10's recipe is lost): models.data.generate.generate('calib', 4000, 1, {'human': 1.0}, "
-            f"dev_questions=1.0), every person on a search page, every search a hard one{_S10}", _dev_questions(1), False, None),
+    GateSet("DQ", 4000, "STAND-IN (the original recipe is lost): models.data.generate.generate('calib', 4000, 1, {'human': 1.0}, "
+            f"dev_questions=1.0), every person on a search page, every search a hard one{_VOID0}", _dev_questions(1), False, None),
     GateSet("docs2", 20000, "python -m models.data.realtext --rows 20000 --seed 1 (reads the machine's installed documents)",
             _realtext("docs", 1), False, None),
     GateSet("locales", 20000, "python -m models.data.realtext --source locales --rows 20000 --seed 1", _realtext("locales", 1), False,
@@ -245,7 +243,7 @@ def ensure_set(gs: GateSet, sets_dir: Path, rows: int, manifest: dict[str, Any])
 
 def load_scorer(repository: Path, name: str, version: str, int8: str = "exact") -> Any:
     """The gateway's CPU scorer for ``name@version`` in ``repository``, int8 file; ``int8="exact"`` (the gateway's default
-    since session 18) makes onnxruntime's uint8 x int8 products exact on every x86 CPU, ``"saturating"`` leaves
+    where a probe finds the default kernel wrong) makes onnxruntime's uint8 x int8 products exact on every x86 CPU, ``"saturating"`` leaves
     onnxruntime's default kernel, which saturates on AVX2-only CPUs (see the module docstring)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
@@ -380,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rows-scale", type=float, default=1.0, help="draw each set at this share of its rows (tests; not a gate)")
     ap.add_argument("--int8", choices=("exact", "saturating"), default="exact",
                     help="exact: exact uint8 x int8 products on every CPU, as the gateway runs (default); "
-                         "saturating: onnxruntime's default AVX2 kernel, as the gateway ran before session 18")
+                         "saturating: onnxruntime's default AVX2 kernel, without the exact-products setting")
     ap.add_argument("--reference", default=REFERENCE,
                     help=f"shipped version whose figures on the unpinned sets (DQ, docs2) set their limits (default {REFERENCE}; "
                          "'none': the fixed recorded limits)")

@@ -2,11 +2,11 @@
 
 onnxruntime's uint8 x int8 GEMM (the ``MatMulInteger`` the int8 export writes) is exact on CPUs with AVX-512 VNNI or
 AVX-VNNI, but on AVX2-only CPUs it adds pairs of products in saturating 16-bit arithmetic. ``session.x64quantprecision``
-makes it exact there, and costs 18-26% of batch-64 inference on a VNNI CPU where it changes no output (session 19). So the
+makes it exact there, and costs 18-26% of batch-64 inference on a VNNI CPU where it changes no output. So the
 gateway asks for it only where the default kernel is wrong: it runs this probe once per process
 (``gateway.decider.int8probe``). The probe is one ``MatMulInteger`` node over constant int8 weights, shaped like the
 model's (a [64, 96] x [96, 96] product), whose weights are also returned as a second output (cast to int32) so the
-gateway can check the product against numpy without onnx. On session 18's AVX2-only AMD EPYC, the default kernel got
+gateway can check the product against numpy without onnx. On an AVX2-only AMD EPYC, the default kernel gets
 all 6,144 products of large operands wrong.
 
     python -m models.int8probe            # rewrites gateway/data/int8probe.onnx (seeded: the same file every time)

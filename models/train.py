@@ -78,19 +78,19 @@ class DataConfig:
     calibration_share: float = 0.10
     # share of the hard-negative searches drawn from the pools (people's and bots'; on the training side after
     # real text) that are developer questions (models.data.devqueries), on the training and calibration sides;
-    # 0 (the versions before 1.6.0) leaves the generated data as it was
+    # 0 (the 1.5.0 config) leaves the pools without them
     dev_questions: float = 0.0
-    # add the training-only page shapes of models.data.site.ROUTES (false before 1.6.0)
+    # add the training-only page shapes of models.data.site.ROUTES (false in the 1.5.0 config)
     routes: bool = False
-    # add people's PUT/PATCH/DELETE XHR (models.data.site.REST_WRITES) to the training side (false up to 1.7.0)
+    # add people's PUT/PATCH/DELETE XHR (models.data.site.REST_WRITES) to the training side (false in the shipped configs)
     rest_writes: bool = False
-    # share of the training side's injections written in an evasion encoding (models.data.attacks.evade; 0 up to 1.7.0)
+    # share of the training side's injections written in an evasion encoding (models.data.attacks.evade; 0 in the shipped configs)
     evasions: float = 0.0
     # share of the training side's site pages drawn under a directory sites mount apps at (models.data.site.MOUNTS;
-    # 0 up to 1.7.0)
+    # 0 in the shipped configs)
     mounts: float = 0.0
     # share of the training side's JSON-body injections sent the way a page's script sends a write, Origin and fetch
-    # metadata included, as people's REST_WRITES are (models.data.generate; 0 up to 1.7.0)
+    # metadata included, as people's REST_WRITES are (models.data.generate; 0 in the shipped configs)
     xhr_attacks: float = 0.0
 
 
@@ -123,7 +123,7 @@ class OptimConfig:
     # developer text in the choice: this many people searching and posting the Markdown measurement set
     # (``realtext --source markdown``, the pinned transformers' docstrings; never trained on) are scored each
     # epoch, and ``select: calibration`` keeps only epochs blocking at most ``select_max_text_blocked`` of them
-    # (0 rows: not read, as up to 1.5.0)
+    # (0 rows: not read; the shipped configs leave it at 0)
     select_text_rows: int = 0
     select_max_text_blocked: float = 0.005
     # model.members > 1: one seed per member. Each member is a whole run of its own (its seed's training and
@@ -231,7 +231,7 @@ def load_config(path: Path) -> TrainConfig:
     if not 0.0 < cfg.train.distill_weight <= 1.0:
         problems.append(f"train.distill_weight: {cfg.train.distill_weight} is not a fraction in (0, 1]")
     if cfg.train.distill_from and not re.fullmatch(r"[A-Za-z0-9._-]+@[A-Za-z0-9._-]+", cfg.train.distill_from):
-        problems.append(f"train.distill_from: {cfg.train.distill_from!r} is not <name>@<version> (e.g. clef-flash@1.6.0)")
+        problems.append(f"train.distill_from: {cfg.train.distill_from!r} is not <name>@<version> (e.g. clef-flash@1.7.0)")
     if cfg.train.distill_from and cfg.model.members > 1:
         problems.append("train.distill_from: distils into one network; model.members must be 1")
     if problems:
@@ -598,8 +598,8 @@ def _calibration_side(net: Net, cal: Encoded, text: Encoded | None = None) -> di
 def _threshold_only(block_attack: float) -> PolicyConfig:
     """The policy at one P(attack) threshold, without the later-chosen blocks on combined risk or a corroborating rule.
 
-    Epoch choice and the recorded model-alone rates read the model's own threshold, as
-    they did when 1.3.0 was trained, so ``make model`` keeps rebuilding the same files;
+    Epoch choice and the recorded model-alone rates read the model's own threshold only,
+    so ``make model`` keeps rebuilding the same files;
     ``policy.block_risk`` and ``policy.block_attack_corroborated`` are chosen afterwards
     on the calibration samples and real text (models/README.md).
     """
@@ -658,7 +658,7 @@ def calibrate_and_measure(net: Net, splits: Splits, work: Path, log: Any,
     """Fit temperatures on the calibration split; metrics on calibration and held-out eval; the diagram.
 
     ``show_eval=False`` keeps the held-out figures out of the log (they are still in the metrics): reading
-    an experiment's log is then no look at the exam.
+    an experiment's log then tells nothing about the held-out split.
     """
     cal_cls, cal_kind = predict(net, splits.cal)
     kmask = splits.cal.kinds >= 0
@@ -785,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-export", action="store_true", help="train and measure only")
     ap.add_argument("--hide-eval", action="store_true",
                     help="do not print the held-out split's figures (still written to metrics.json and the manifest): for "
-                         "experiments compared on the calibration side, so that reading their logs is no look at the exam")
+                         "experiments compared on the calibration side, so that their logs tell nothing about the held-out split")
     args = ap.parse_args(argv)
     cfg = load_config(args.config)
     if args.version:

@@ -131,7 +131,7 @@ def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_ori
 
 
 def test_a_signature_corroborates_what_the_model_leans_to_block(demo_origin, tmp_path: Path) -> None:
-    """The shipped model gives this time-based SQL payload in a query from a browser P(attack) about 0.6 (1.4.0: 0.7):
+    """The shipped model gives this time-based SQL payload in a query from a browser P(attack) about 0.6:
     under the 0.95 bar, so without the fallback rules it would only be challenged."""
     rules = {**SHIPPED_RULES, "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
     gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, rules=rules), ready_timeout=120)

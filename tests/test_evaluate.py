@@ -212,12 +212,12 @@ def test_compare_setups_and_files_side_by_side(setup: dict[str, Path], tmp_path:
     people = tmp_path / "people.jsonl"
     people.write_text("\n".join(json.dumps(record(p, "human", source=f"human/{p[1:5]}")) for p in ("/page/9", "/odd/9", "/scrape/9")) + "\n")
     argv = ["--data", str(setup["data"]), "--data", str(people), "--config", str(setup["config"]), "--config", str(strict),
-            "--model-version", "1.4.0", "--model-version", "1.5.0"]
+            "--model-version", "1.7.0", "--model-version", "1.5.0"]
     assert ev.main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)["compare"]
-    assert asked == ["1.4.0", "1.5.0", "1.4.0", "1.5.0"] and reads == ["data.jsonl", "people.jsonl"]  # a scorer per setup, files read once
+    assert asked == ["1.7.0", "1.5.0", "1.7.0", "1.5.0"] and reads == ["data.jsonl", "people.jsonl"]  # a scorer per setup, files read once
     assert [(r["setup"], Path(r["data"]).name) for r in out] == [
-        (s, d) for s in ("clefgate.yaml model 1.4.0", "clefgate.yaml model 1.5.0", "strict.yaml model 1.4.0", "strict.yaml model 1.5.0")
+        (s, d) for s in ("clefgate.yaml model 1.7.0", "clefgate.yaml model 1.5.0", "strict.yaml model 1.7.0", "strict.yaml model 1.5.0")
         for d in ("data.jsonl", "people.jsonl")]
     by = {(r["setup"].split()[0], Path(r["data"]).name): r for r in out}
     assert by[("clefgate.yaml", "people.jsonl")]["humans_blocked"] == 0.0

@@ -67,68 +67,67 @@ def _agents(split: Split) -> set[str]:
             | {ua for _, ua in library_agents(split)})
 
 
-def _exam_sources(split: str) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], tuple[str, ...], tuple[str, ...]]:
-    """(ids of its own productions, (side pool, its pool) text pairs, its scanners, the scanners before it) of an exam."""
-    from models.data import exam3, exam4
+def _unseen_sources(split: str) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, ...], tuple[str, ...]], ...], tuple[str, ...], tuple[str, ...]]:
+    """(ids of its own productions, (side pool, its pool) text pairs, its scanners, the scanners before it) of a measurement split."""
     from models.data import generate as gen
+    from models.data import unseen_injections, unseen_protocols
 
-    if split == "exam":
-        return (tuple(p.id for p in attacks.EXAM_PRODUCTIONS),
-                ((site.QUERIES, site.EXAM_QUERIES), (site.HARD_QUERIES, site.EXAM_HARD_QUERIES), (site.REVIEW_TEXT, site.EXAM_REVIEW_TEXT),
-                 (site.FORUM_TEXT, site.EXAM_FORUM_TEXT)), gen._EXAM_SCANNER_UAS, gen._SCANNER_UAS)
-    if split == "exam3":
-        return (tuple(p.id for p in exam3.PRODUCTIONS),
-                ((site.QUERIES + site.EXAM_QUERIES, exam3.QUERIES), (site.HARD_QUERIES + site.EXAM_HARD_QUERIES, exam3.HARD_QUERIES),
-                 (site.REVIEW_TEXT + site.EXAM_REVIEW_TEXT, exam3.REVIEW_TEXT), (site.FORUM_TEXT + site.EXAM_FORUM_TEXT, exam3.FORUM_TEXT),
-                 (site.COMMENT_MARKDOWN + site.EXAM_COMMENT_MARKDOWN, exam3.COMMENT_MARKDOWN)),
-                exam3.SCANNER_UAS, gen._SCANNER_UAS + gen._EXAM_SCANNER_UAS)
-    return (tuple(p.id for p in exam4.PRODUCTIONS),
-            ((site.QUERIES + site.EXAM_QUERIES + exam3.QUERIES, exam4.QUERIES),
-             (site.HARD_QUERIES + site.EXAM_HARD_QUERIES + exam3.HARD_QUERIES, exam4.HARD_QUERIES),
-             (site.REVIEW_TEXT + site.EXAM_REVIEW_TEXT + exam3.REVIEW_TEXT, exam4.REVIEW_TEXT),
-             (site.FORUM_TEXT + site.EXAM_FORUM_TEXT + exam3.FORUM_TEXT, exam4.FORUM_TEXT),
-             (site.COMMENT_MARKDOWN + site.EXAM_COMMENT_MARKDOWN + exam3.COMMENT_MARKDOWN, exam4.COMMENT_MARKDOWN)),
-            exam4.SCANNER_UAS, gen._SCANNER_UAS + gen._EXAM_SCANNER_UAS + exam3.SCANNER_UAS)
-
-
-# the exams before each exam: each is built from sources none of these has
-_EARLIER_EXAMS: dict[str, tuple[Split, ...]] = {"exam": (), "exam3": ("exam",), "exam4": ("exam", "exam3")}
+    if split == "unseen-releases":
+        return (tuple(p.id for p in attacks.RELEASES_PRODUCTIONS),
+                ((site.QUERIES, site.RELEASES_QUERIES), (site.HARD_QUERIES, site.RELEASES_HARD_QUERIES), (site.REVIEW_TEXT, site.RELEASES_REVIEW_TEXT),
+                 (site.FORUM_TEXT, site.RELEASES_FORUM_TEXT)), gen._RELEASES_SCANNER_UAS, gen._SCANNER_UAS)
+    if split == "unseen-injections":
+        return (tuple(p.id for p in unseen_injections.PRODUCTIONS),
+                ((site.QUERIES + site.RELEASES_QUERIES, unseen_injections.QUERIES), (site.HARD_QUERIES + site.RELEASES_HARD_QUERIES, unseen_injections.HARD_QUERIES),
+                 (site.REVIEW_TEXT + site.RELEASES_REVIEW_TEXT, unseen_injections.REVIEW_TEXT), (site.FORUM_TEXT + site.RELEASES_FORUM_TEXT, unseen_injections.FORUM_TEXT),
+                 (site.COMMENT_MARKDOWN + site.RELEASES_COMMENT_MARKDOWN, unseen_injections.COMMENT_MARKDOWN)),
+                unseen_injections.SCANNER_UAS, gen._SCANNER_UAS + gen._RELEASES_SCANNER_UAS)
+    return (tuple(p.id for p in unseen_protocols.PRODUCTIONS),
+            ((site.QUERIES + site.RELEASES_QUERIES + unseen_injections.QUERIES, unseen_protocols.QUERIES),
+             (site.HARD_QUERIES + site.RELEASES_HARD_QUERIES + unseen_injections.HARD_QUERIES, unseen_protocols.HARD_QUERIES),
+             (site.REVIEW_TEXT + site.RELEASES_REVIEW_TEXT + unseen_injections.REVIEW_TEXT, unseen_protocols.REVIEW_TEXT),
+             (site.FORUM_TEXT + site.RELEASES_FORUM_TEXT + unseen_injections.FORUM_TEXT, unseen_protocols.FORUM_TEXT),
+             (site.COMMENT_MARKDOWN + site.RELEASES_COMMENT_MARKDOWN + unseen_injections.COMMENT_MARKDOWN, unseen_protocols.COMMENT_MARKDOWN)),
+            unseen_protocols.SCANNER_UAS, gen._SCANNER_UAS + gen._RELEASES_SCANNER_UAS + unseen_injections.SCANNER_UAS)
 
 
-@pytest.mark.parametrize("split", ["exam", "exam3", "exam4"])
-def test_an_exam_draws_from_sources_no_side_has(split: Split) -> None:
-    """The second exam (``--split exam``) has user agents, page shapes, texts, payload productions, probe paths and
-    scanners of its own: it measures a model on traffic that none of its training, calibration or evaluation sources
-    made. The third (``--split exam3``) has none of the second's either, and the fourth (``--split exam4``) none of
-    the second's or the third's."""
-    from models.data import exam3
+# the measurement splits listed before each: each is built from sources none of these has
+_BUILT_BEFORE: dict[str, tuple[Split, ...]] = {"unseen-releases": (), "unseen-injections": ("unseen-releases",), "unseen-protocols": ("unseen-releases", "unseen-injections")}
+
+
+@pytest.mark.parametrize("split", ["unseen-releases", "unseen-injections", "unseen-protocols"])
+def test_a_measurement_split_draws_from_sources_no_side_has(split: Split) -> None:
+    """The unseen-releases split has user agents, page shapes, texts, payload productions, probe paths and scanners of
+    its own: it measures a model on traffic that none of its training, calibration or evaluation sources made. The
+    unseen-injections split has none of unseen-releases' either, and unseen-protocols none of either's."""
+    from models.data import unseen_injections
     from models.data.sources import browser_agents, crawler_agents
 
-    earlier_exams = _EARLIER_EXAMS[split]
-    before = _agents("train") | _agents("calib") | _agents("eval") | set().union(*(_agents(e) for e in earlier_exams))
-    exam = _agents(split)
-    assert len(exam) > 250
-    assert exam.isdisjoint(before)
-    assert exam.isdisjoint({a.ua for a in browser_agents()} | {a.ua for a in crawler_agents()})
+    built_before = _BUILT_BEFORE[split]
+    before = _agents("train") | _agents("calib") | _agents("eval") | set().union(*(_agents(e) for e in built_before))
+    own_agents = _agents(split)
+    assert len(own_agents) > 250
+    assert own_agents.isdisjoint(before)
+    assert own_agents.isdisjoint({a.ua for a in browser_agents()} | {a.ua for a in crawler_agents()})
     assert {a.engine for a in browsers_for(split)} == {"chromium", "firefox", "webkit"}
     assert any("googlebot" in a.ua.lower() for a in crawlers_for(split, "good"))  # verified crawlers' new releases
-    productions, texts, scanners, old_scanners = _exam_sources(split)
+    productions, texts, scanners, old_scanners = _unseen_sources(split)
     assert set(scanners).isdisjoint(old_scanners) and len(scanners) >= 10
-    # pages: the exam's own shapes for every kind of request, plus the one-member groups every side shares
+    # pages: the split's own shapes for every kind of request, plus the one-member groups every side shares
     own = {t for t in site.templates(split) if t.id.startswith(f"{split}.")}
     shared = set(site.templates(split)) - own
     assert len(own) >= 50 and {t.group for t in shared} <= {"home", "robots", "health"}
     assert {t.group for t in own} >= {"page", "search", "asset", "xhr", "xhr_post", "form", "login", "download", "feed", "api", "git"}
-    earlier = {t.id for s in (*SPLITS, *earlier_exams) for t in site.templates(s, routes=True, rest_writes=True)}
+    earlier = {t.id for s in (*SPLITS, *built_before) for t in site.templates(s, routes=True, rest_writes=True)}
     assert not {t.id for t in own} & earlier
-    for pool, exam_pool in texts:
-        assert exam_pool and not set(pool) & set(exam_pool)
+    for pool, own_pool in texts:
+        assert own_pool and not set(pool) & set(own_pool)
     # attacks: new productions in every kind the sides have, new probe families, no probe that is one of its pages
-    assert not set(productions) & {p.id for e in (*SPLITS, *earlier_exams) for p in attacks.productions(e)}
+    assert not set(productions) & {p.id for e in (*SPLITS, *built_before) for p in attacks.productions(e)}
     assert {p.kind for p in attacks.productions(split)} == {p.kind for p in attacks.PRODUCTIONS}
     probes = set(attacks.probe_paths(split))
-    known = ({p for _, paths in attacks.PROBE_PATHS + (attacks.EXAM_PROBE_PATHS if earlier_exams else ()) for p in paths}
-             | {p for _, paths in (exam3.PROBE_PATHS if "exam3" in earlier_exams else ()) for p in paths})
+    known = ({p for _, paths in attacks.PROBE_PATHS + (attacks.RELEASES_PROBE_PATHS if built_before else ()) for p in paths}
+             | {p for _, paths in (unseen_injections.PROBE_PATHS if "unseen-injections" in built_before else ()) for p in paths})
     assert len(probes) > 90 and not probes & known
     import random
 
@@ -137,37 +136,37 @@ def test_an_exam_draws_from_sources_no_side_has(split: Split) -> None:
     assert not {p.split("?")[0] for p in probes} & pages
 
 
-def test_the_fourth_exam_attacks_with_families_no_earlier_side_has() -> None:
-    """Besides new ways of writing the sides' families, the fourth exam has attack families none of the sides and
-    neither earlier exam has (JWT, SAML, open redirects, log injection, Cypher, search-engine queries, CSS injection),
-    and its people write with PUT, PATCH and DELETE about as often as the third exam's do."""
-    from models.data import exam3, exam4
+def test_unseen_protocols_attacks_with_families_no_other_split_has() -> None:
+    """Besides new ways of writing the sides' families, unseen-protocols has attack families none of the sides and
+    neither other measurement split has (JWT, SAML, open redirects, log injection, Cypher, search-engine queries, CSS
+    injection), and its people write with PUT, PATCH and DELETE about as often as unseen-injections' people do."""
+    from models.data import unseen_injections, unseen_protocols
 
     def families(prods: tuple[attacks.Production, ...]) -> set[str]:
-        return {p.id.split(".")[1] if p.id.startswith("exam") else attacks.family(p) for p in prods}
+        return {p.id.split(".")[1] if p.id.startswith("unseen-") else attacks.family(p) for p in prods}
 
-    earlier = families(attacks.PRODUCTIONS + attacks.EXAM_PRODUCTIONS + exam3.PRODUCTIONS)
-    assert families(exam4.PRODUCTIONS) - earlier == {"jwt", "saml", "redirect", "logi", "cypher", "searchq", "css"}
-    rows = [r for r in generate("exam4", 4000, seed=5) if r["label"] == "human"]
+    earlier = families(attacks.PRODUCTIONS + attacks.RELEASES_PRODUCTIONS + unseen_injections.PRODUCTIONS)
+    assert families(unseen_protocols.PRODUCTIONS) - earlier == {"jwt", "saml", "redirect", "logi", "cypher", "searchq", "css"}
+    rows = [r for r in generate("unseen-protocols", 4000, seed=5) if r["label"] == "human"]
     writes = [r for r in rows if r["method"] in ("PUT", "PATCH", "DELETE")]
     assert 0.005 < len(writes) / len(rows) < 0.03
     for r in writes:
         names = {n.lower() for n, _ in r["headers"]}
-        assert "origin" in names and r["source"].split("/")[2].startswith("exam4.")
+        assert "origin" in names and r["source"].split("/")[2].startswith("unseen-protocols.")
 
 
-@pytest.mark.parametrize("split", ["exam", "exam3", "exam4"])
-def test_exam_rows_are_reproducible_and_drawn_from_the_exam_alone(split: Split) -> None:
+@pytest.mark.parametrize("split", ["unseen-releases", "unseen-injections", "unseen-protocols"])
+def test_measurement_rows_are_reproducible_and_drawn_from_the_split_alone(split: Split) -> None:
     rows = list(generate(split, 900, seed=3))
     assert rows == list(generate(split, 900, seed=3)) and rows != list(generate(split, 900, seed=4))
     assert set(Counter(r["label"] for r in rows)) == set(CLASSES)
     assert {r["attack_kind"] for r in rows if r["label"] == "attack"} == set(attacks.ATTACK_KINDS)
-    exam_browsers = {a.ua for a in browsers_for(split)}
+    own_browsers = {a.ua for a in browsers_for(split)}
     for r in rows:
         model_input(from_record(r))
         if r["label"] == "human":
             ua = next(v for n, v in r["headers"] if n.lower() == "user-agent")
-            assert ua in exam_browsers
+            assert ua in own_browsers
             template = r["source"].split("/", 2)[2]
             assert template.startswith(f"{split}.") or template == "generic.home", template
     assert any(r.get("verified") and r["label"] == "good_bot" for r in rows)
@@ -184,11 +183,11 @@ def test_rest_writes_and_evasions_change_the_training_side_only(tmp_path: Path) 
     assert not [r for r in plain if r["label"] == "human" and r["method"] in ("PUT", "PATCH", "DELETE")]
     evaded = Counter(r["source"].rsplit("/", 1)[1] for r in both if r["label"] == "attack" and r["source"].count("/") == 3)
     assert set(evaded) <= {name for name, _ in attacks.EVASIONS} and sum(evaded.values()) > 20
-    for split in ("calib", "eval", "exam", "exam3", "exam4"):
+    for split in ("calib", "eval", "unseen-releases", "unseen-injections", "unseen-protocols"):
         assert list(generate(split, 300, seed=8, rest_writes=True, evasions=0.3)) == list(generate(split, 300, seed=8)), split
     # the people's writes are shapes of their own: no held-out template and no probe has them
     rest = {t.id for t in site.REST_WRITES}
-    assert not rest & {t.id for split in ("calib", "eval", "exam", "exam3", "exam4") for t in site.templates(split)}
+    assert not rest & {t.id for split in ("calib", "eval", "unseen-releases", "unseen-injections", "unseen-protocols") for t in site.templates(split)}
     name, payload = attacks.evade(__import__("random").Random(3), "../../etc/passwd")
     assert payload != "../../etc/passwd" and name in {n for n, _ in attacks.EVASIONS}
     from models.data.generate import main
@@ -373,7 +372,7 @@ def test_developer_questions_on_the_training_and_calibration_sides_only(monkeypa
 
 def test_settings_leave_the_shipped_models_data_as_it_was(tmp_path: Path) -> None:
     """With both settings off the calibration file is 1.5.0's, and with both on the held-out file still is: the digests
-    recorded in its manifest (so ``make model`` rebuilds it and every look reads the same exam)."""
+    recorded in its manifest (so ``make model`` rebuilds it and every evaluation reads the same rows)."""
     from models.data.generate import main
 
     manifest = json.loads((Path(__file__).resolve().parents[1] / "models/repository/clef-flash/1.5.0/manifest.json").read_text())
@@ -382,8 +381,8 @@ def test_settings_leave_the_shipped_models_data_as_it_was(tmp_path: Path) -> Non
     assert data["eval"]["generator"].endswith("--split eval --rows 16000 --seed 7")
     assert write_jsonl(generate("eval", 16000, seed=7, dev_questions=1.0, routes=True), tmp_path / "e.jsonl")[1] == data["eval"]["sha256"]
     for wrong in (["--split", "eval", "--dev-questions", "0.5"], ["--split", "calib", "--routes"], ["--dev-questions", "1.5"],
-                  ["--split", "exam", "--dev-questions", "0.5"], ["--split", "exam", "--routes"], ["--split", "exam4", "--dev-questions", "0.5"],
-                  ["--split", "exam4", "--rest-writes"]):
+                  ["--split", "unseen-releases", "--dev-questions", "0.5"], ["--split", "unseen-releases", "--routes"], ["--split", "unseen-protocols", "--dev-questions", "0.5"],
+                  ["--split", "unseen-protocols", "--rest-writes"]):
         with pytest.raises(SystemExit) as err:
             main([*wrong, "--out", str(tmp_path / "x.jsonl")])
         assert err.value.code == 2, wrong
@@ -426,7 +425,7 @@ def test_mounts_put_training_pages_under_the_directories_scanners_guess(tmp_path
 
     plain = list(generate("train", 2000, seed=4))
     mounted = list(generate("train", 2000, seed=4, mounts=0.3))
-    for split in ("calib", "eval", "exam", "exam3", "exam4"):
+    for split in ("calib", "eval", "unseen-releases", "unseen-injections", "unseen-protocols"):
         assert list(generate(split, 300, seed=4, mounts=0.3)) == list(generate(split, 300, seed=4)), split
     first = {label: Counter(r["path"].split("/")[1].split("?")[0] for r in mounted if r["label"] == label) for label in CLASSES}
     under = {label: sum(c[m] for m in site.MOUNTS) for label, c in first.items()}
@@ -457,7 +456,7 @@ def test_xhr_attacks_send_injections_the_way_people_send_their_writes(tmp_path: 
     how a write is sent is no evidence alone; every other side, and the training side without it, is as before."""
     from models.data.generate import main
 
-    for split in ("calib", "eval", "exam", "exam3", "exam4"):
+    for split in ("calib", "eval", "unseen-releases", "unseen-injections", "unseen-protocols"):
         assert list(generate(split, 300, seed=4, xhr_attacks=0.5)) == list(generate(split, 300, seed=4)), split
     rows = list(generate("train", 8000, seed=4, rest_writes=True, xhr_attacks=1.0))
     sent = [r for r in rows if "/xhr_json" in r["source"]]

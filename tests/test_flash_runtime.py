@@ -43,32 +43,6 @@ def test_the_shipped_version_is_complete() -> None:
     assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
 
 
-def test_the_opt_in_version_loads_only_when_named() -> None:
-    """1.6.0 (two members, opt-in): 'latest' resolves to a stable version; named, it loads and answers as its members' mean."""
-    assert mf.channel_of(mf.resolve(DEFAULT_REPOSITORY, "clef-flash")) == "stable"
-    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash", "1.6.0")
-    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
-                require=("fp32", "int8", "fp16"), name="clef-flash")
-    assert (m.channel, m.raw["architecture"]["members"]) == ("opt-in", 2)
-    for precision in ("fp32", "int8", "fp16"):
-        m.verify_file(precision)
-    assert m.path("int8").stat().st_size <= 10 * 1024 * 1024  # the file the CPU loads; fp32 is 11.8 MB
-    assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
-    opt_in = OnnxScorer(OnnxOptions(providers=("cpu",), version="1.6.0"))
-    assert (describe(opt_in)["model"], describe(opt_in)["channel"]) == ("clef-flash@1.6.0", "opt-in")
-    sqli = make_features("GET", "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--",
-                         headers=[("Host", "shop.example.com"), ("User-Agent", "sqlmap/1.8.3#stable (https://sqlmap.org)"),
-                                  ("Accept", "*/*")])
-    browser = make_features("GET", "/products/linen-shirt-123?color=blue", headers=CHROME_HEAD)
-    p_sqli, p_browser = opt_in.run_batch([sqli, browser])
-    assert p_sqli["class"]["attack"] > 0.95 and p_browser["class"]["human"] > 0.9
-    # the policy it was read with travels in its manifest; another one is allowed, and said
-    assert m.policy == {"challenge_risk": 0.5}
-    assert policy_notes(m, PolicyConfig()) == ()  # the default since 1.7.0
-    assert policy_notes(m, PolicyConfig(challenge_risk=0.6)) == ("policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated "
-                                                                 "with 0.5 (its model card's figures hold at that value)",)
-
-
 def test_the_shipped_default_is_two_narrow_members_read_at_the_default_policy() -> None:
     """1.7.0: 'latest', stable, two one-layer members of width 96, each file under 10 MB, and the policy it was read with
     held out is the gateway's default (no note); rolling back to 1.5.0 at 0.6 is equally quiet (it records no policy)."""
@@ -82,6 +56,9 @@ def test_the_shipped_default_is_two_narrow_members_read_at_the_default_policy() 
         assert m.path(precision).stat().st_size <= 10 * 1024 * 1024
     assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98 and m.raw["parity"]["fp32"]["max_abs_prob_diff"] <= 1e-4
     assert m.policy == {"challenge_risk": 0.5} and policy_notes(m, PolicyConfig()) == ()
+    # another policy is allowed, and said
+    assert policy_notes(m, PolicyConfig(challenge_risk=0.6)) == ("policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated "
+                                                                 "with 0.5 (its model card's figures hold at that value)",)
     old = mf.load(mf.resolve(DEFAULT_REPOSITORY, "clef-flash", "1.5.0"))
     assert old.policy == {} and policy_notes(old, PolicyConfig(challenge_risk=0.6)) == ()
 
@@ -137,7 +114,7 @@ def test_precisions_agree_on_held_out_requests(scorer: OnnxScorer) -> None:
 def test_a_requests_scores_barely_depend_on_the_requests_batched_with_it(scorer: OnnxScorer) -> None:
     """fp32: the same alone and among 63 others, so padding and batch-mates are masked out. int8: onnxruntime
     quantizes each MatMul's input with one scale for the whole run, so batch-mates move a request's probabilities
-    a little (models/README.md, *Session 20*: up to 0.016-0.025 on samples this size, 5-6 decisions in 16,000)."""
+    a little (models/README.md, *Limits*: up to 0.016-0.025 on samples this size, 5-6 decisions in 16,000)."""
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("calib", 192, seed=53)]
     fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32"))
     for model, most in ((fp32, 1e-5), (scorer, 0.06)):
@@ -167,19 +144,19 @@ def test_eval_notes_a_policy_other_than_the_one_the_model_was_read_with(tmp_path
     write_jsonl(generate("eval", 40, seed=43), data)
     config = tmp_path / "c.yaml"
     for policy, noted in (("policy: {challenge_risk: 0.6}\n", True), ("", False)):
-        config.write_text("model: {enabled: true, version: '1.6.0'}\n" + policy, encoding="utf-8")
+        config.write_text("model: {enabled: true, version: '1.7.0'}\n" + policy, encoding="utf-8")
         assert evaluate.main(["--data", str(data), "--config", str(config)]) == 0
         out = capsys.readouterr().out
-        assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5" in out) is noted
+        assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5" in out) is noted
     # side by side too, under the setup it concerns
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.6.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.7.0"]) == 0
     out = capsys.readouterr().out
-    assert "note:" not in out  # at the default 0.5: 1.6.0 was read with it, and 1.5.0 records no policy
+    assert "note:" not in out  # at the default 0.5: 1.7.0 was read with it, and 1.5.0 records no policy
     config.write_text("model: {enabled: true}\npolicy: {challenge_risk: 0.6}\n", encoding="utf-8")
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.6.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.7.0"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("  [2] ") and "clef-flash@1.6.0" in line)
-    assert lines[at + 1].strip().startswith("note: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5")
+    at = next(i for i, line in enumerate(lines) if line.startswith("  [2] ") and "clef-flash@1.7.0" in line)
+    assert lines[at + 1].strip().startswith("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5")
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +208,7 @@ def _skip_layer_norms(path: Path, disabled: list[str], tmp_path: Path) -> int:
 
 def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(scorer: OnnxScorer, tmp_path: Path,
                                                                               held_out_inputs: list[feat.ModelInput]) -> None:
-    """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (session 17:
+    """Without onnxruntime's SkipLayerNormalization fusion the logits move by float rounding only (measured:
     0 of 148,000 calibration-side actions changed, |dP| <= 0.0011), less than an int8 score moves with its batch."""
     from gateway.decider import fpenv
 
@@ -269,7 +246,7 @@ def test_the_shipped_int8_probe_is_the_one_its_builder_writes(tmp_path: Path) ->
 
 
 def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer) -> None:
-    """onnxruntime's uint8 x int8 kernel saturates at 16 bits on AVX2-only CPUs (session 18: an AMD EPYC without VNNI
+    """onnxruntime's uint8 x int8 kernel saturates at 16 bits on AVX2-only CPUs (an AMD EPYC without VNNI
     served other answers than the measured ones) and is exact with AVX-512 VNNI. The runtime probes the default kernel
     once and asks for exact products (session.x64quantprecision, which cost 18-26% on a VNNI CPU) only where it is wrong:
     with the setting the probe's products are exact on every CPU, and the scorer's session carries it exactly when the

@@ -243,7 +243,7 @@ def test_training_config_rejects_an_unknown_selection(tmp_path: Path) -> None:
 
 def test_distillation_options_are_checked(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(TINY.read_text().replace("  select: calibration", "  select: calibration\n  distill_from: clef-flash 1.6.0\n"
+    bad.write_text(TINY.read_text().replace("  select: calibration", "  select: calibration\n  distill_from: clef-flash 1.7.0\n"
                                             "  distill_weight: 1.5").replace("  trigram_buckets: 512", "  trigram_buckets: 512\n  members: 2")
                    .replace("  threads: 1", "  threads: 1\n  member_seeds: [3, 8]"), encoding="utf-8")
     with pytest.raises(SystemExit) as err:
@@ -251,7 +251,7 @@ def test_distillation_options_are_checked(tmp_path: Path) -> None:
     message = str(err.value)
     assert "3 problem(s)" in message
     assert "train.distill_weight: 1.5 is not a fraction in (0, 1]" in message
-    assert "train.distill_from: 'clef-flash 1.6.0' is not <name>@<version>" in message
+    assert "train.distill_from: 'clef-flash 1.7.0' is not <name>@<version>" in message
     assert "train.distill_from: distils into one network; model.members must be 1" in message
 
 

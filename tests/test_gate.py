@@ -30,7 +30,7 @@ def test_thresholds_cover_every_set_and_nothing_else() -> None:
 def test_failures_mark_each_figure_outside_its_limit() -> None:
     assert gate.failures("C3", _sample(0.05, 0.5, 98.3, 95.5)) == set()  # limits are inclusive
     assert gate.failures("C4", _sample(0.074, 0.51, 98.29, 95.49)) == set(gate.SAMPLE_FIGURES)
-    assert gate.failures("N6", _sample(0.0, 0.15, 98.298, 96.0)) == {"attacks_blocked"}  # round R3's one-request miss
+    assert gate.failures("N6", _sample(0.0, 0.15, 98.298, 96.0)) == {"attacks_blocked"}  # one request short of the limit
     assert gate.failures("DQ", _people(0.30, 9.0)) == {"humans_blocked"}  # DQ's challenged figure is reported only
     assert gate.failures("docs2", _people(3.57, 40.0)) == set() and gate.failures("docs2", _people(3.58, 0.0)) == {"humans_blocked"}
     assert gate.failures("restwrites", _people(0.1, 1.0)) == set()

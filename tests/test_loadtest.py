@@ -371,17 +371,17 @@ def test_bench_dispatch() -> None:
 
 def test_model_setups_take_a_version_and_policy_from_the_command_line(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """An opt-in version (which 'latest' skips) and the policy it was read with reach the model setups only."""
-    args = compare.parser().parse_args(["--model-version", "1.6.0", "--policy", "challenge_risk=0.5", "--policy", "block_risk=null"])
+    """A named version and a policy reach the model setups only."""
+    args = compare.parser().parse_args(["--model-version", "1.5.0", "--policy", "challenge_risk=0.5", "--policy", "block_risk=null"])
     overrides = compare.model_overrides(args)
-    assert overrides == {"model": {"version": "1.6.0"}, "policy": {"challenge_risk": 0.5, "block_risk": None}}
+    assert overrides == {"model": {"version": "1.5.0"}, "policy": {"challenge_risk": 0.5, "block_risk": None}}
     model = setups.clefgate_config(setups.SETUPS["model"], 8000, tmp_path, model_overrides=overrides)
     rules = setups.clefgate_config(setups.SETUPS["rules"], 8000, tmp_path, model_overrides=overrides)
-    assert model["model"] == {"enabled": True, "version": "1.6.0"} and model["policy"]["challenge_risk"] == 0.5
+    assert model["model"] == {"enabled": True, "version": "1.5.0"} and model["policy"]["challenge_risk"] == 0.5
     assert rules["model"] == {"enabled": False} and "policy" not in rules
     for bad, why in ((["--policy", "challenge_risk"], "'challenge_risk': expected KEY=VALUE"),
                      (["--policy", "challenge_risk=["], "'challenge_risk=[': the value is not a number or null"),
-                     (["--target", "127.0.0.1:1", "--model-version", "1.6.0"], "--target measures a running gateway")):
+                     (["--target", "127.0.0.1:1", "--model-version", "1.5.0"], "--target measures a running gateway")):
         with pytest.raises(SystemExit):
             compare.main(bad)
         assert why in capsys.readouterr().err

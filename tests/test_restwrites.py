@@ -33,10 +33,10 @@ def test_restwrites_are_people_writing_from_held_out_browsers(tmp_path: Path) ->
     assert rows == list(restwrites.rows(90, 3))
 
 
-def test_restwrite_shapes_are_on_no_side_and_in_no_exam() -> None:
+def test_restwrite_shapes_are_on_no_side_and_in_no_measurement_split() -> None:
     rng = random.Random(2)
     measured = {_shape(make(site.Draw(i, "eval")).target) for i, (_, _, make) in enumerate(restwrites.WRITES)}
-    templates = site.REST_WRITES + tuple(t for split in ("train", "calib", "eval", "exam") for t in site.templates(split))
+    templates = site.REST_WRITES + tuple(t for split in ("train", "calib", "eval", "unseen-releases") for t in site.templates(split))
     known = {_shape(t.make(rng).target) for t in templates for _ in range(30)}
     assert len(measured) == len(restwrites.WRITES) and not measured & known
 

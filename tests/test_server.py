@@ -322,27 +322,27 @@ def test_a_model_swap_gives_way_when_the_file_changes_its_model(tmp_path: Path) 
                                         "model": {"enabled": False, "version": version}, **extra}))
 
     write("1.5.0")
-    swapped = ConfigSource(str(path)).with_model({"version": "1.4.0"})
-    assert swapped.load().model.version == "1.4.0"
+    swapped = ConfigSource(str(path)).with_model({"version": "1.7.0"})
+    assert swapped.load().model.version == "1.7.0"
     write("1.5.0", timeouts={"drain_s": 3})  # another part of the file changed: the swap stays
-    assert swapped.load().model.version == "1.4.0"
-    write("1.6.0")
-    assert swapped.load().model.version == "1.6.0"
+    assert swapped.load().model.version == "1.7.0"
+    write("1.5.1")
+    assert swapped.load().model.version == "1.5.1"
     cfg, kept = swapped.resolve()
-    assert cfg.model.version == "1.6.0" and kept.model_swap is None
+    assert cfg.model.version == "1.5.1" and kept.model_swap is None
 
 
 def test_check_warns_when_the_policy_is_not_the_one_the_model_was_read_with(tmp_path: Path) -> None:
-    """Clef-flash 1.6.0 records challenge_risk 0.5 in its manifest (the default): another value is allowed, and said."""
+    """Clef-flash 1.7.0 records challenge_risk 0.5 in its manifest (the default): another value is allowed, and said."""
     base = "backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nchallenge: {dev_generate_secret: true}\n" \
-           "model: {enabled: true, version: '1.6.0'}\n"
+           "model: {enabled: true, version: '1.7.0'}\n"
     for policy, warned in (("policy: {challenge_risk: 0.6}\n", True), ("", False)):
         path = tmp_path / "c.yaml"
         path.write_text(base + policy, encoding="utf-8")
         proc = subprocess.run([sys.executable, "-m", "gateway", "check", "--config", str(path)], cwd=ROOT, capture_output=True,
                               text=True, timeout=60)
         assert proc.returncode == 0 and ": ok (" in proc.stdout, proc.stderr
-        expected = f"{path}: warning: policy.challenge_risk is 0.6, but clef-flash@1.6.0 was evaluated with 0.5"
+        expected = f"{path}: warning: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5"
         assert (expected in proc.stderr) is warned, proc.stderr
 
 
@@ -392,10 +392,10 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
     worker = Worker(ConfigSource(str(path)), cfg, reuse_port=False)
     worker.ref = RuntimeRef(await build_runtime(cfg))
     control = LocalControl(worker)
-    missing, present = await asyncio.gather(control.swap_model({"version": "9.9.9"}), control.swap_model({"version": "1.4.0"}))
+    missing, present = await asyncio.gather(control.swap_model({"version": "9.9.9"}), control.swap_model({"version": "1.7.0"}))
     assert missing and "9.9.9" in missing[0] and present == []
-    assert (await control.statuses())[0]["model"]["model"] == "clef-flash@1.4.0"
-    assert worker.source.model_swap == {"version": "1.4.0"} and worker.source.overrides == {}
+    assert (await control.statuses())[0]["model"]["model"] == "clef-flash@1.7.0"
+    assert worker.source.model_swap == {"version": "1.7.0"} and worker.source.overrides == {}
     await asyncio.sleep(1.2)  # the replaced runtime is retired after the drain deadline
     await close_runtime(worker.runtime)
 

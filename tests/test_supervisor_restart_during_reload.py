@@ -104,8 +104,8 @@ async def test_a_worker_replaced_during_a_reload_serves_the_config_it_commits(tm
         expected = ("http://127.0.0.1:10", "latest")
         reload = asyncio.create_task(sup.reload())
     else:
-        expected = ("http://127.0.0.1:9", "1.4.0")
-        reload = asyncio.create_task(sup.swap_model({"version": "1.4.0"}))
+        expected = ("http://127.0.0.1:9", "1.7.0")
+        reload = asyncio.create_task(sup.swap_model({"version": "1.7.0"}))
     await asyncio.wait_for(second.asked.wait(), 10)  # type: ignore[attr-defined]
     assert _serving(sup)[0] == expected  # worker 0 has taken the change; the supervisor has not committed it yet
     first.process.alive = False  # type: ignore[attr-defined]  # worker 0 dies ...
@@ -152,7 +152,7 @@ async def test_a_change_one_worker_refuses_is_taken_back_by_the_others(tmp_path:
         _write(path, "http://127.0.0.1:10")
         problems = await sup.reload()
     else:
-        problems = await sup.swap_model({"version": "1.4.0"})
+        problems = await sup.swap_model({"version": "1.7.0"})
     assert len(problems) == 1 and problems[0].startswith("worker 1: ")
     assert first.kinds == ["reload" if change == "reload" else "model", "restore"]  # type: ignore[attr-defined]
     assert _serving(sup) == [("http://127.0.0.1:9", "latest")] * 2

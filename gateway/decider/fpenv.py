@@ -4,11 +4,10 @@ Why: the models mask padding with a large negative attention bias, so the softma
 takes ``exp`` of numbers far below -87, whose results fall into the denormal range.
 x86 cores handle a denormal result or operand with a microcode assist that costs
 ~100 cycles, and onnxruntime's CPU softmax then runs about 6x slower on a masked row
-(measured in session 17: 33 µs against 5.4 µs per row of a [4, 41, 41] attention; the
+(measured: 33 µs against 5.4 µs per row of a [4, 41, 41] attention; the
 whole Clef-flash 1.7.0 batch-64 run 10-13% slower). onnxruntime's own
 ``session.set_denormal_as_zero`` sets its pool threads and the thread that creates the
-session (for good: found in session 17, when this module's tests ran after such a
-session), never the thread that calls ``run``; with one intra-op thread (the per-core
+session (for good: this module's tests once ran after such a session and saw it), never the thread that calls ``run``; with one intra-op thread (the per-core
 setting) the session runs on that caller. The runtime does not use the option, so with
 more intra-op threads the pool threads keep IEEE denormals.
 

@@ -2,10 +2,10 @@
 
 The int8 models' ``MatMulInteger`` runs onnxruntime's uint8 x int8 GEMM. With AVX-512 VNNI or AVX-VNNI its products are
 exact; on AVX2-only CPUs the kernel adds pairs of products in saturating 16-bit arithmetic, and the model serves other
-answers than the ones it was measured with (session 18, an AVX2-only AMD EPYC: 1.7.0 blocked 14.30% of the REST-writes
+answers than the ones it was measured with (on an AVX2-only AMD EPYC 1.7.0 blocked 14.30% of the REST-writes
 set, 14.47% measured). The session entry ``session.x64quantprecision`` makes the products exact there, but it is not
 free where the default kernel is already exact: 18-26% of batch-64 inference on an AVX-512 VNNI AMD EPYC, with not one
-logit changed (session 19). So the runtime asks for it only where this probe finds the default kernel wrong.
+logit changed. So the runtime asks for it only where this probe finds the default kernel wrong.
 
 The probe (``gateway/data/int8probe.onnx``, built by ``python -m models.int8probe``) is one ``MatMulInteger`` node shaped
 like the models' products, over large operands that a saturating kernel gets wrong; it also returns its weights, so the

@@ -119,10 +119,10 @@ class OnnxOptions:
     group_by_length: bool = True
     # CPU only: flush denormals to zero while a session runs (same outputs, faster softmax; see fpenv)
     flush_denormals: bool = True
-    # CPU only: onnxruntime fusions left out because their CPU kernels are slower here (measured, session 17)
+    # CPU only: onnxruntime fusions left out because their CPU kernels are slower here (measured with clefgate bench model --runtimes tuned,plain)
     cpu_disabled_optimizers: tuple[str, ...] = ("SkipLayerNormFusion",)
     # CPU only: exact uint8 x int8 products in the int8 model's MatMulInteger on every x86 CPU. Without VNNI, onnxruntime's
-    # default kernel saturates at 16 bits and serves other answers than the ones measured (session 18, AMD EPYC: 1.7.0
+    # default kernel saturates at 16 bits and serves other answers than the ones measured (AVX2 AMD EPYC: 1.7.0
     # blocked 14.30% of the REST-writes set, 14.47% measured). The fix (session.x64quantprecision) is asked for only where
     # a probe finds the default kernel wrong (gateway.decider.int8probe): on a VNNI CPU it cost 18-26% and changed nothing.
     exact_int8: bool = True

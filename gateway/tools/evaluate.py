@@ -1,7 +1,7 @@
 """``clefgate eval``: how rules, the model and the policy treat labelled requests.
 
     clefgate eval --data requests.jsonl [--json] [--config clefgate.yaml]
-    clefgate eval --data a.jsonl --data b.jsonl --config x.yaml --config y.yaml --model-version 1.4.0 --model-version 1.5.0
+    clefgate eval --data a.jsonl --data b.jsonl --config x.yaml --config y.yaml --model-version 1.7.0 --model-version 1.5.0
 
 With several ``--data``, ``--config`` or ``--model-version`` it compares: every setup
 (each config, with each model version in it) on every file, in one run, side by side,

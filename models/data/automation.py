@@ -13,7 +13,7 @@ import functools
 import random
 
 from models.data.browsers import Headers
-from models.data.sources import EXAM, LATER_EXAMS, Split, earlier_exams, later_exam, on_side
+from models.data.sources import MODULE_SPLITS, UNSEEN_RELEASES, Split, built_before, on_side, unseen_module
 
 # Library and CLI user agents (name, versions): the clients of APIs, feeds, git and downloads.
 _LIBRARIES = (
@@ -41,9 +41,9 @@ _LIBRARIES = (
 )
 
 
-# The exam's libraries (``sources.EXAM``): releases after the newest above, in each family's own format, and new members
+# The unseen-releases split's libraries (``sources.UNSEEN_RELEASES``): releases after the newest above, in each family's own format, and new members
 # of the families (Bun and Deno speak for node). None is a string of ``_LIBRARIES``.
-_EXAM_LIBRARIES = (
+_RELEASES_LIBRARIES = (
     ("curl", [f"curl/8.{m}.{p}" for m in range(12, 18) for p in (0, 1)]),
     ("wget", ["Wget/1.25.1", "Wget/1.26.0", "Wget/1.26.1"]),
     ("requests", [f"python-requests/2.{m}.{p}" for m in (33, 34, 35) for p in (3, 4)]),
@@ -69,14 +69,14 @@ _EXAM_LIBRARIES = (
 
 @functools.cache
 def library_agents(split: Split) -> tuple[tuple[str, str], ...]:
-    """(family, user agent) of libraries and CLI tools on one side of the split, or an exam's own."""
-    if split == EXAM:
+    """(family, user agent) of libraries and CLI tools on one side of the split, or a measurement split's own."""
+    if split == UNSEEN_RELEASES:
         known = {ua for _, uas in _LIBRARIES for ua in uas}
-        return tuple((fam, ua) for fam, uas in _EXAM_LIBRARIES for ua in uas if ua not in known)
-    if split in LATER_EXAMS:
-        earlier = _LIBRARIES + _EXAM_LIBRARIES + tuple(f for e in earlier_exams(split) for f in later_exam(e).LIBRARIES)
+        return tuple((fam, ua) for fam, uas in _RELEASES_LIBRARIES for ua in uas if ua not in known)
+    if split in MODULE_SPLITS:
+        earlier = _LIBRARIES + _RELEASES_LIBRARIES + tuple(f for e in built_before(split) for f in unseen_module(e).LIBRARIES)
         known = {ua for _, uas in earlier for ua in uas}
-        return tuple((fam, ua) for fam, uas in later_exam(split).LIBRARIES for ua in uas if ua not in known)
+        return tuple((fam, ua) for fam, uas in unseen_module(split).LIBRARIES for ua in uas if ua not in known)
     return tuple((fam, ua) for fam, uas in _LIBRARIES for ua in uas if on_side("ua", ua, split))
 
 

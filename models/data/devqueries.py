@@ -17,8 +17,8 @@ own hard negatives as the test of whether the phrasing generalises. The share of
 drawn from it is the training config's ``data.dev_questions``, counted among the
 searches drawn from the pools (on the training side 35% of texts are real text first);
 it is 0 for the versions before it, so their data is unchanged. No fragment is a
-near-copy of a held-out hard query: ``void 0`` was taken out after session 10's runs
-for being one.
+near-copy of a held-out hard query (``void 0`` is left out for being one; ``models.gate``
+puts it back only to redraw the gate sets drawn with it).
 
 Fragments are what developers look up, never complete payloads: none closes a quote
 or a tag it did not open, and none calls ``alert``, ``sleep`` or a remote shell. A

@@ -13,20 +13,18 @@ statistics) on part of the rows, and ``source`` (how the row was made, for
 per-source error analysis). The same seed, split and settings (``--dev-questions``,
 ``--routes``, ``--rest-writes``, ``--evasions``, ``--mounts``, ``--xhr-attacks``) always give the same rows.
 
-``--split exam`` draws the second exam: the same kinds of request in the same mix, built only
-from sources written for it (``sources.EXAM``) that no side of the split has — newer browser
-and library releases, crawlers, page shapes, texts, payload productions, probe families and
-scanners of its own. It exists to measure a model on traffic newer than all it was built from::
+Three splits outside the hash split measure a model on traffic newer than all it was built from.
+Each draws the same kinds of request in the same mix, only from sources written for it that no
+side of the split (and no split listed before it) has::
 
-    python -m models.data.generate --split exam --rows 16000 --seed 7 --out models/work/data/exam.jsonl
+    python -m models.data.generate --split unseen-releases --rows 16000 --seed 7 --out models/work/unseen-releases.jsonl
 
-``--split exam3`` draws the third exam the same way, from sources neither the sides nor the second
-exam has (``models.data.exam3``): it measures models whose training data was chosen after the
-second exam had been read.
-
-``--split exam4`` draws the fourth exam the same way, from sources none of the sides, the second exam or
-the third has (``models.data.exam4``): it measures models whose training data was chosen after the
-third exam had been read.
+``unseen-releases`` (``sources.UNSEEN_RELEASES``): newer browser and library releases, crawlers,
+page shapes, texts, payload productions, probe families and scanners of its own.
+``unseen-injections`` (``models.data.unseen_injections``): browsers, URL conventions and text no
+other split has, and injection families none has (XPath, ESI, SSI, GraphQL abuse, formulas).
+``unseen-protocols`` (``models.data.unseen_protocols``): the same again, with attack families on
+authentication and protocols none has (JWT, SAML, open redirects, log injection, Cypher, CSS).
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import attacks, automation, browsers, site
 from models.data.site import Draw, Endpoint
-from models.data.sources import EXAM, LATER_EXAMS, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for, later_exam
+from models.data.sources import MODULE_SPLITS, UNSEEN_RELEASES, BrowserAgent, CrawlerAgent, Split, browsers_for, crawlers_for, unseen_module
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 DEFAULT_MIX = {"human": 0.42, "good_bot": 0.13, "bad_bot": 0.21, "attack": 0.24}
@@ -70,8 +68,8 @@ _SCANNER_UAS = ("sqlmap/1.7.2#stable (https://sqlmap.org)", "sqlmap/1.8.3#stable
                 "Mozilla/5.0 (Windows NT 6.1; WOW64; Trident/7.0; rv:11.0) like Gecko", "Nuclei - Open-source project (github.com/projectdiscovery/nuclei)",
                 "WPScan v3.8.25 (https://wpscan.com/wordpress-security-scanner)", "Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)",
                 "ReactorNetty/dev", "l9explore/1.2.2", "Hello World", "Mozilla/5.0 zgrab/0.x", "xfa1", "Expanse, a Palo Alto Networks company, searches across the global IPv4 space multiple times per day to identify customers' presences on the Internet. If you would like to be excluded from our scans, please send IP addresses/domains to: scaninfo@paloaltonetworks.com")
-# the exam's scanners (``sources.EXAM``): newer releases of the tools above and tools none of the sides has
-_EXAM_SCANNER_UAS = ("sqlmap/1.9.8#stable (https://sqlmap.org)", "Mozilla/5.00 (Nikto/2.5.0) (Evasions:4) (Test:003175)", "feroxbuster/2.11.0",
+# the unseen-releases split's scanners (``sources.UNSEEN_RELEASES``): newer releases of the tools above and tools none of the sides has
+_RELEASES_SCANNER_UAS = ("sqlmap/1.9.8#stable (https://sqlmap.org)", "Mozilla/5.00 (Nikto/2.5.0) (Evasions:4) (Test:003175)", "feroxbuster/2.11.0",
                      "Nuclei - Open-source project (github.com/projectdiscovery/nuclei) v3.4.7", "dirsearch/0.4.3", "katana/1.1.3",
                      "Mozilla/5.0 (X11; Linux x86_64; rv:78.0) Gecko/20100101 Firefox/78.0", "Mozilla/5.0 (compatible; Hakai/2.0)",
                      "Mozila/5.0 (Windows NT 10.0; Win64; x64)", "WPScan v3.8.28 (https://wpscan.com/wordpress-security-scanner)", "xray/1.9.11",
@@ -401,7 +399,7 @@ def _attacker_head(rng: Draw, host: str, ep: Endpoint, content_type: str | None,
         family, ua = rng.choice([x for x in automation.library_agents(rng.split) if x[0] not in ("git", "feedcli")])
         head = automation.library_head(family, ua, host, rng, content_type=content_type, content_length=len(body or ""))
         return head, "1.1"
-    ua = rng.choice(_EXAM_SCANNER_UAS if rng.split == EXAM else later_exam(rng.split).SCANNER_UAS if rng.split in LATER_EXAMS
+    ua = rng.choice(_RELEASES_SCANNER_UAS if rng.split == UNSEEN_RELEASES else unseen_module(rng.split).SCANNER_UAS if rng.split in MODULE_SPLITS
                     else _SCANNER_UAS)
     head = [["Host", host], ["User-Agent", ua], ["Accept", rng.choice(("*/*", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"))],
             ["Accept-Encoding", rng.choice(("gzip, deflate", "gzip", "identity"))], ["Connection", rng.choice(("close", "keep-alive"))]]
@@ -549,10 +547,9 @@ def write_jsonl(records: Iterator[dict[str, Any]], path: Path) -> tuple[int, str
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m models.data.generate``: write one split as JSONL."""
     ap = argparse.ArgumentParser(prog="python -m models.data.generate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--split", choices=("train", "calib", "eval", "exam", *LATER_EXAMS), default="eval",
-                    help="side of the source split to draw from (exam: the second exam, from sources no side has; exam3: the "
-                         "third, from sources neither the sides nor the second exam has; exam4: the fourth, from sources none "
-                         "of the sides, the second exam or the third has)")
+    ap.add_argument("--split", choices=("train", "calib", "eval", "unseen-releases", *MODULE_SPLITS), default="eval",
+                    help="side of the source split to draw from (unseen-*: the measurement splits built only from "
+                         "sources no side has; see the module docstring)")
     ap.add_argument("--rows", type=int, default=16000, help="number of requests")
     ap.add_argument("--seed", type=int, default=7, help="random seed")
     ap.add_argument("--out", type=Path, required=True, help="JSONL file to write")

@@ -12,8 +12,8 @@ parsed with ``ast`` without importing the package; module, class and function do
 in the order ``ast.walk`` gives, cut by ``stdtext.pieces`` into lines (searches) and
 paragraphs (posts), first occurrence kept.
 
-A measurement, never training data (session 9 tried it as training text: it did not
-lower developer text blocked; models/README.md). ``realtext --source docs`` leaves the
+A measurement, never training data (as training text it did not lower the developer
+text blocked). ``realtext --source docs`` leaves the
 package's own documents out, so the two sets stay apart.
 """
 

@@ -6,9 +6,9 @@
 A person edits a review, marks a notification read, merges a pull request or deletes a saved
 search, and the page's script sends a same-origin ``fetch`` with a JSON body (or none, for
 DELETE) and the browser's fetch metadata (``Sec-Fetch-Mode: cors``, ``Origin``). No side of
-the generator had such requests before session 14; ``site.REST_WRITES`` adds eleven shapes to
+the generator draws such requests by default; ``site.REST_WRITES`` adds eleven shapes to
 the training side when ``data.rest_writes`` is on. The nine shapes here share no path with
-those or with the second exam's, so this measures whether a model generalises to REST writes
+those or with the unseen-releases split's, so this measures whether a model generalises to REST writes
 it has not seen, not what it memorised. Every row is a person (label ``human``) in a held-out
 browser (the eval side's user agents). It is a measurement of false positives, never training
 data; rows depend only on the seed (and the installed ``fake-useragent``, as the generator's do).

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, urlencode
 
 from models.data import devqueries, langtext, stdtext
-from models.data.sources import LATER_EXAMS, Split, assign, later_exam
+from models.data.sources import MODULE_SPLITS, Split, assign, unseen_module
 
 HOSTS = {"shop": "shop.example.com", "forge": "git.example.org", "forum": "forum.example.net",
          "blog": "blog.example.com", "docs": "docs.example.io", "api": "api.example.com"}
@@ -266,8 +266,8 @@ class Draw(random.Random):
             return para.replace("\n", "\r\n") if self.random() < 0.5 else para
         if pool is HARD_QUERIES and self.dev_questions and self.random() < self.dev_questions:
             return devqueries.query(self, self.split)
-        if self.split == "exam" and id(pool) in _EXAM_TEXT:
-            return self.choice(_EXAM_TEXT[id(pool)])
+        if self.split == "unseen-releases" and id(pool) in _RELEASES_TEXT:
+            return self.choice(_RELEASES_TEXT[id(pool)])
         return self.choice(_side(pool, self.split))
 
 
@@ -275,11 +275,11 @@ _POOLS: dict[tuple[int, str], tuple[str, ...]] = {}
 
 
 def _side(pool: tuple[str, ...], split: Split) -> tuple[str, ...]:
-    """``pool``'s items on ``split``'s side; an exam reads the held-out side of pools it has no text of its own for."""
+    """``pool``'s items on ``split``'s side; a measurement split reads the held-out side of pools it has no text of its own for."""
     key = (id(pool), split)
     if key not in _POOLS:
         sides = assign(list(pool), "text", str)
-        _POOLS[key] = tuple(sides["eval" if split == "exam" or split in LATER_EXAMS else split])
+        _POOLS[key] = tuple(sides["eval" if split == "unseen-releases" or split in MODULE_SPLITS else split])
     return _POOLS[key]
 
 
@@ -631,26 +631,26 @@ ROUTES: tuple[Template, ...] = (
 MOUNTS = ("app", "apps", "www", "site", "new", "public", "cms", "blog", "admin", "portal", "community", "shop", "store",
           "beta", "intranet", "wp", "old")
 
-# ---------------------------------------------------------------------------- the second exam
+# ---------------------------------------------------------------------------- the unseen-releases split
 #
-# The exam's own pages (``sources.EXAM``): URL shapes written for it alone, for every kind of request the generator
+# The unseen-releases split's own pages (``sources.UNSEEN_RELEASES``): URL shapes written for it alone, for every kind of request the generator
 # asks a site for (home, robots and health excepted: every client of every side asks for "/" and "/robots.txt"), and
 # its own text for people's searches, reviews, posts and comments, hard negatives included. Only ``clefgate eval``
 # reads what is drawn from them.
-EXAM_QUERIES = ("trail running shoes women", "noise cancelling earbuds", "cast iron skillet 12 inch", "ergonomic office chair",
+RELEASES_QUERIES = ("trail running shoes women", "noise cancelling earbuds", "cast iron skillet 12 inch", "ergonomic office chair",
                 "merino base layer", "portable monitor usb c", "self hosted photo backup", "kubernetes ingress tls",
                 "sourdough starter jar", "e-bike battery 48v", "wedding guest dress", "mechanical keyboard switches")
-EXAM_HARD_QUERIES = ("drop-down menu css", "union station parking", "select all shortcut mac", "etc/hosts file windows 11",
+RELEASES_HARD_QUERIES = ("drop-down menu css", "union station parking", "select all shortcut mac", "etc/hosts file windows 11",
                      "'where the crawdads sing'", "1/2\" drill bit", "<3 emoticon meaning", "script font for logo",
                      "admin' dashboard template", "or else meaning", "sleep(5) javascript", "cat /dev/null vs truncate",
                      "null check in java", "${HOME} in dockerfile", "onerror attribute img", "..\\ windows path meaning",
                      "insert into select postgres", "\"; semicolon rules", "alert box html", "delete from table where id in",
                      "wget download whole site", "%20 in url", "a && b in bash", "iframe embed youtube")
-EXAM_REVIEW_TEXT = ("Runs true to size; I'd order your usual.", "Battery lasts ~2 days with ANC on -> very happy.",
+RELEASES_REVIEW_TEXT = ("Runs true to size; I'd order your usual.", "Battery lasts ~2 days with ANC on -> very happy.",
                     "The 'waterproof' seams leaked after a week :(", "<b>Update:</b> the replacement works perfectly.",
                     "Great value & fast shipping; select the bigger size if unsure.", "Meh. 3/5 - the app's UI is clunky.",
                     "Bought 2 (one for my dad) and both arrived in <48h.", "Don't drop it on tiles... screen cracked on day one.")
-EXAM_FORUM_TEXT = (
+RELEASES_FORUM_TEXT = (
     "Try `docker compose down -v && docker compose up -d` to recreate the volumes.",
     "My cron line is */5 * * * * /usr/bin/php /var/www/cron.php > /dev/null 2>&1 and it never runs.",
     "The query `SELECT COUNT(*) FROM events WHERE created_at > NOW() - INTERVAL '1 day'` takes 9 s, is that normal?",
@@ -660,19 +660,19 @@ EXAM_FORUM_TEXT = (
     "I'd avoid `eval` in bash scripts; use an array instead.",
     "In Windows set the path to C:\\Program Files\\App\\bin and restart the terminal.",
 )
-EXAM_COMMENT_MARKDOWN = (
+RELEASES_COMMENT_MARKDOWN = (
     "Nit: `os.path.join` instead of string concat?", "Rebased on main, CI is green now.",
     "```sql\nUPDATE jobs SET state = 'queued' WHERE state = 'stuck';\n```\nfixes the backlog.",
     "This fails when `$HOME` has a space in it.", "Closing as fixed by #1204.", "Could we add `<details>` around the long log?",
 )
-_EXAM_TEXT = {id(QUERIES): EXAM_QUERIES, id(HARD_QUERIES): EXAM_HARD_QUERIES, id(REVIEW_TEXT): EXAM_REVIEW_TEXT,
-              id(FORUM_TEXT): EXAM_FORUM_TEXT, id(COMMENT_MARKDOWN): EXAM_COMMENT_MARKDOWN}
+_RELEASES_TEXT = {id(QUERIES): RELEASES_QUERIES, id(HARD_QUERIES): RELEASES_HARD_QUERIES, id(REVIEW_TEXT): RELEASES_REVIEW_TEXT,
+              id(FORUM_TEXT): RELEASES_FORUM_TEXT, id(COMMENT_MARKDOWN): RELEASES_COMMENT_MARKDOWN}
 
 
 @functools.cache
-def _later_exam_templates(split: Split) -> tuple[Template, ...]:
-    """A later exam's pages (``sources.later_exam``), with the held-out side's home, robots and health checks."""
-    return tuple(later_exam(split).TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
+def _unseen_module_templates(split: Split) -> tuple[Template, ...]:
+    """A module split's pages (``sources.unseen_module``), with the held-out side's home, robots and health checks."""
+    return tuple(unseen_module(split).TEMPLATES) + tuple(t for t in _SIDES["eval"] if t.group in ("home", "robots", "health"))
 
 
 def _uuid(rng: random.Random) -> str:
@@ -683,81 +683,81 @@ def _date(rng: random.Random) -> str:
     return f"{rng.randint(2023, 2026)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
 
 
-EXAM: tuple[Template, ...] = (
+RELEASES_TEMPLATES: tuple[Template, ...] = (
     # --- shop
-    Template("exam.shop.variant", "shop", "page", _page(lambda r: f"/product/{_slug(r)}/variant/{r.randint(1, 40)}?swatch={r.choice(WORDS[:8])}")),
-    Template("exam.shop.deals", "shop", "page", _page(lambda r: f"/deals/{r.choice(('today', 'weekend', 'clearance', 'bundles'))}/{r.choice(CATEGORIES)}?page={r.randint(1, 12)}")),
-    Template("exam.shop.giftcard", "shop", "page", _page(lambda r: f"/gift-cards/{r.choice((25, 50, 100))}-{r.choice(('birthday', 'thank-you', 'holiday'))}")),
-    Template("exam.shop.track", "shop", "page", _page(lambda r: f"/order-status?order={r.randint(10**7, 10**8)}&zip={r.randint(10000, 99999)}")),
-    Template("exam.shop.size_chart", "shop", "page", _page(lambda r: f"/help/size-chart/{r.choice(CATEGORIES)}/{r.choice(NOUNS)}")),
-    Template("exam.shop.search", "shop", "search", _page(lambda r: f"/s?k={_q(search_query(r), r)}&ref=nav_search{r.choice(('', '&page=2', '&rh=p_72:4-stars'))}", "search")),
-    Template("exam.shop.suggest", "shop", "xhr", lambda r: Endpoint("GET", f"/api/search/suggest?term={_q(search_query(r, 0.3)[:r.randint(3, 12)], r)}&limit=8", "xhr", "xhr")),
-    Template("exam.shop.price", "shop", "xhr", lambda r: Endpoint("GET", f"/api/v3/prices?sku=SKU-{r.randint(1000, 9999)}&currency={r.choice(('EUR', 'USD', 'GBP'))}", "xhr", "xhr")),
-    Template("exam.shop.cart_qty", "shop", "xhr_post", _json("PUT", lambda r: f"/api/cart/lines/{r.randint(1, 40)}", lambda r: {"quantity": r.randint(1, 5)})),
-    Template("exam.shop.question", "shop", "form", _form(lambda r: f"/products/{r.randint(100, 99999)}/questions", lambda r: {"question": _text(r, REVIEW_TEXT), "nickname": r.choice(USERS)})),
-    Template("exam.shop.login", "shop", "login", _form(lambda r: "/customer/account/loginPost/", lambda r: {"login[username]": _email(r), "login[password]": _password(r), "form_key": _hex(r, 16)})),
+    Template("unseen-releases.shop.variant", "shop", "page", _page(lambda r: f"/product/{_slug(r)}/variant/{r.randint(1, 40)}?swatch={r.choice(WORDS[:8])}")),
+    Template("unseen-releases.shop.deals", "shop", "page", _page(lambda r: f"/deals/{r.choice(('today', 'weekend', 'clearance', 'bundles'))}/{r.choice(CATEGORIES)}?page={r.randint(1, 12)}")),
+    Template("unseen-releases.shop.giftcard", "shop", "page", _page(lambda r: f"/gift-cards/{r.choice((25, 50, 100))}-{r.choice(('birthday', 'thank-you', 'holiday'))}")),
+    Template("unseen-releases.shop.track", "shop", "page", _page(lambda r: f"/order-status?order={r.randint(10**7, 10**8)}&zip={r.randint(10000, 99999)}")),
+    Template("unseen-releases.shop.size_chart", "shop", "page", _page(lambda r: f"/help/size-chart/{r.choice(CATEGORIES)}/{r.choice(NOUNS)}")),
+    Template("unseen-releases.shop.search", "shop", "search", _page(lambda r: f"/s?k={_q(search_query(r), r)}&ref=nav_search{r.choice(('', '&page=2', '&rh=p_72:4-stars'))}", "search")),
+    Template("unseen-releases.shop.suggest", "shop", "xhr", lambda r: Endpoint("GET", f"/api/search/suggest?term={_q(search_query(r, 0.3)[:r.randint(3, 12)], r)}&limit=8", "xhr", "xhr")),
+    Template("unseen-releases.shop.price", "shop", "xhr", lambda r: Endpoint("GET", f"/api/v3/prices?sku=SKU-{r.randint(1000, 9999)}&currency={r.choice(('EUR', 'USD', 'GBP'))}", "xhr", "xhr")),
+    Template("unseen-releases.shop.cart_qty", "shop", "xhr_post", _json("PUT", lambda r: f"/api/cart/lines/{r.randint(1, 40)}", lambda r: {"quantity": r.randint(1, 5)})),
+    Template("unseen-releases.shop.question", "shop", "form", _form(lambda r: f"/products/{r.randint(100, 99999)}/questions", lambda r: {"question": _text(r, REVIEW_TEXT), "nickname": r.choice(USERS)})),
+    Template("unseen-releases.shop.login", "shop", "login", _form(lambda r: "/customer/account/loginPost/", lambda r: {"login[username]": _email(r), "login[password]": _password(r), "form_key": _hex(r, 16)})),
     # --- forge
-    Template("exam.forge.blame", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/blame/{r.choice(BRANCHES)}/{r.choice(FILES)}")),
-    Template("exam.forge.milestone", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/milestone/{r.randint(1, 60)}?closed={r.randint(0, 1)}")),
-    Template("exam.forge.packages", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/-/packages/{r.choice(('npm', 'pypi', 'container', 'cargo'))}/{r.choice(REPOS)}/{_version(r)}")),
-    Template("exam.forge.discussion", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/discussions/{r.randint(1, 900)}")),
-    Template("exam.forge.code_search", "forge", "search", _page(lambda r: f"/search?q={_q(search_query(r, 0.5), r)}&type=code&repo={r.choice(USERS)}%2F{r.choice(REPOS)}", "search")),
-    Template("exam.forge.snapshot", "forge", "download", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{(repo := r.choice(REPOS))}/-/archive/{(b := r.choice(('main', 'develop', 'master')))}/{repo}-{b}.zip", "download")),
-    Template("exam.forge.lfs", "forge", "git", lambda r: Endpoint("POST", f"/{r.choice(USERS)}/{r.choice(REPOS)}.git/info/lfs/objects/batch", "git", body=json.dumps({"operation": "download", "transfers": ["basic"], "objects": [{"oid": _hex(r, 64), "size": r.randint(10**3, 10**8)}]}, separators=(",", ":")), content_type="application/vnd.git-lfs+json")),
-    Template("exam.forge.api_contents", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/contents/{r.choice(FILES)}?ref={r.choice(('main', 'develop'))}", "api")),
-    Template("exam.forge.api_release", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/releases/{r.choice(('latest', 'tags/v' + _version(r)))}", "api")),
-    Template("exam.forge.review", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/pulls/{r.randint(1, 900)}/files/reviews/comments", lambda r: {"content": _text(r, COMMENT_MARKDOWN), "line": str(r.randint(1, 400)), "path": r.choice(FILES)})),
-    Template("exam.forge.notifications", "forge", "xhr", lambda r: Endpoint("GET", f"/notifications/new?count={r.randint(0, 1)}", "xhr", "xhr")),
+    Template("unseen-releases.forge.blame", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/blame/{r.choice(BRANCHES)}/{r.choice(FILES)}")),
+    Template("unseen-releases.forge.milestone", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/milestone/{r.randint(1, 60)}?closed={r.randint(0, 1)}")),
+    Template("unseen-releases.forge.packages", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/-/packages/{r.choice(('npm', 'pypi', 'container', 'cargo'))}/{r.choice(REPOS)}/{_version(r)}")),
+    Template("unseen-releases.forge.discussion", "forge", "page", _page(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/discussions/{r.randint(1, 900)}")),
+    Template("unseen-releases.forge.code_search", "forge", "search", _page(lambda r: f"/search?q={_q(search_query(r, 0.5), r)}&type=code&repo={r.choice(USERS)}%2F{r.choice(REPOS)}", "search")),
+    Template("unseen-releases.forge.snapshot", "forge", "download", lambda r: Endpoint("GET", f"/{r.choice(USERS)}/{(repo := r.choice(REPOS))}/-/archive/{(b := r.choice(('main', 'develop', 'master')))}/{repo}-{b}.zip", "download")),
+    Template("unseen-releases.forge.lfs", "forge", "git", lambda r: Endpoint("POST", f"/{r.choice(USERS)}/{r.choice(REPOS)}.git/info/lfs/objects/batch", "git", body=json.dumps({"operation": "download", "transfers": ["basic"], "objects": [{"oid": _hex(r, 64), "size": r.randint(10**3, 10**8)}]}, separators=(",", ":")), content_type="application/vnd.git-lfs+json")),
+    Template("unseen-releases.forge.api_contents", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/contents/{r.choice(FILES)}?ref={r.choice(('main', 'develop'))}", "api")),
+    Template("unseen-releases.forge.api_release", "forge", "api", lambda r: Endpoint("GET", f"/api/v1/repos/{r.choice(USERS)}/{r.choice(REPOS)}/releases/{r.choice(('latest', 'tags/v' + _version(r)))}", "api")),
+    Template("unseen-releases.forge.review", "forge", "form", _form(lambda r: f"/{r.choice(USERS)}/{r.choice(REPOS)}/pulls/{r.randint(1, 900)}/files/reviews/comments", lambda r: {"content": _text(r, COMMENT_MARKDOWN), "line": str(r.randint(1, 400)), "path": r.choice(FILES)})),
+    Template("unseen-releases.forge.notifications", "forge", "xhr", lambda r: Endpoint("GET", f"/notifications/new?count={r.randint(0, 1)}", "xhr", "xhr")),
     # --- forum
-    Template("exam.forum.discussion", "forum", "page", _page(lambda r: f"/d/{r.randint(10, 99999)}-{r.choice(TOPICS)}{r.choice(('', '/' + str(r.randint(2, 90))))}")),
-    Template("exam.forum.unread", "forum", "page", _page(lambda r: f"/{r.choice(('unread', 'new', 'top'))}?filter={r.choice(('tracked', 'watching', 'all'))}&period={r.choice(('weekly', 'monthly'))}")),
-    Template("exam.forum.summary", "forum", "page", _page(lambda r: f"/u/{r.choice(USERS)}/{r.choice(('summary', 'badges', 'activity/replies'))}")),
-    Template("exam.forum.search", "forum", "search", _page(lambda r: f"/search/query?term={_q(search_query(r, 0.5), r)}&include_blurbs=true", "search")),
-    Template("exam.forum.user_feed", "forum", "feed", lambda r: Endpoint("GET", r.choice((f"/u/{r.choice(USERS)}/activity.rss", f"/t/{r.choice(TOPICS)}/{r.randint(100, 99999)}.rss")), "feed")),
-    Template("exam.forum.counts", "forum", "xhr", lambda r: Endpoint("GET", f"/topics/timings?topic_id={r.randint(100, 99999)}&post_number={r.randint(1, 60)}", "xhr", "xhr")),
-    Template("exam.forum.presence", "forum", "xhr_post", lambda r: Endpoint("POST", "/presence/update", "xhr", "xhr_post", urlencode({"client_id": _hex(r, 32), "present_channels[]": f"/discourse-presence/reply/{r.randint(100, 99999)}"}), "application/x-www-form-urlencoded")),
-    Template("exam.forum.draft", "forum", "form", _form(lambda r: "/drafts.json", lambda r: {"draft_key": f"topic_{r.randint(100, 99999)}", "raw": _text(r, FORUM_TEXT), "sequence": str(r.randint(0, 9))})),
-    Template("exam.forum.login", "forum", "login", _form(lambda r: "/login.php?do=login", lambda r: {"vb_login_username": r.choice(USERS), "vb_login_password": _password(r), "securitytoken": "guest", "do": "login"})),
+    Template("unseen-releases.forum.discussion", "forum", "page", _page(lambda r: f"/d/{r.randint(10, 99999)}-{r.choice(TOPICS)}{r.choice(('', '/' + str(r.randint(2, 90))))}")),
+    Template("unseen-releases.forum.unread", "forum", "page", _page(lambda r: f"/{r.choice(('unread', 'new', 'top'))}?filter={r.choice(('tracked', 'watching', 'all'))}&period={r.choice(('weekly', 'monthly'))}")),
+    Template("unseen-releases.forum.summary", "forum", "page", _page(lambda r: f"/u/{r.choice(USERS)}/{r.choice(('summary', 'badges', 'activity/replies'))}")),
+    Template("unseen-releases.forum.search", "forum", "search", _page(lambda r: f"/search/query?term={_q(search_query(r, 0.5), r)}&include_blurbs=true", "search")),
+    Template("unseen-releases.forum.user_feed", "forum", "feed", lambda r: Endpoint("GET", r.choice((f"/u/{r.choice(USERS)}/activity.rss", f"/t/{r.choice(TOPICS)}/{r.randint(100, 99999)}.rss")), "feed")),
+    Template("unseen-releases.forum.counts", "forum", "xhr", lambda r: Endpoint("GET", f"/topics/timings?topic_id={r.randint(100, 99999)}&post_number={r.randint(1, 60)}", "xhr", "xhr")),
+    Template("unseen-releases.forum.presence", "forum", "xhr_post", lambda r: Endpoint("POST", "/presence/update", "xhr", "xhr_post", urlencode({"client_id": _hex(r, 32), "present_channels[]": f"/discourse-presence/reply/{r.randint(100, 99999)}"}), "application/x-www-form-urlencoded")),
+    Template("unseen-releases.forum.draft", "forum", "form", _form(lambda r: "/drafts.json", lambda r: {"draft_key": f"topic_{r.randint(100, 99999)}", "raw": _text(r, FORUM_TEXT), "sequence": str(r.randint(0, 9))})),
+    Template("unseen-releases.forum.login", "forum", "login", _form(lambda r: "/login.php?do=login", lambda r: {"vb_login_username": r.choice(USERS), "vb_login_password": _password(r), "securitytoken": "guest", "do": "login"})),
     # --- blog
-    Template("exam.blog.slug", "blog", "page", _page(lambda r: f"/posts/{r.choice(TOPICS)}-{_hex(r, 6)}")),
-    Template("exam.blog.category", "blog", "page", _page(lambda r: f"/category/{r.choice(TAGS)}/{r.choice(TAGS)}/{r.choice(('', 'page/' + str(r.randint(2, 9)) + '/'))}")),
-    Template("exam.blog.print", "blog", "page", _page(lambda r: f"/{r.randint(2019, 2026)}/{r.choice(TOPICS)}/?{r.choice(('print=1', 'share=email', 'replytocom=' + str(r.randint(10, 9999))))}")),
-    Template("exam.blog.search", "blog", "search", _page(lambda r: f"/search/?query={_q(search_query(r), r)}&section={r.choice(('posts', 'all', 'notes'))}", "search")),
-    Template("exam.blog.feed", "blog", "feed", lambda r: Endpoint("GET", r.choice((f"/{r.choice(TAGS)}/index.xml", "/feed.json", "/notes/feed.xml")), "feed")),
-    Template("exam.blog.subscribe", "blog", "form", _json("POST", lambda r: "/members/api/send-magic-link/", lambda r: {"email": _email(r), "emailType": r.choice(("signup", "signin"))}, "form")),
-    Template("exam.blog.webmention", "blog", "form", _form(lambda r: "/webmention", lambda r: {"source": f"https://{r.choice(USERS)}.example.net/notes/{r.randint(1, 999)}", "target": f"https://blog.example.com/{r.randint(2019, 2026)}/{r.choice(TOPICS)}/"})),
+    Template("unseen-releases.blog.slug", "blog", "page", _page(lambda r: f"/posts/{r.choice(TOPICS)}-{_hex(r, 6)}")),
+    Template("unseen-releases.blog.category", "blog", "page", _page(lambda r: f"/category/{r.choice(TAGS)}/{r.choice(TAGS)}/{r.choice(('', 'page/' + str(r.randint(2, 9)) + '/'))}")),
+    Template("unseen-releases.blog.print", "blog", "page", _page(lambda r: f"/{r.randint(2019, 2026)}/{r.choice(TOPICS)}/?{r.choice(('print=1', 'share=email', 'replytocom=' + str(r.randint(10, 9999))))}")),
+    Template("unseen-releases.blog.search", "blog", "search", _page(lambda r: f"/search/?query={_q(search_query(r), r)}&section={r.choice(('posts', 'all', 'notes'))}", "search")),
+    Template("unseen-releases.blog.feed", "blog", "feed", lambda r: Endpoint("GET", r.choice((f"/{r.choice(TAGS)}/index.xml", "/feed.json", "/notes/feed.xml")), "feed")),
+    Template("unseen-releases.blog.subscribe", "blog", "form", _json("POST", lambda r: "/members/api/send-magic-link/", lambda r: {"email": _email(r), "emailType": r.choice(("signup", "signin"))}, "form")),
+    Template("unseen-releases.blog.webmention", "blog", "form", _form(lambda r: "/webmention", lambda r: {"source": f"https://{r.choice(USERS)}.example.net/notes/{r.randint(1, 999)}", "target": f"https://blog.example.com/{r.randint(2019, 2026)}/{r.choice(TOPICS)}/"})),
     # --- docs
-    Template("exam.docs.release", "docs", "page", _page(lambda r: f"/en/v{r.randint(3, 9)}.{r.randint(0, 12)}/{r.choice(SECTIONS)}/{r.choice(PAGES)}/")),
-    Template("exam.docs.symbol", "docs", "page", _page(lambda r: f"/api-reference/{r.choice(REPOS)}/{r.choice(('classes', 'functions', 'types'))}/{r.choice(WORDS).title()}{r.choice(NOUNS).title()}")),
-    Template("exam.docs.source", "docs", "page", _page(lambda r: f"/handbook/{r.choice(SECTIONS)}/{r.choice(PAGES)}.md")),
-    Template("exam.docs.search", "docs", "search", _page(lambda r: f"/search/?q={_q(search_query(r, 0.5), r)}&version={r.choice(('stable', 'latest', 'v2'))}", "search")),
-    Template("exam.docs.index", "docs", "xhr", lambda r: Endpoint("GET", r.choice((f"/_pagefind/fragment/en_{_hex(r, 7)}.pf_fragment", f"/assets/search-index.{_hex(r, 8)}.json")), "xhr", "xhr")),
+    Template("unseen-releases.docs.release", "docs", "page", _page(lambda r: f"/en/v{r.randint(3, 9)}.{r.randint(0, 12)}/{r.choice(SECTIONS)}/{r.choice(PAGES)}/")),
+    Template("unseen-releases.docs.symbol", "docs", "page", _page(lambda r: f"/api-reference/{r.choice(REPOS)}/{r.choice(('classes', 'functions', 'types'))}/{r.choice(WORDS).title()}{r.choice(NOUNS).title()}")),
+    Template("unseen-releases.docs.source", "docs", "page", _page(lambda r: f"/handbook/{r.choice(SECTIONS)}/{r.choice(PAGES)}.md")),
+    Template("unseen-releases.docs.search", "docs", "search", _page(lambda r: f"/search/?q={_q(search_query(r, 0.5), r)}&version={r.choice(('stable', 'latest', 'v2'))}", "search")),
+    Template("unseen-releases.docs.index", "docs", "xhr", lambda r: Endpoint("GET", r.choice((f"/_pagefind/fragment/en_{_hex(r, 7)}.pf_fragment", f"/assets/search-index.{_hex(r, 8)}.json")), "xhr", "xhr")),
     # --- API
-    Template("exam.api.invoice_lines", "api", "api", lambda r: Endpoint("GET", f"/v3/invoices/inv_{_hex(r, 14)}/lines?limit={r.choice((10, 25, 100))}&expand[]=price", "api")),
-    Template("exam.api.batch", "api", "api", _json("POST", lambda r: "/v3/batch", lambda r: {"requests": [{"method": "GET", "path": f"/v3/customers/cus_{_hex(r, 14)}"} for _ in range(r.randint(1, 3))]}, "api")),
-    Template("exam.api.usage", "api", "api", lambda r: Endpoint("GET", f"/v3/reports/usage?start={_date(r)}&end={_date(r)}&granularity={r.choice(('hour', 'day'))}", "api")),
-    Template("exam.api.file_meta", "api", "api", _json("PUT", lambda r: f"/v3/files/file_{_hex(r, 16)}", lambda r: {"name": f"{_slug(r)}.pdf", "purpose": r.choice(("dispute_evidence", "identity_document", "invoice"))}, "api")),
-    Template("exam.api.mutation", "api", "api", _json("POST", lambda r: "/graphql", lambda r: {"operationName": "UpdateProfile", "query": "mutation UpdateProfile($input: ProfileInput!) { updateProfile(input: $input) { id displayName } }", "variables": {"input": {"displayName": r.choice(USERS).title(), "locale": r.choice(LOCALE_CODES)}}}, "api")),
+    Template("unseen-releases.api.invoice_lines", "api", "api", lambda r: Endpoint("GET", f"/v3/invoices/inv_{_hex(r, 14)}/lines?limit={r.choice((10, 25, 100))}&expand[]=price", "api")),
+    Template("unseen-releases.api.batch", "api", "api", _json("POST", lambda r: "/v3/batch", lambda r: {"requests": [{"method": "GET", "path": f"/v3/customers/cus_{_hex(r, 14)}"} for _ in range(r.randint(1, 3))]}, "api")),
+    Template("unseen-releases.api.usage", "api", "api", lambda r: Endpoint("GET", f"/v3/reports/usage?start={_date(r)}&end={_date(r)}&granularity={r.choice(('hour', 'day'))}", "api")),
+    Template("unseen-releases.api.file_meta", "api", "api", _json("PUT", lambda r: f"/v3/files/file_{_hex(r, 16)}", lambda r: {"name": f"{_slug(r)}.pdf", "purpose": r.choice(("dispute_evidence", "identity_document", "invoice"))}, "api")),
+    Template("unseen-releases.api.mutation", "api", "api", _json("POST", lambda r: "/graphql", lambda r: {"operationName": "UpdateProfile", "query": "mutation UpdateProfile($input: ProfileInput!) { updateProfile(input: $input) { id displayName } }", "variables": {"input": {"displayName": r.choice(USERS).title(), "locale": r.choice(LOCALE_CODES)}}}, "api")),
     # --- shared by every site
-    Template("exam.asset.bundle", "*", "asset", lambda r: (Endpoint("GET", f"/assets/index-{_hex(r, 8)}.js", "asset", "script") if r.random() < 0.6
+    Template("unseen-releases.asset.bundle", "*", "asset", lambda r: (Endpoint("GET", f"/assets/index-{_hex(r, 8)}.js", "asset", "script") if r.random() < 0.6
                                                           else Endpoint("GET", f"/assets/{r.choice(('index', 'vendor'))}-{_hex(r, 8)}.css", "asset", "style"))),
-    Template("exam.asset.resized", "*", "asset", _asset(lambda r: f"/cdn-cgi/image/width={r.choice((320, 640, 1280))},quality=75,format=auto/uploads/{_slug(r)}.jpg", "image")),
-    Template("exam.asset.avatar", "*", "asset", _asset(lambda r: f"/user_avatar/{r.choice(USERS)}/{r.choice((48, 96, 144))}/{r.randint(1, 9999)}_2.png", "image")),
-    Template("exam.asset.font", "*", "asset", _asset(lambda r: f"/_astro/{r.choice(('inter', 'lora', 'jetbrains-mono'))}-latin-{r.choice((400, 600, 700))}-normal.{_hex(r, 8)}.woff2", "font")),
-    Template("exam.generic.story", "*", "page", _page(lambda r: f"/stories/{_slug(r)}-{r.randint(1000, 99999)}")),
-    Template("exam.generic.help", "*", "page", _page(lambda r: f"/help-center/articles/{r.randint(10**6, 10**8)}-{_slug(r)}")),
-    Template("exam.generic.event", "*", "page", _page(lambda r: f"/events/{r.randint(2024, 2026)}/{_slug(r)}/{r.choice(('tickets', 'schedule', 'speakers'))}")),
-    Template("exam.generic.download", "*", "download", lambda r: Endpoint("GET", f"/dl/{_slug(r)}-v{_version(r)}.{r.choice(('dmg', 'msi', 'AppImage', 'deb'))}", "download")),
-    Template("exam.generic.sso", "*", "login", _form(lambda r: f"/auth/realms/{r.choice(('main', 'staff'))}/login-actions/authenticate?session_code={_hex(r, 24)}&execution={_uuid(r)}&client_id=web",
+    Template("unseen-releases.asset.resized", "*", "asset", _asset(lambda r: f"/cdn-cgi/image/width={r.choice((320, 640, 1280))},quality=75,format=auto/uploads/{_slug(r)}.jpg", "image")),
+    Template("unseen-releases.asset.avatar", "*", "asset", _asset(lambda r: f"/user_avatar/{r.choice(USERS)}/{r.choice((48, 96, 144))}/{r.randint(1, 9999)}_2.png", "image")),
+    Template("unseen-releases.asset.font", "*", "asset", _asset(lambda r: f"/_astro/{r.choice(('inter', 'lora', 'jetbrains-mono'))}-latin-{r.choice((400, 600, 700))}-normal.{_hex(r, 8)}.woff2", "font")),
+    Template("unseen-releases.generic.story", "*", "page", _page(lambda r: f"/stories/{_slug(r)}-{r.randint(1000, 99999)}")),
+    Template("unseen-releases.generic.help", "*", "page", _page(lambda r: f"/help-center/articles/{r.randint(10**6, 10**8)}-{_slug(r)}")),
+    Template("unseen-releases.generic.event", "*", "page", _page(lambda r: f"/events/{r.randint(2024, 2026)}/{_slug(r)}/{r.choice(('tickets', 'schedule', 'speakers'))}")),
+    Template("unseen-releases.generic.download", "*", "download", lambda r: Endpoint("GET", f"/dl/{_slug(r)}-v{_version(r)}.{r.choice(('dmg', 'msi', 'AppImage', 'deb'))}", "download")),
+    Template("unseen-releases.generic.sso", "*", "login", _form(lambda r: f"/auth/realms/{r.choice(('main', 'staff'))}/login-actions/authenticate?session_code={_hex(r, 24)}&execution={_uuid(r)}&client_id=web",
                                                      lambda r: {"username": _email(r) if r.random() < 0.5 else r.choice(USERS), "password": _password(r), "credentialId": ""})),
-    Template("exam.generic.sign_in", "*", "login", _json("POST", lambda r: "/api/v2/auth/sign-in", lambda r: {"identifier": _email(r), "password": _password(r), "remember": r.random() < 0.5}, "form")),
+    Template("unseen-releases.generic.sign_in", "*", "login", _json("POST", lambda r: "/api/v2/auth/sign-in", lambda r: {"identifier": _email(r), "password": _password(r), "remember": r.random() < 0.5}, "form")),
 )
 
 
 # People's writes from single-page apps: JSON PUT, PATCH and DELETE XHR to a site's own API (edit a post, change an
 # address, remove a wish-list item). On the training side only, and only when the generator is asked for them
-# (``rest_writes``: the training config's ``data.rest_writes``), so the other sides' files stay as they were. No side
-# had a person's PUT, PATCH or DELETE before (session 14); the second exam's own PUT shape is not among these.
+# (``rest_writes``: the training config's ``data.rest_writes``), so the other sides' files stay as they were. Without it no
+# side has a person's PUT, PATCH or DELETE; the unseen-releases split's own PUT shape is not among these.
 def rest_write(method: str, target: str, body: object | None = None) -> Endpoint:
     """A page script's write: ``method`` with a JSON ``body`` (none for a DELETE)."""
     if body is None:
@@ -796,7 +796,7 @@ REST_WRITES: tuple[Template, ...] = (
 
 
 def _assign() -> dict[str, tuple[Template, ...]]:
-    """Templates per side; each (site, group) keeps members on every side (``sources.assign``); the exam has its own."""
+    """Templates per side; each (site, group) keeps members on every side (``sources.assign``); the measurement splits have their own."""
     sides: dict[str, list[Template]] = {"train": [], "calib": [], "eval": []}
     groups: dict[tuple[str, str], list[Template]] = {}
     for t in TEMPLATES:
@@ -805,7 +805,7 @@ def _assign() -> dict[str, tuple[Template, ...]]:
         for side, chosen in assign(members, "path-template", lambda t: t.id).items():
             sides[side] += chosen
     sides["train"] += ACTIONS
-    sides["exam"] = list(EXAM) + [t for t in sides["eval"] if t.group in ("home", "robots", "health")]
+    sides["unseen-releases"] = list(RELEASES_TEMPLATES) + [t for t in sides["eval"] if t.group in ("home", "robots", "health")]
     return {k: tuple(v) for k, v in sides.items()}
 
 
@@ -816,7 +816,7 @@ def templates(split: Split, site: str | None = None, groups: tuple[str, ...] | N
               routes: bool = False, rest_writes: bool = False) -> tuple[Template, ...]:
     """Templates of one split, optionally of one site (plus shared ones) and some groups; ``routes`` adds ``ROUTES``
     and ``rest_writes`` ``REST_WRITES`` on the training side."""
-    pool = _later_exam_templates(split) if split in LATER_EXAMS else _SIDES[split]
+    pool = _unseen_module_templates(split) if split in MODULE_SPLITS else _SIDES[split]
     if split == "train":
         pool += (ROUTES if routes else ()) + (REST_WRITES if rest_writes else ())
     return tuple(t for t in pool if (site is None or t.site in (site, "*")) and (groups is None or t.group in groups))

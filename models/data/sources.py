@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-Split = Literal["train", "calib", "eval", "exam", "exam3", "exam4"]
-SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; the exams (below) are outside it
+Split = Literal["train", "calib", "eval", "unseen-releases", "unseen-injections", "unseen-protocols"]
+SPLITS: tuple[Split, ...] = ("train", "calib", "eval")  # the sides of the hash split; the measurement splits (below) are outside it
 EVAL_SHARE = 0.25
 CALIB_SHARE = 0.15
 _SALT = "clef-flash/split/1"
@@ -198,43 +198,43 @@ def crawler_agents() -> tuple[CrawlerAgent, ...]:
 
 @functools.cache
 def browsers_for(split: Split) -> tuple[BrowserAgent, ...]:
-    """Browser agents of one side of the split (by user-agent string), or an exam's own."""
-    if split == EXAM:
-        return exam_browser_agents()
-    if split in LATER_EXAMS:
-        return later_exam_browser_agents(split)
+    """Browser agents of one side of the split (by user-agent string), or a measurement split's own."""
+    if split == UNSEEN_RELEASES:
+        return releases_browser_agents()
+    if split in MODULE_SPLITS:
+        return unseen_module_browser_agents(split)
     return tuple(a for a in browser_agents() if on_side("ua", a.ua, split))
 
 
 @functools.cache
 def crawlers_for(split: Split, role: str) -> tuple[CrawlerAgent, ...]:
-    """Crawler agents of one role and one side of the split (by user-agent string), or an exam's own."""
-    if split == EXAM or split in LATER_EXAMS:
-        return tuple(a for a in (exam_crawler_agents() if split == EXAM else later_exam_crawler_agents(split)) if a.role == role)
+    """Crawler agents of one role and one side of the split (by user-agent string), or a measurement split's own."""
+    if split == UNSEEN_RELEASES or split in MODULE_SPLITS:
+        return tuple(a for a in (releases_crawler_agents() if split == UNSEEN_RELEASES else unseen_module_crawler_agents(split)) if a.role == role)
     return tuple(a for a in crawler_agents() if a.role == role and on_side("ua", a.ua, split))
 
 
-# ---------------------------------------------------------------------------- the second exam
+# ---------------------------------------------------------------------------- the unseen-releases split
 #
-# ``exam`` is a fourth side outside the hash split: it draws from sources no other side has, written for it alone, so
-# that a model can be measured on traffic newer than anything its training, its calibration and the eleven reads of
-# the evaluation split were drawn from. Browsers are releases newer than any the packages ship (in the formats their
+# ``unseen-releases`` is a side outside the hash split: it draws from sources no other side has, written for it alone,
+# so that a model can be measured on traffic newer than anything its training, its calibration and its evaluation
+# split were drawn from. Browsers are releases newer than any the packages ship (in the formats their
 # vendors publish); crawlers are new releases of the verified search engines and operators invented here. It is used
 # only to measure (``clefgate eval``): never to train, calibrate or choose.
-EXAM: Split = "exam"
+UNSEEN_RELEASES: Split = "unseen-releases"
 
 _CHROME_BUILDS = {137: 7151, 138: 7204, 139: 7258, 140: 7339, 141: 7390, 142: 7444, 143: 7499, 144: 7559}
 
 
 def chrome_desktop(tail: str) -> list[tuple[str, float]]:
     """(user agent, weight) of one Chrome release on Windows, macOS and Linux in the reduced format (``tail``: its
-    engine and version part), weighted roughly by share; both exams start their Chrome releases with these."""
+    engine and version part), weighted roughly by share; the measurement splits start their Chrome releases with these."""
     return [(f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) {tail} Safari/537.36", 4.0),
             (f"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) {tail} Safari/537.36", 1.2),
             (f"Mozilla/5.0 (X11; Linux x86_64) {tail} Safari/537.36", 0.4)]
 
 
-# User-agent parts the later exams (models.data.exam3, exam4) build their releases from.
+# User-agent parts the module splits (models.data.unseen_injections, unseen_protocols) build their releases from.
 WEBKIT = "AppleWebKit/605.1.15 (KHTML, like Gecko)"
 IOS = "CPU iPhone OS 18_6 like Mac OS X"  # iOS 26 and later freeze the system version Safari reports at 18_6
 IPAD = "CPU OS 18_6 like Mac OS X"
@@ -272,7 +272,7 @@ def applebot_releases(mac: tuple[str, ...], iphone: tuple[str, ...]) -> list[tup
             + [(f"Mozilla/5.0 (iPhone; {IOS}) {WEBKIT} Version/{v} Mobile/15E148 Safari/604.1 {APPLEBOT}", search, "good") for v in iphone])
 
 
-def _exam_browser_strings() -> list[tuple[str, float]]:
+def _releases_browser_strings() -> list[tuple[str, float]]:
     """(user agent, weight) of browser releases after the packages' newest, weighted roughly by share."""
     out: list[tuple[str, float]] = []
     for v in _CHROME_BUILDS:
@@ -312,13 +312,13 @@ def _agents(strings: list[tuple[str, float]], known: set[str]) -> tuple[BrowserA
 
 
 @functools.cache
-def exam_browser_agents() -> tuple[BrowserAgent, ...]:
-    """The exam's browsers: none of them is a string of :func:`browser_agents`."""
-    return _agents(_exam_browser_strings(), {a.ua for a in browser_agents()})
+def releases_browser_agents() -> tuple[BrowserAgent, ...]:
+    """The unseen-releases split's browsers: none of them is a string of :func:`browser_agents`."""
+    return _agents(_releases_browser_strings(), {a.ua for a in browser_agents()})
 
 
-def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
-    """(user agent, tags, role): this year's verified search-engine releases, and operators written for the exam."""
+def _releases_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
+    """(user agent, tags, role): this year's verified search-engine releases, and operators written for the unseen-releases split."""
     out: list[tuple[str, tuple[str, ...], str]] = []
     for v, build in _CHROME_BUILDS.items():
         chrome = f"Chrome/{v}.0.{build}.{v % 5 * 31 + 7}"
@@ -357,9 +357,9 @@ def _exam_crawler_strings() -> list[tuple[str, tuple[str, ...], str]]:
 
 
 @functools.cache
-def exam_crawler_agents() -> tuple[CrawlerAgent, ...]:
-    """The exam's crawlers: none of them is a string of :func:`crawler_agents`."""
-    return _crawlers(_exam_crawler_strings(), {a.ua for a in crawler_agents()})
+def releases_crawler_agents() -> tuple[CrawlerAgent, ...]:
+    """The unseen-releases split's crawlers: none of them is a string of :func:`crawler_agents`."""
+    return _crawlers(_releases_crawler_strings(), {a.ua for a in crawler_agents()})
 
 
 def _crawlers(strings: list[tuple[str, tuple[str, ...], str]], known: set[str]) -> tuple[CrawlerAgent, ...]:
@@ -367,36 +367,36 @@ def _crawlers(strings: list[tuple[str, tuple[str, ...], str]], known: set[str]) 
     return tuple(CrawlerAgent(re.escape(ua), ua, tags, role) for ua, tags, role in strings if ua not in known)
 
 
-# ---------------------------------------------------------------------------- the later exams
+# ---------------------------------------------------------------------------- the module splits
 #
-# Each later exam is a side outside the hash split whose sources are a module of their own (``models.data.exam3``,
-# ``models.data.exam4``): drawn like the second exam, from sources none of the sides, the second exam or any exam
-# before it has, and built after the exam before it had been read to choose training data. Used only to measure,
-# never to train or choose. In the order they were built; a new one is a module and a name here.
-EXAM3: Split = "exam3"
-EXAM4: Split = "exam4"
-LATER_EXAMS: tuple[Split, ...] = (EXAM3, EXAM4)
+# Each module split is a side outside the hash split whose sources are a module of their own
+# (``models.data.unseen_injections``, ``models.data.unseen_protocols``): drawn like the unseen-releases split, from
+# sources none of the sides, the unseen-releases split or a module split listed before it has. Used only to measure,
+# never to train or choose. A new one is a module and a name at the end of ``MODULE_SPLITS``.
+UNSEEN_INJECTIONS: Split = "unseen-injections"
+UNSEEN_PROTOCOLS: Split = "unseen-protocols"
+MODULE_SPLITS: tuple[Split, ...] = (UNSEEN_INJECTIONS, UNSEEN_PROTOCOLS)
 
 
-def later_exam(split: Split) -> Any:
-    """The module holding a later exam's sources (imported on first use: it imports ``site`` and ``attacks``)."""
-    return importlib.import_module(f"models.data.{split}")
+def unseen_module(split: Split) -> Any:
+    """The module holding a module split's sources (imported on first use: it imports ``site`` and ``attacks``)."""
+    return importlib.import_module(f"models.data.{split.replace('-', '_')}")
 
 
-def earlier_exams(split: Split) -> tuple[Split, ...]:
-    """The later exams built before ``split``."""
-    return LATER_EXAMS[:LATER_EXAMS.index(split)]
-
-
-@functools.cache
-def later_exam_browser_agents(split: Split) -> tuple[BrowserAgent, ...]:
-    """A later exam's browsers: none of them is a string of the sides', the second exam's or an earlier exam's."""
-    known = browser_agents() + exam_browser_agents() + tuple(a for e in earlier_exams(split) for a in later_exam_browser_agents(e))
-    return _agents(list(later_exam(split).BROWSER_STRINGS), {a.ua for a in known})
+def built_before(split: Split) -> tuple[Split, ...]:
+    """The module splits listed before ``split`` (it has none of their sources)."""
+    return MODULE_SPLITS[:MODULE_SPLITS.index(split)]
 
 
 @functools.cache
-def later_exam_crawler_agents(split: Split) -> tuple[CrawlerAgent, ...]:
-    """A later exam's crawlers: none of them is a string of the sides', the second exam's or an earlier exam's."""
-    known = crawler_agents() + exam_crawler_agents() + tuple(a for e in earlier_exams(split) for a in later_exam_crawler_agents(e))
-    return _crawlers(list(later_exam(split).CRAWLER_STRINGS), {a.ua for a in known})
+def unseen_module_browser_agents(split: Split) -> tuple[BrowserAgent, ...]:
+    """A module split's browsers: none of them is a string of the sides', the unseen-releases split's or a module split listed before it."""
+    known = browser_agents() + releases_browser_agents() + tuple(a for e in built_before(split) for a in unseen_module_browser_agents(e))
+    return _agents(list(unseen_module(split).BROWSER_STRINGS), {a.ua for a in known})
+
+
+@functools.cache
+def unseen_module_crawler_agents(split: Split) -> tuple[CrawlerAgent, ...]:
+    """A module split's crawlers: none of them is a string of the sides', the unseen-releases split's or a module split listed before it."""
+    known = crawler_agents() + releases_crawler_agents() + tuple(a for e in built_before(split) for a in unseen_module_crawler_agents(e))
+    return _crawlers(list(unseen_module(split).CRAWLER_STRINGS), {a.ua for a in known})
