@@ -239,11 +239,11 @@ def answer(method: str, target: str, headers: list[list[str]], body: bytes) -> t
         return Response(200, "OK", [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-store")],
                         _page("sent", "Thank you", "<p>We will answer within a day.</p>")), "form-post"
     if path in _PAGES:
-        name, title, content = _PAGES[path]
+        name, title, html = _PAGES[path]
         out = [("Content-Type", "text/html; charset=utf-8"), ("Cache-Control", "no-cache")]
         if "sid=" not in lower.get("cookie", ""):
             out.append(("Set-Cookie", "sid=c1e2f3a4b5; Path=/; Secure; HttpOnly; SameSite=Lax"))
-        return Response(200, "OK", out, _page(name, title, content)), "page"
+        return Response(200, "OK", out, _page(name, title, html)), "page"
     return Response(404, "Not Found", [("Content-Type", "text/plain")], b"not found\n"), "other"
 
 
@@ -578,18 +578,19 @@ async def drive(browser: str, session: Session, work: Path, log: Callable[[str],
     if browser == "chromium":
         from playwright.async_api import async_playwright
         _nss_trust(Path(env["HOME"]) / ".pki" / "nssdb", ca)
+        pw_env: dict[str, str | float | bool] = dict(env)
         async with async_playwright() as pw:
             context = await pw.chromium.launch_persistent_context(
                 str(work / "chromium-profile"), executable_path="/usr/bin/chromium", headless=False,
-                no_viewport=True, env=env, args=["--no-first-run", "--window-position=0,0", "--window-size=1280,900"])
+                no_viewport=True, env=pw_env, args=["--no-first-run", "--window-position=0,0", "--window-size=1280,900"])
             try:
                 page = context.pages[0] if context.pages else await context.new_page()
                 keyboard = Keyboard("chromium")
                 await keyboard.find_window()
-                driver = PlaywrightDriver(session, keyboard, log, page)
-                await driver.walk()
+                clicker = PlaywrightDriver(session, keyboard, log, page)
+                await clicker.walk()
                 await asyncio.sleep(2.0)
-                return driver.missed
+                return clicker.missed
             finally:
                 await context.close()
     if browser == "firefox":
