@@ -109,6 +109,20 @@ def test_safari_with_and_without_fetch_metadata(both: dict[str, list[dict[str, A
         assert with_md and without_md, (half, with_md, without_md)
 
 
+def test_browser_sets_follow_the_engine(both: dict[str, list[dict[str, Any]]]) -> None:
+    """Every iOS browser is WebKit: no client hints; WebKit sends no Sec-Fetch-User; hints only from Chrome 89."""
+    for rows in both.values():
+        for r in rows:
+            if r["client_kind"] != "browser":
+                continue
+            names = {h[0].lower() for h in r["headers"]}
+            ua = next(v for n, v in r["headers"] if n.lower() == "user-agent")
+            if "iPhone" in ua or "iPad" in ua or r["browser_family"] in ("safari-mac", "firefox"):
+                assert not any(n.startswith("sec-ch-ua") for n in names), r["headers"]
+            if "iPhone" in ua or "iPad" in ua or r["browser_family"] == "safari-mac":
+                assert "sec-fetch-user" not in names, r["headers"]
+
+
 def test_every_attack_kind_under_every_kind_of_client(both: dict[str, list[dict[str, Any]]]) -> None:
     for half, rows in both.items():
         seen: dict[str, set[str]] = defaultdict(set)
@@ -151,6 +165,8 @@ def test_the_halves_share_no_source(both: dict[str, list[dict[str, Any]]]) -> No
         assert not shared, (field, shared)
     browser_sources = lambda rows: {r["source"] for r in rows if r["client_kind"] == "browser"}  # noqa: E731
     assert not browser_sources(a) & browser_sources(b)
+    header_sources = lambda rows: {r["header_source"] for r in rows if r["client_kind"] == "browser"}  # noqa: E731
+    assert header_sources(a) == {"curl-impersonate"} and header_sources(b) == {"browserforge"}
     tools = lambda rows: {(r["source"], r["browser_family"]) for r in rows  # noqa: E731
                           if r["client_kind"] in ("library", "scanner", "crawler")}
     assert not tools(a) & tools(b)

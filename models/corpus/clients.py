@@ -81,12 +81,14 @@ class Look:
     engine: str = ""
     version: float = 0.0
     fetch_metadata: bool = False
+    header_source: str = ""        # where the header set (names, order, values) came from, when not ``source``
     extras: dict[str, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------- browsers
 
-def _profiles(sources: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+@functools.cache
+def _profiles(sources: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
     by_engine: dict[str, list[dict[str, Any]]] = {}
     for p in _browsers()["profiles"]:
         if p["source"] in sources and p["family"] in _PROFILE_ENGINE:
@@ -94,7 +96,8 @@ def _profiles(sources: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     return by_engine
 
 
-def _ua_rows(sources: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+@functools.cache
+def _ua_rows(sources: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
     by_family: dict[str, list[dict[str, Any]]] = {}
     for r in _browsers()["user_agents"]:
         if r["source"] in sources:
@@ -107,10 +110,39 @@ def _ua_rows(sources: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     return by_family
 
 
+@functools.cache
+def _profile_by_ua() -> dict[tuple[str, str], dict[str, Any]]:
+    """Each captured profile by (source, user agent) (the first when two share one)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for p in _browsers()["profiles"]:
+        ua = next((v for n, v in p["headers"] if n.lower() == "user-agent"), "")
+        out.setdefault((p["source"], ua), p)
+    return out
+
+
 def _engine_of(family: str, ua: str) -> str:
+    if "iPhone" in ua or "iPad" in ua:
+        return "safari-ios"      # every browser on iOS runs WebKit and sends WebKit's headers
     if family == "webview":
-        return "safari-ios" if ("iPhone" in ua or "iPad" in ua) else "chromium-mobile"
+        return "chromium-mobile"
     return _ENGINE[family]
+
+
+def _major(ua: str) -> float:
+    m = re.search(r"(?:Chrome|Firefox|Version)/(\d+)(?:\.(\d+))?", ua) or re.search(r"OS (\d+)_(\d+)", ua)
+    return float(f"{m.group(1)}.{m.group(2) or 0}") if m else 0.0
+
+
+def _nearest(skeletons: list[dict[str, Any]], ua: str, rng: random.Random) -> dict[str, Any]:
+    """One of the three skeletons whose browser version is nearest the user agent's (header sets change
+    with versions: encodings, client hints, priority)."""
+    want = _major(ua)
+    ranked = sorted(skeletons, key=lambda p: (abs(_major(_skeleton_ua(p)) - want), p["id"]))
+    return rng.choice(ranked[:3])
+
+
+def _skeleton_ua(p: dict[str, Any]) -> str:
+    return next((v for n, v in p["headers"] if n.lower() == "user-agent"), "")
 
 
 def _platform(ua: str) -> str:
@@ -160,8 +192,8 @@ def browser(rng: random.Random, family: str, profile_sources: Sequence[str], ua_
     engine = _engine_of(family, ua)
     skeletons = _profiles(tuple(profile_sources)).get(engine) or _profiles(PROFILE_SOURCES)[engine]
     # the profile itself when the row is one, otherwise a skeleton of the engine
-    own = [p for p in skeletons if any(v == ua for n, v in p["headers"] if n.lower() == "user-agent")]
-    skel = rng.choice(own or skeletons)
+    own = _profile_by_ua().get((row["source"], ua))
+    skel = own if own is not None else _nearest(skeletons, ua, rng)
     headers = [[n, v] for n, v in skel["headers"]]
     wire = skel["wire"]
     for h in headers:
@@ -192,13 +224,14 @@ def browser(rng: random.Random, family: str, profile_sources: Sequence[str], ua_
     if family == "webview" and engine == "chromium-mobile" and rng.random() < 0.6:
         extras["x-requested-with"] = rng.choice(_WEBVIEW_APPS)
     return Look(headers=headers, wire=wire, client_kind="browser", source=row["source"], family=family,
-                engine=engine, version=version, fetch_metadata=fetch_md, extras=extras)
+                engine=engine, version=version, fetch_metadata=fetch_md, header_source=skel["source"], extras=extras)
 
 
-def families_available(profile_sources: Sequence[str], ua_sources: Sequence[str]) -> list[str]:
+@functools.cache
+def families_available(profile_sources: tuple[str, ...], ua_sources: tuple[str, ...]) -> tuple[str, ...]:
     """The families these sources have user agents for, in ``FAMILIES`` order."""
     rows = _ua_rows(tuple(ua_sources) + tuple(profile_sources))
-    return [f for f in FAMILIES if rows.get(f)]
+    return tuple(f for f in FAMILIES if rows.get(f))
 
 
 @functools.cache

@@ -99,10 +99,12 @@ class Mix:
 
 
 _GROUP_WEIGHTS = {
-    "browser": {"page": 0.3, "asset": 0.22, "search": 0.13, "form": 0.1, "api": 0.15, "write": 0.1},
-    "crawler": {"page": 0.55, "asset": 0.15, "search": 0.1, "form": 0.02, "api": 0.15, "write": 0.03},
-    "library": {"page": 0.2, "asset": 0.05, "search": 0.15, "form": 0.1, "api": 0.3, "write": 0.2},
-    "scanner": {"page": 0.3, "asset": 0.05, "search": 0.2, "form": 0.15, "api": 0.15, "write": 0.15},
+    "browser": {"page": 0.3, "asset": 0.22, "search": 0.13, "form": 0.08, "api": 0.15, "write": 0.1, "login": 0.02},
+    "crawler": {"page": 0.55, "asset": 0.15, "search": 0.1, "form": 0.02, "api": 0.15, "write": 0.03, "login": 0.0},
+    "library": {"page": 0.2, "asset": 0.05, "search": 0.15, "form": 0.08, "api": 0.3, "write": 0.2, "login": 0.02},
+    "scanner": {"page": 0.3, "asset": 0.05, "search": 0.2, "form": 0.12, "api": 0.15, "write": 0.15, "login": 0.03},
+    # credential stuffing: bad bots behind real browser header sets, signing in all day
+    "stuffing": {"page": 0.1, "asset": 0.05, "search": 0.05, "form": 0.05, "api": 0.1, "write": 0.05, "login": 0.6},
 }
 _LOCALES = ("en-US", "en-GB", "de-DE", "fr-FR", "es-ES", "it-IT", "pt-BR", "ja-JP", "zh-CN", "ko-KR", "ru-RU",
             "nl-NL", "pl-PL", "tr-TR", "sv-SE", "ar-SA", "hi-IN", "id-ID", "vi-VN", "uk-UA", "he-IL", "cs-CZ")
@@ -194,7 +196,7 @@ def browser_headers(rng: random.Random, look: Look, req: Request, site: Site, wi
         mode = "navigate" if nav else ("cors" if ctx in ("xhr", "xhr-write", "font") else "no-cors")
         _set(headers, "sec-fetch-site", site_v, order)
         _set(headers, "sec-fetch-mode", mode, order)
-        if nav:
+        if nav and fam != "safari":   # WebKit sends no Sec-Fetch-User
             _set(headers, "sec-fetch-user", "?1", order)
         _set(headers, "sec-fetch-dest", dest, order)
     else:
@@ -493,6 +495,8 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int) -> dic
     attack = rng.random() < mix.attack
     look = _look(rng, half, client_label, families)
     kind_key = "browser" if look.client_kind in ("browser", "headless", "impersonator") else look.client_kind
+    if look.client_kind in ("impersonator", "headless") or look.source == "spoofed":
+        kind_key = "stuffing" if rng.random() < 0.35 else kind_key
     pool = site_pool(seed, half.name, sites_per_type)
     site = rng.choice(pool[rng.choice(half.site_types)])
     groups = _GROUP_WEIGHTS[kind_key]
@@ -549,6 +553,7 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int) -> dic
         "client_label": client_label,
         "label": "attack" if payload else client_label,
         "source": look.source,
+        "header_source": look.header_source or look.source,
         "payload_source": payload_source,
         "site": site.name,
         "site_type": site.kind,

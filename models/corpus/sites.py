@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 SITE_TYPES = ("shop", "docs", "rest-api", "spa", "media", "forum", "cms", "graphql", "gov", "booking")
 HALF_SITES = {"a": ("shop", "docs", "rest-api", "spa", "media"), "b": ("forum", "cms", "graphql", "gov", "booking")}
-GROUPS = ("page", "asset", "search", "form", "api", "write")
+GROUPS = ("page", "asset", "search", "form", "api", "write", "login")
 
 _TLDS = ("com", "org", "net", "io", "de", "co.uk", "fr", "nl", "app", "dev", "gov.example", "shop", "info", "eu")
 # parameter roles and the names sites use for them (a site takes one name per role)
@@ -279,4 +279,24 @@ def write(rng: random.Random, site: Site) -> Request:
                    slots=[("json", f) for f in fields])
 
 
-MAKERS = {"page": page, "asset": asset, "search": search, "form": form, "api": api, "write": write}
+def login(rng: random.Random, site: Site) -> Request:
+    """A sign-in: what people do now and then and credential-stuffing bots do all day."""
+    json_api = site.kind in ("spa", "rest-api", "graphql") or rng.random() < 0.2
+    path = rng.choice(("/login", "/signin", "/account/login", "/user/login", "/auth/login", "/session",
+                       "/wp-login.php" if site.kind == "cms" else f"/{rng.choice(site.words)}/login"))
+    user = rng.choice(("username", "email", "login", "user", "log" if site.kind == "cms" else "identifier"))
+    secret = rng.choice(("password", "pass", "pwd", "passwd"))
+    who = f"{rng.choice(site.words)}{rng.randint(1, 9999)}" + (f"@{rng.choice(site.words)}.com" if user == "email" else "")
+    pwd = "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!@#$%&*")
+                  for _ in range(rng.randint(6, 20)))
+    body: dict[str, object] = {user: who, secret: pwd}
+    if json_api:
+        return Request("POST", f"{site.api_prefix}{path}", [], "login", "xhr-write", body_kind="json", body=body,
+                       slots=[("json", user), ("json", secret)])
+    if rng.random() < 0.5:
+        body[site.params["token"]] = "".join(rng.choice("abcdef0123456789") for _ in range(40))
+    return Request("POST", path, [], "login", "nav-post", body_kind="form", body=body,
+                   slots=[("form", user), ("form", secret)])
+
+
+MAKERS = {"page": page, "asset": asset, "search": search, "form": form, "api": api, "write": write, "login": login}
