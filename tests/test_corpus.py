@@ -222,3 +222,27 @@ def test_payload_corpora_are_large_and_compact() -> None:
     assert sum(p.stat().st_size for p in DATA.iterdir()) < 4 * 2**20
     for half in ("a", "b"):
         assert set(payloads.kinds_available(generate.HALVES[half].payload_sources)) == set(payloads.ATTACK_KINDS)
+
+
+def test_variants_keep_the_request_and_change_one_thing() -> None:
+    half, mix = generate.HALVES["a"], generate.Mix()
+    kept = 0
+    for i in range(60):
+        rec = generate.row(9, i, half, mix, 24)
+        for front in fronts.FRONTS:
+            v = generate.row(9, i, half, mix, 24, front=front)
+            assert v["front"] == front
+            assert (v["method"], v["path"], v["body"], v["payload_label"], v["client_label"], v["browser_family"]) == \
+                (rec["method"], rec["path"], rec["body"], rec["payload_label"], rec["client_label"], rec["browser_family"])
+        for kind in ("browser", "library", "scanner", "crawler", "headless"):
+            v = generate.row(9, i, half, mix, 24, client=kind)
+            assert (v["method"], v["path"], v["payload_label"], v["attack_family"]) == \
+                (rec["method"], rec["path"], rec["payload_label"], rec["attack_family"])
+            assert v["client_kind"] == kind
+            assert v["client_label"] == {"browser": "human", "crawler": "good_bot"}.get(kind, "bad_bot")
+            kept += v["body"] == rec["body"]
+        v = generate.row(9, i, half, mix, 24, family="safari-ios")
+        assert v["browser_family"] == "safari-ios" and v["path"] == rec["path"]
+        v = generate.row(9, i, half, mix, 24, site_half="b")
+        assert v["site_type"] in sites.HALF_SITES["b"] and v["payload_label"] == rec["payload_label"]
+    assert kept == 60 * 5

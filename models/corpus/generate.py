@@ -463,71 +463,110 @@ def site_pool(seed: int, half: str, per_type: int) -> dict[str, tuple[Site, ...]
                         for j in range(per_type)) for kind in h.site_types}
 
 
-def _look(rng: random.Random, half: Half, label: str, families: Sequence[str]) -> Look:
-    if label == "human":
-        return clients.browser(rng, rng.choice(families), half.profile_sources, half.ua_sources)
-    if label == "good_bot":
-        return clients.crawler_look(rng, half.key)
+CLIENT_KINDS = ("browser", "crawler", "library", "named-bot", "scanner", "headless", "spoofed", "impersonator")
+_LABEL_OF = {"browser": "human", "crawler": "good_bot"}
+
+
+def _bad_kind(rng: random.Random) -> str:
     r = rng.random()
-    if r < 0.25:
+    for kind, upto in (("library", 0.25), ("named-bot", 0.4), ("scanner", 0.65), ("headless", 0.75),
+                       ("spoofed", 0.87)):
+        if r < upto:
+            return kind
+    return "impersonator"
+
+
+def client_look(rng: random.Random, half: Half, kind: str, family: str | None = None) -> Look:
+    """A client of ``kind`` (one of ``CLIENT_KINDS``) from ``half``'s sources; ``family`` picks the browser."""
+    families = clients.families_available(half.profile_sources, half.ua_sources)
+    if kind == "browser":
+        return clients.browser(rng, family or rng.choice(families), half.profile_sources, half.ua_sources)
+    if kind == "crawler":
+        return clients.crawler_look(rng, half.key)
+    if kind == "library":
         return clients.tool_look(rng, rng.choice(half.libraries), "")
-    if r < 0.4:
+    if kind == "named-bot":
         return clients.bad_ua_look(rng, half.key)
-    if r < 0.65:
+    if kind == "scanner":
         ua = next(v for n, v in clients.browser(rng, rng.choice(families), half.profile_sources,
                                                 half.ua_sources).headers if n.lower() == "user-agent")
         return clients.tool_look(rng, rng.choice(half.scanners), ua)
-    if r < 0.75:
+    if kind == "headless":
         return clients.headless_look(rng, half.profile_sources, half.ua_sources)
-    if r < 0.87:
+    if kind == "spoofed":
         return clients.spoofed_look(rng, half.libraries, half.profile_sources, half.ua_sources)
-    look = clients.browser(rng, rng.choice(families), half.profile_sources, half.ua_sources)
-    look.client_kind = "impersonator"          # a bot sending a real browser's headers (curl_cffi and the like)
-    return look
+    if kind == "impersonator":
+        look = clients.browser(rng, family or rng.choice(families), half.profile_sources, half.ua_sources)
+        look.client_kind = "impersonator"      # a bot sending a real browser's headers (curl_cffi and the like)
+        return look
+    raise ValueError(f"unknown client kind {kind!r}; known: {', '.join(CLIENT_KINDS)}")
 
 
-def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int) -> dict[str, Any]:
-    """Row ``index`` of the run ``seed``: the same arguments always give the same row."""
-    rng = random.Random(f"corpus/row/{seed}/{half.name}/{index}")
-    families = clients.families_available(half.profile_sources, half.ua_sources)
-    r = rng.random()
+def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, client: str | None = None,
+        family: str | None = None, front: str | None = None, site_half: str | None = None) -> dict[str, Any]:
+    """Row ``index`` of the run ``seed``: the same arguments always give the same row.
+
+    Each part of a row draws from its own stream (labels, client, site and request, payload, headers, front,
+    history), so a *variant* — the same row with ``client`` (a kind of ``CLIENT_KINDS``), browser ``family``,
+    ``front`` or the site (one of the other half's, ``site_half``) swapped — keeps everything else: the same
+    request and payload from another client, through another front, or on a site never seen.
+    """
+    base = f"corpus/row/{seed}/{half.name}/{index}"
+    r_label, r_client, r_site, r_payload, r_headers, r_front, r_history = (
+        random.Random(f"{base}/{part}") for part in ("label", "client", "site", "payload", "headers", "front",
+                                                      "history"))
+    r = r_label.random()
     client_label = "human" if r < mix.human else ("good_bot" if r < mix.human + mix.good_bot else "bad_bot")
-    attack = rng.random() < mix.attack
-    look = _look(rng, half, client_label, families)
+    attack = r_label.random() < mix.attack
+    kind = {"human": "browser", "good_bot": "crawler"}.get(client_label) or _bad_kind(r_label)
+    stuffing = r_label.random() < 0.35
+    look = client_look(r_client, half, kind)
     kind_key = "browser" if look.client_kind in ("browser", "headless", "impersonator") else look.client_kind
+    if kind_key == "named-bot":
+        kind_key = "library"
     if look.client_kind in ("impersonator", "headless") or look.source == "spoofed":
-        kind_key = "stuffing" if rng.random() < 0.35 else kind_key
-    pool = site_pool(seed, half.name, sites_per_type)
-    site = rng.choice(pool[rng.choice(half.site_types)])
+        kind_key = "stuffing" if stuffing else kind_key
+    original_kind = look.client_kind
+    if client is not None or family is not None:
+        kind = client or ("browser" if family else kind)
+        look = client_look(random.Random(f"{base}/client/{kind}/{family}"), half, kind, family)
+        client_label = _LABEL_OF.get(kind, "bad_bot")
+    site_source = HALVES[site_half] if site_half is not None else half
+    pool = site_pool(seed, site_source.name, sites_per_type)
+    site = r_site.choice(pool[r_site.choice(site_source.site_types)])
     groups = _GROUP_WEIGHTS[kind_key]
-    group = rng.choices(list(groups), weights=list(groups.values()))[0]
-    req = sites.MAKERS[group](rng, site)
+    group = r_site.choices(list(groups), weights=list(groups.values()))[0]
+    req = sites.MAKERS[group](r_site, site)
     payload: payloads.Payload | None = None
     payload_source = "site"
     if attack:
-        payload = payloads.draw(rng, half.payload_sources)
-        req, placed = place_attack(rng, req, site, payload)
+        payload = payloads.draw(r_payload, half.payload_sources)
+        req, placed = place_attack(r_payload, req, site, payload)
         payload_source = payload.source
-    elif rng.random() < 0.05:
-        req = Request(rng.choice(("GET", "GET", "HEAD")), rng.choice(payloads.WELL_KNOWN), [], "probe",
-                      "nav" if look.client_kind == "browser" else "xhr")
+    elif r_payload.random() < 0.05:
+        req = Request(r_payload.choice(("GET", "GET", "HEAD")), r_payload.choice(payloads.WELL_KNOWN), [], "probe",
+                      "nav" if original_kind == "browser" else "xhr")
         placed, payload_source = Placed(), "well-known"
     else:
-        req, placed, payload_source = place_benign(rng, req, site, half.key)
-    body, ctype = _body(rng, req, placed.upload)
+        req, placed, payload_source = place_benign(r_payload, req, site, half.key)
+    body, ctype = _body(r_payload, req, placed.upload)
     body_len = len(body.encode("utf-8")) if body is not None else None
+    direct = r_front.random() < mix.direct
+    chosen_front = "none" if direct else r_front.choice(fronts.FRONTS[1:])
+    if front is not None:
+        chosen_front, direct = front, front == "none"
     is_browser = look.client_kind in ("browser", "headless", "impersonator")
-    direct = rng.random() < mix.direct
-    client_wire = "h1" if direct or not is_browser else ("h2" if rng.random() < 0.85 else "h1")
+    h2 = r_headers.random() < 0.85
+    client_wire = "h1" if direct or not is_browser else ("h2" if h2 else "h1")
     if is_browser:
-        headers = browser_headers(rng, look, req, site, client_wire, ctype, body_len)
+        headers = browser_headers(r_headers, look, req, site, client_wire, ctype, body_len)
     else:
-        headers = tool_headers(rng, look, site, ctype, body_len)
+        headers = tool_headers(r_headers, look, site, ctype, body_len)
         if client_wire == "h2":
             headers = [[n.lower(), v] for n, v in headers]
     if placed.cookie is not None:
         i = _find(headers, "cookie")
-        cname = rng.choice(site.cookies)
+        cname = r_payload.choice(site.cookies)
         if i >= 0:
             headers[i][1] = f"{headers[i][1]}; {cname}={placed.cookie}"
         else:
@@ -538,14 +577,14 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int) -> dic
         if i >= 0:
             headers[i][1] = value
         else:
-            headers.insert(max(1, len(headers) - rng.randint(0, 2)), [name if client_wire == "h1" else name.lower(), value])
-    client_ip = _client_ip(rng)
-    front = "none" if direct else rng.choice(fronts.FRONTS[1:])
-    headers, version = fronts.apply(front, rng, headers, client_ip, site.host, "1.1")
-    rec: dict[str, Any] = {"method": req.method, "path": _target(req, rng), "http_version": version,
+            at = max(1, len(headers) - r_payload.randint(0, 2))
+            headers.insert(at, [name if client_wire == "h1" else name.lower(), value])
+    client_ip = _client_ip(r_history)
+    headers, version = fronts.apply(chosen_front, r_front, headers, client_ip, site.host, "1.1")
+    rec: dict[str, Any] = {"method": req.method, "path": _target(req, r_site), "http_version": version,
                            "headers": headers, "body": body, "client_ip": client_ip}
-    if rng.random() < mix.with_history:
-        rec["client"] = clients.history(rng, client_label, look.client_kind)
+    if r_history.random() < mix.with_history:
+        rec["client"] = clients.history(r_history, client_label, look.client_kind)
     rec.update({
         "payload_label": "attack" if payload else "benign",
         "attack_kind": payload.kind if payload else None,
@@ -557,7 +596,7 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int) -> dic
         "payload_source": payload_source,
         "site": site.name,
         "site_type": site.kind,
-        "front": front,
+        "front": chosen_front,
         "browser_family": look.family,
         "client_kind": look.client_kind,
         "group": req.group,
