@@ -43,6 +43,7 @@ LOG4J_WORDS = "Puliczek+CVE-2021-44228-PoC-log4j-bypass-words"
 FORBIDDEN = ("coreruleset", "owasp-modsecurity-crs", "crs-regression", "regression-tests")
 
 MAX_PAYLOAD = 600       # characters; longer list entries are documents, not parameters
+MIN_PAYLOAD = 4         # shorter entries ("(", "*|", "/") are fuzzing characters, not payloads
 PER_FAMILY = 900        # payloads kept per (source, family)
 
 
@@ -366,14 +367,15 @@ _SHAPE = {
     "traversal": re.compile(r"\.\.|%2e|%c0|/etc/|\\windows|boot\.ini|%00|0x2e", re.I),
     "lfi": re.compile(r"\.\.|%2e|/etc/|/proc/|/var/|c:|php://|file:|expect:|data:|zip:|phar:", re.I),
     "cmdi": re.compile(r"[;|&`$\n]|\b(cat|id|whoami|uname|ping|sleep|nslookup|wget|curl|dir|type|net)\b"),
-    "ldapi": re.compile(r"[()*|&]"),
-    "xxe": re.compile(r"<!(DOCTYPE|ENTITY)|SYSTEM|xi:include|<\?xml", re.I),
+    "ldapi": re.compile(r"\)\(|\*\)|\(\||\(&|\(!|=\*"),
+    "xxe": re.compile(r"SYSTEM|PUBLIC|xi:include|<!ENTITY", re.I),
     "nosqli": re.compile(r"[${}';\[]"),
-    "xpathi": re.compile(r"['\"/()]"),
+    "xpathi": re.compile(r"['\"].*\b(or|and)\b|count\(|name\(|//\w"),
     "ssi": re.compile(r"<!--#"),
     "redirect": re.compile(r"//|\\\\|https?:|\{target\}", re.I),
     "crlf": re.compile(r"%0d|%0a|\\r|\\n|0x0d|%e5%98", re.I),
-    "ssti": re.compile(r"\{\{|\$\{|<%|#\{|\{%|\*\{|@\(|\[\[|#set|#foreach", re.I),
+    "ssti": re.compile(r"\{\{.*\}\}|\$\{.*\}|<%.*%>|#\{.*\}|\*\{.*\}|@\(|\[\[.*\]\]|#set|"
+                       r"\{%.*(import|system|popen|__|eval|exec|include).*%\}", re.I),
     "jndi": re.compile(r"\$\{", re.I),
     "ssrf": re.compile(r"://|XXpathXX"),
     "probe": re.compile(r"[./]"),
@@ -384,7 +386,7 @@ def _clean(lines: Iterable[str], family: str) -> Iterator[str]:
     shape = _SHAPE.get(family)
     for line in lines:
         line = line.rstrip("\r\n")
-        if not line.strip() or len(line) > MAX_PAYLOAD:
+        if len(line.strip()) < MIN_PAYLOAD or len(line) > MAX_PAYLOAD:
             continue
         if shape is not None and not shape.search(line):
             continue
