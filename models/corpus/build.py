@@ -143,7 +143,7 @@ def browserforge_profiles(per_combo: int, seed: int) -> list[dict[str, Any]]:
     random.seed(seed)
     gen = HeaderGenerator()
     seen: set[str] = set()
-    out = []
+    out: list[dict[str, Any]] = []
     for browser, device in _BF_COMBOS:
         for http in (1, 2):
             for _ in range(per_combo):
@@ -151,7 +151,7 @@ def browserforge_profiles(per_combo: int, seed: int) -> list[dict[str, Any]]:
                     raw = gen.generate(browser=browser, device=device, http_version=http)
                 except (ValueError, TypeError):
                     break
-                headers = []
+                headers: list[list[str]] = []
                 for k, v in raw.items():
                     low = k.lower()
                     if low.startswith("sec-fetch-") or low == "accept-language" or \
@@ -496,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     ci = _mirror(args.mirrors, CURL_IMPERSONATE)
-    browsers = {
+    browsers: dict[str, Any] = {
         "profiles": curl_impersonate_profiles(ci) + browserforge_profiles(150, args.seed),
         "user_agents": (fake_useragent_uas(120) + npm_user_agents(args.npm_user_agents, 120)
                         + playwright_devices(60)),

@@ -363,6 +363,15 @@ def _place(rng: random.Random, req: Request, value: str, where: str, name: str) 
             variables[name] = value
 
 
+def _pairs(query: str) -> list[tuple[str, str]]:
+    out = []
+    for kv in query.split("&"):
+        if kv:
+            k, _, v = kv.partition("=")
+            out.append((k, v))
+    return out
+
+
 _HEADER_SLOTS = ("X-Api-Version", "Referer", "X-Correlation-Id", "If-None-Match", "X-Client-Version")
 
 
@@ -383,12 +392,11 @@ def place_attack(rng: random.Random, req: Request, site: Site, p: payloads.Paylo
         path = p.text if p.text.startswith("/") else "/" + p.text
         path = re.sub(r"\s", "%20", path)
         req = Request(rng.choice(("GET", "GET", "GET", "HEAD", "POST")), path.split("?")[0],
-                      [tuple(kv.partition("=")[::2]) for kv in path.partition("?")[2].split("&") if kv]
-                      if "?" in path else [], "probe", "nav")
+                      _pairs(path.partition("?")[2]), "probe", "nav")
         return req, placed
     if fam == "ssrf" and p.text.startswith("/") and "?" in p.text:     # fuzzdb's remote-include targets
         path, _, q = p.text.partition("?")
-        req.path, req.query = path, [tuple(kv.partition("=")[::2]) for kv in q.split("&") if kv]
+        req.path, req.query = path, _pairs(q)
         return req, placed
     if fam == "xxe":
         doc = p.text
@@ -556,8 +564,8 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
     if front is not None:
         chosen_front, direct = front, front == "none"
     is_browser = look.client_kind in ("browser", "headless", "impersonator")
-    h2 = r_headers.random() < 0.85
-    client_wire = "h1" if direct or not is_browser else ("h2" if h2 else "h1")
+    h2 = r_headers.random() < (0.85 if is_browser else 0.25)   # libraries speak HTTP/2 to TLS fronts less often
+    client_wire = "h2" if h2 and not direct and look.client_kind != "crawler" else "h1"
     if is_browser:
         headers = browser_headers(r_headers, look, req, site, client_wire, ctype, body_len)
     else:

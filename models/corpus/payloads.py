@@ -176,8 +176,7 @@ def benign(rng: random.Random, words: tuple[str, ...], half: str | None, where: 
                       else "-".join(rng.choice(words) for _ in range(rng.randint(1, 3))), "words")
     if r < 0.5:
         from models.data import devqueries
-        side = "calib" if half == "b" else "train"
-        return Benign(devqueries.query(rng, side), "devqueries")
+        return Benign(devqueries.query(rng, "calib" if half == "b" else "train"), "devqueries")
     if r < 0.62:
         lines = _lang_lines(half)
         if lines:
