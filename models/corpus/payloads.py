@@ -84,7 +84,9 @@ def draw(rng: random.Random, sources: tuple[str, ...], kind: str | None = None) 
     names = sorted(f for f in fams if kind is None or KIND[f] == kind)
     if not names:
         raise ValueError(f"no {kind} payloads in {sources}")
-    fam = rng.choices(names, weights=[_FAMILY_WEIGHT.get(f, 1.0) for f in names])[0]
+    # a family with few distinct strings is drawn less, so that no string repeats until it is memorised
+    sizes = {f: sum(len(corpora()[src][f]) for src in fams[f]) for f in names}
+    fam = rng.choices(names, weights=[_FAMILY_WEIGHT.get(f, 1.0) * min(1.0, sizes[f] / 60) for f in names])[0]
     src = rng.choice(fams[fam])
     return Payload(_fill(rng, rng.choice(corpora()[src][fam])), fam, src)
 
