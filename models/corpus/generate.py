@@ -447,7 +447,8 @@ def place_benign(rng: random.Random, req: Request, site: Site, half: str | None)
     if rng.random() < 0.25 and req.group in ("page", "asset"):
         return req, placed, "site"
     where, name = rng.choice(req.slots)
-    b = payloads.benign(rng, site.words, half, where)
+    typed = req.group in ("search", "form", "api", "write", "login") and where != "path"
+    b = payloads.benign(rng, site.words, half, where, rich=typed)
     _place(rng, req, b.text, where, name)
     return req, placed, b.source
 

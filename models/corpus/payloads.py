@@ -169,9 +169,12 @@ def _lang_lines(half: str | None) -> tuple[str, ...]:
     return tuple(x for x in lines if half is None or _half_key(x) == half)
 
 
-def benign(rng: random.Random, words: tuple[str, ...], half: str | None, where: str) -> Benign:
-    """A benign value for a slot (``where``: query, path, form, json, graphql)."""
+def benign(rng: random.Random, words: tuple[str, ...], half: str | None, where: str, rich: bool = True) -> Benign:
+    """A benign value for a slot (``where``: query, path, form, json, graphql). ``rich`` values (questions about
+    code, other languages, free text) go where people type; elsewhere values are words, identifiers, tokens."""
     r = rng.random()
+    if not rich and 0.35 <= r < 0.62:
+        r = rng.choice((0.1, 0.7, 0.9))
     if r < 0.35:
         n = 1 if where == "path" else rng.randint(1, 4)
         return Benign(" ".join(rng.choice(words) for _ in range(n)) if where != "path"
