@@ -256,6 +256,9 @@ class AdminConfig:
 
     listen: str = setting("127.0.0.1:9090", "HOST:PORT of the admin listener; empty disables it.", check=lambda v: None if v == "" else host_port(v))
     token: str = setting("", "Bearer token required for /admin/* when set (env:NAME or file:PATH accepted).", secret=True)
+    console: bool = setting(True, "Serve the operator's console at /console/ (signed in with admin.token; see docs/console.md).")
+    console_decisions: int = setting(2000, "Recent decisions each worker keeps in memory for the console's Decisions, Lookup and What-if views.",
+                                     check=positive)
 
 
 @dataclass(kw_only=True)

@@ -65,6 +65,12 @@ class PageRenderer(Protocol):
     def block(self, verdict: Verdict, features: Features) -> LocalResponse: ...
 
 
+class OverrideStage(Protocol):
+    """Temporary allows and blocks (the console's): a verdict for a client they cover, else None."""
+
+    def match(self, features: Features) -> Verdict | None: ...
+
+
 ResponseObserver = Callable[[Features, Verdict, int], None]
 
 NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwarded")
@@ -102,6 +108,8 @@ class Pipeline:
     state: ClientState | None = None
     policy: Policy | None = None
     route_policies: tuple[CompiledRoute, ...] = ()
+    # temporary allows and blocks set in the console (gateway.console.Overrides): consulted before anything else
+    overrides: OverrideStage | None = None
     # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
     _default_label: str = field(init=False, repr=False, compare=False, default="")
     # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
@@ -115,6 +123,8 @@ class Pipeline:
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
         """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
+        if self.overrides is not None and (held := self.overrides.match(features)) is not None:
+            return held
         outcome = self.rules.evaluate(features) if self.rules is not None else None
         if outcome is None:
             outcome = self.default
