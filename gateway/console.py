@@ -67,6 +67,10 @@ OVERRIDE_HITS = metrics.counter("clefgate_console_override_hits_total", "Request
 
 MINUTES = 60  # the Live view's window: one slot per minute
 TOP_KEYS = 500  # distinct rules, clients or paths one minute's slot counts before it stops adding new ones
+TOP_SHARED = 50  # the heaviest of them a worker reports (merged across workers, the top tables are of these)
+# the most a worker's answer to one console question holds: answers cross the supervisor's pipe, whose buffer (64 KiB)
+# a single message must stay well inside; longer lists come in pages
+ANSWER_BYTES = 24 * 1024
 SESSION_S = 12 * 3600
 COOKIE = "clefgate_console"
 _STATIC = resources.files("gateway") / "static"
@@ -175,23 +179,36 @@ def reason_class(verdict: Verdict) -> str:
     return classify(verdict)
 
 
-def describe(when: float, features: Features, verdict: Verdict, status: int, worker: int) -> dict[str, Any]:
-    """One decision with its full explanation, as plain data (picklable, JSON-able)."""
+def _bounded_headers(headers: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """The request's headers for the console: at most 64, each value cut to 1,000 characters, 12 KiB in all."""
+    out, room = [], 12 * 1024
+    for name, value in headers[:64]:
+        value = value[:1000]
+        room -= len(name) + len(value)
+        if room < 0:
+            break
+        out.append([name, value])
+    return out
+
+
+def describe(when: float, features: Features, verdict: Verdict, status: int, worker: int, *, headers: bool = True) -> dict[str, Any]:
+    """One decision with its full explanation, as plain data (picklable, JSON-able, bounded in size: it crosses the
+    supervisor's pipe). ``headers`` adds the request's headers (the detail view and the What-if replay need them)."""
     client = features.client
     decided = verdict.shadow_action or verdict.action
     return {
         "request_id": features.request_id, "time": when, "worker": worker,
-        "client_ip": features.client_ip, "client_key": str(getattr(features, "client_key", "") or ""),
-        "method": features.method, "host": features.host, "target": features.target, "path": features.path,
-        "user_agent": features.user_agent, "headers": [list(h) for h in features.headers[:64]],
+        "client_ip": features.client_ip, "client_key": str(getattr(features, "client_key", "") or "")[:200],
+        "method": features.method, "host": features.host[:200], "target": features.target[:4096], "path": features.path[:2048],
+        "user_agent": features.user_agent[:1000], "headers": _bounded_headers(features.headers) if headers else [],
         "verdict": verdict.action.value, "decided": decided.value, "source": verdict.source.value, "rule": verdict.rule or "",
-        "reason": verdict.reason, "status": status, "difficulty": verdict.difficulty, "block_status": verdict.status,
+        "reason": verdict.reason[:2000], "status": status, "difficulty": verdict.difficulty, "block_status": verdict.status,
         "probabilities": {q: dict(o) for q, o in verdict.probabilities.items()} if verdict.probabilities else None,
         "p_attack": attack_probability(verdict.probabilities) if verdict.probabilities else None,
         "p_bot": bot_probability(verdict.probabilities) if verdict.probabilities else None,
-        "explanation": list(verdict.explanation),
+        "explanation": [x[:1000] for x in verdict.explanation[:20]],
         "payload": [{"detector": h.detector, "kind": h.kind, "location": h.location, "fragment": h.fragment, "decoding": h.decoding,
-                     "text": h.describe()} for h in verdict.payload],
+                     "text": h.describe()[:1000]} for h in verdict.payload[:20]],
         "policy": verdict.policy or "", "shadow_action": verdict.shadow_action.value if verdict.shadow_action else None,
         "model": verdict.model or "", "decision_ms": verdict.decision_ms, "backend": verdict.backend or "",
         "client_history": dataclasses.asdict(client) if client is not None else None,
@@ -283,6 +300,7 @@ class Recorder:
     # ---- what the console asks (each answer is plain data, merged across workers by the caller)
 
     def live(self) -> dict[str, Any]:
+        """The last hour's counts per minute, and the ``TOP_SHARED`` heaviest rules, clients and paths refused."""
         now_minute = int(self.clock() // 60)
         minutes = []
         refused: dict[str, dict[str, list[int]]] = {}
@@ -297,27 +315,33 @@ class Recorder:
                     row = into.setdefault(name, [0, 0])
                     row[0] += c
                     row[1] += b
-        return {"minutes": minutes, "refused": refused, "ring": len(self.ring), "ring_size": self.ring.maxlen, "worker": self.worker}
+        shared = {kind: {name[:300]: [c, b] for name, c, b in top(table, TOP_SHARED)} for kind, table in refused.items()}
+        return {"minutes": minutes, "refused": shared, "ring": len(self.ring), "ring_size": self.ring.maxlen, "worker": self.worker}
 
-    def decisions(self, filters: Filters, limit: int) -> list[dict[str, Any]]:
-        out = []
+    def decisions(self, filters: Filters, limit: int, before: float | None = None, *, headers: bool = False) -> dict[str, Any]:
+        """Up to ``limit`` decisions older than ``before`` (newest first) that pass ``filters``, within ``ANSWER_BYTES``:
+        ``{"items": [...], "more": bool}`` (more: ask again with the last item's time as ``before``)."""
+        items: list[dict[str, Any]] = []
+        size = 0
         for when, features, verdict, status in reversed(self.ring):
-            if filters.keep(features, verdict):
-                out.append(describe(when, features, verdict, status, self.worker))
-                if len(out) >= limit:
-                    break
-        return out
+            if before is not None and when >= before:
+                continue
+            if not filters.keep(features, verdict):
+                continue
+            if len(items) >= limit:
+                return {"items": items, "more": False}
+            item = describe(when, features, verdict, status, self.worker, headers=headers)
+            size += len(json.dumps(item))
+            if items and size > ANSWER_BYTES:
+                return {"items": items, "more": True}
+            items.append(item)
+        return {"items": items, "more": False}
 
     def lookup(self, request_id: str) -> dict[str, Any] | None:
         for when, features, verdict, status in reversed(self.ring):
             if features.request_id == request_id:
                 return describe(when, features, verdict, status, self.worker)
         return None
-
-    def records(self, limit: int) -> list[dict[str, Any]]:
-        """The last ``limit`` decisions, oldest first (the What-if replay's input)."""
-        items = list(self.ring)[-limit:]
-        return [describe(when, f, v, status, self.worker) for when, f, v, status in items]
 
 
 RECORDER = Recorder()
@@ -329,11 +353,9 @@ def answer(op: str, *args: Any) -> Any:
     if op == "live":
         return RECORDER.live()
     if op == "decisions":
-        return RECORDER.decisions(Filters(**args[0]), int(args[1]))
+        return RECORDER.decisions(Filters(**args[0]), int(args[1]), args[2], headers=bool(args[3]))
     if op == "lookup":
         return RECORDER.lookup(str(args[0]))
-    if op == "records":
-        return RECORDER.records(int(args[0]))
     if op == "overrides":
         OVERRIDES.replace(Override(**o) for o in args[0])
         return len(OVERRIDES.entries)
@@ -455,6 +477,9 @@ class Console:
         if handles is None:
             return [answer(op, *args)]
         got = await asyncio.gather(*(w.ask("console", op, *args, wait_s=5.0) for w in handles), return_exceptions=True)
+        for w, g in zip(handles, got, strict=True):
+            if isinstance(g, BaseException):
+                log.warning("a worker did not answer the console", extra={"fields": {"worker": w.index, "op": op, "error": repr(g)}})
         return [g for g in got if not isinstance(g, BaseException)]
 
     async def snapshots(self) -> list[dict[str, Any]]:
@@ -715,8 +740,36 @@ class Console:
                 return _from_log_line(line)
         return None
 
-    async def decisions_data(self, filters: Filters, limit: int) -> list[dict[str, Any]]:
-        found = [d for answer_ in await self.ask("decisions", dataclasses.asdict(filters), limit) for d in answer_]
+    async def decisions_data(self, filters: Filters, limit: int, *, headers: bool = False) -> list[dict[str, Any]]:
+        """The newest ``limit`` decisions passing ``filters`` across all workers (each asked page by page)."""
+        wanted = dataclasses.asdict(filters)
+        handles = getattr(self.control, "workers", None)
+
+        async def pages(ask: Callable[..., Awaitable[Any]]) -> list[dict[str, Any]]:
+            got: list[dict[str, Any]] = []
+            before = None
+            while len(got) < limit:
+                page = await ask("console", "decisions", wanted, limit - len(got), before, headers)
+                got += page["items"]
+                if not page["more"] or not page["items"]:
+                    break
+                before = page["items"][-1]["time"]
+            return got
+
+        if handles is None:
+            async def local(_: str, *args: Any) -> Any:
+                return answer(*args)
+            found = await pages(local)
+        else:
+            async def one(w: Any) -> list[dict[str, Any]]:
+                async def remote(*msg: Any) -> Any:
+                    return await w.ask(*msg, wait_s=5.0)
+                try:
+                    return await pages(remote)
+                except (TimeoutError, EOFError, OSError) as exc:
+                    log.warning("a worker did not answer the console", extra={"fields": {"worker": w.index, "error": repr(exc)}})
+                    return []
+            found = [d for part in await asyncio.gather(*(one(w) for w in handles)) for d in part]
         found.sort(key=lambda d: -d["time"])
         return found[:limit]
 
@@ -827,7 +880,7 @@ class Console:
             return web.json_response({"error": f"policy: not YAML: {exc}"}, status=422)
         if not isinstance(policy, dict):
             return web.json_response({"error": "policy: must be a mapping (the policy: section)"}, status=422)
-        entries = sorted((d for a in await self.ask("records", count) for d in a), key=lambda d: d["time"])[-count:]
+        entries = sorted(await self.decisions_data(Filters(), count, headers=True), key=lambda d: d["time"])
         cfg: Config = self.control.config()
         model = self._running_model()
         loop = asyncio.get_running_loop()

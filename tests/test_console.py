@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ def test_the_ring_keeps_the_newest_decisions_within_its_bound() -> None:
     rec = Recorder(size=3)
     for i in range(5):
         rec.observe(make_features("GET", f"/p{i}", request_id=f"r-{i}"), FORWARD, 200)
-    assert [d["request_id"] for d in rec.decisions(Filters(), 10)] == ["r-4", "r-3", "r-2"]
+    assert [d["request_id"] for d in rec.decisions(Filters(), 10)["items"]] == ["r-4", "r-3", "r-2"]
     assert rec.lookup("r-1") is None and rec.lookup("r-3") is not None
     rec.resize(5)
     rec.observe(make_features("GET", "/p5", request_id="r-5"), FORWARD, 200)
@@ -75,7 +76,29 @@ def test_the_ring_keeps_the_newest_decisions_within_its_bound() -> None:
 def test_filters(filters: Filters, expected: list[str]) -> None:
     rec = Recorder()
     traffic(rec)
-    assert [d["request_id"] for d in rec.decisions(filters, 100)] == expected
+    assert [d["request_id"] for d in rec.decisions(filters, 100)["items"]] == expected
+
+
+def test_long_answers_come_in_pages_small_enough_for_the_workers_pipe() -> None:
+    """A worker's answer crosses the supervisor's pipe (64 KiB buffer): lists come in pages under ANSWER_BYTES."""
+    rec = Recorder(size=500)
+    big = [("Host", "shop.example"), ("User-Agent", "x" * 5000), ("Cookie", "c" * 20000), *[(f"X-H{i}", "v" * 900) for i in range(80)]]
+    for i in range(300):
+        rec.observe(make_features("GET", f"/p{i}?" + "q" * 5000, big, request_id=f"r-{i}"), FORWARD, 200)
+    seen: list[str] = []
+    before = None
+    pages = 0
+    while True:
+        page = rec.decisions(Filters(), 250 - len(seen), before, headers=True)
+        assert len(pickle.dumps(page)) < 40 * 1024
+        seen += [d["request_id"] for d in page["items"]]
+        pages += 1
+        if not page["more"]:
+            break
+        before = page["items"][-1]["time"]
+    assert pages > 1 and seen == [f"r-{i}" for i in range(299, 49, -1)]
+    one = rec.lookup("r-7")
+    assert one is not None and len(pickle.dumps(one)) < 40 * 1024 and one["headers"][0] == ["Host", "shop.example"]
 
 
 def test_filters_from_a_query_ignore_unknown_keys_and_trim() -> None:
