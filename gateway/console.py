@@ -261,6 +261,7 @@ class Recorder:
     def __init__(self, size: int = 2000, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.worker = 0
+        self.state: Any = None  # the running pipeline's ClientState (gateway.clients), for a looked-up client's window now
         self.ring: deque[tuple[float, Features, Verdict, int]] = deque(maxlen=size)
         self._stamp = [-1] * MINUTES
         self._counts: list[dict[tuple[str, str], int]] = [{} for _ in range(MINUTES)]
@@ -338,9 +339,13 @@ class Recorder:
         return {"items": items, "more": False}
 
     def lookup(self, request_id: str) -> dict[str, Any] | None:
+        """The decision with this request id, with the client's window as it is now (when this worker keeps one)."""
         for when, features, verdict, status in reversed(self.ring):
             if features.request_id == request_id:
-                return describe(when, features, verdict, status, self.worker)
+                found = describe(when, features, verdict, status, self.worker)
+                if self.state is not None:
+                    found["client_now"] = dataclasses.asdict(self.state.stats(features.client_ip))
+                return found
         return None
 
 
@@ -1159,7 +1164,9 @@ def _decision_detail(d: Mapping[str, Any]) -> str:
              ("Status sent", _e(d["status"])), ("Client", _e(d["client_ip"]) + (f" — key {_e(d['client_key'])}" if d["client_key"] else "")),
              ("Request", f"{_e(d['method'])} <code>{_e(d['host'])}{_e(d['target'])}</code>"), ("User agent", _e(d["user_agent"] or "–"))]
     if d.get("reason_class"):
-        facts.append(("Block page said", _e(d["reason_class"])))
+        from gateway.challenge.strings import STRINGS
+
+        facts.append(("Block page said", _e(STRINGS["en"].get("reason_" + d["reason_class"], d["reason_class"]))))
     if d.get("difficulty"):
         facts.append(("Challenge difficulty", _e(d["difficulty"])))
     if d.get("model"):
@@ -1181,11 +1188,14 @@ def _decision_detail(d: Mapping[str, Any]) -> str:
                      f"</th><th scope=col>decoding</th><th scope=col>fragment</th></tr></thead><tbody>{rows}</tbody></table>")
     if d.get("explanation"):
         parts.append("<h2>Explanation</h2><ol>" + "".join(f"<li>{_e(x)}</li>" for x in d["explanation"]) + "</ol>")
-    history = d.get("client_history")
-    parts.append("<h2>Client history</h2>" + ("<dl class=facts>" + "".join(f"<dt>{_e(k.replace('_', ' '))}</dt><dd>{_e(_num(v))}</dd>"
-                                                                        for k, v in history.items()) + "</dl>"
-                                               if history else "<p class=muted>Not read for this decision (the rules settled it "
-                                                               "before the client's window was needed).</p>"))
+    history, now = d.get("client_history"), d.get("client_now")
+    parts.append("<h2>Client history</h2>")
+    for title, stats in (("when it was decided", history), ("now", now)):
+        if stats:
+            parts.append(f"<h3>{title}</h3><dl class=facts>" + "".join(f"<dt>{_e(k.replace('_', ' '))}</dt><dd>{_e(_num(v))}</dd>"
+                                                                      for k, v in stats.items()) + "</dl>")
+    if not history:
+        parts.append("<p class=muted>The decision did not read the client's window (the rules settled it first).</p>")
     if d.get("headers"):
         parts.append("<details><summary>Request headers (as sent, in order)</summary><table><tbody>"
                      + "".join(f"<tr><th scope=row>{_e(n)}</th><td><code>{_e(_cut(v, 300))}</code></td></tr>" for n, v in d["headers"])

@@ -212,6 +212,7 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, decision_log.observe))
     if cfg.admin.console:  # the console's recent decisions and per-minute counts, and its temporary allows and blocks
         console.RECORDER.resize(cfg.admin.console_decisions)
+        console.RECORDER.state = pipeline.state
         pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, console.RECORDER.observe), overrides=console.OVERRIDES)
     backends = BackendSet.build(cfg, previous.backends if previous else None)
     if previous is not None and _same_access_log(previous.config, cfg):

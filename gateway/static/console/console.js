@@ -49,7 +49,7 @@
     if (plot && plot.series.length === keys.length + 1) { plot.setData(rows); return; }
     if (plot) plot.destroy();
     var series = [{}].concat(keys.map(function (k) {
-      return {label: k, stroke: colour(k), width: 2, value: function (u, v) { return v == null ? "–" : v.toFixed(2) + "/s"; }};
+      return {label: k, stroke: colour(k), width: 2, points: {show: false}, value: function (u, v) { return v == null ? "–" : v.toFixed(2) + "/s"; }};
     }));
     plot = new window.uPlot({width: width, height: 260, series: series, axes: [{}, {label: "req/s"}],
                              scales: {x: {time: true}}, legend: {live: true}}, rows, chartBox);
