@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: demo test model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
+.PHONY: image demo test model model-1.5.0 model-1.6.0 model-clef exam exam3 exam4 bench lint system-deps clean readme
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ exam4: $(VENV)/.stamp-all
 
 bench: $(VENV)/.stamp-all system-deps
 	$(VENV)/bin/clefgate bench
+
+# `make image` (not part of `make test`): build the CPU image with buildah from Debian's packages, start it with podman,
+# check /readyz and one proxied request (deploy/image/build-and-run.sh says exactly which step failed and why)
+image: $(VENV)/.stamp-serve
+	PYTHON=$(abspath $(PY)) deploy/image/build-and-run.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
