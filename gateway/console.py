@@ -602,30 +602,42 @@ class Console:
         if not same_origin(request):
             ACTIONS_TAKEN.inc("login", "refused")
             return self._login_page(request, "This sign-in did not come from the console's own page.", status=403)
-        form = await request.post()
+        as_json = request.content_type == "application/json"  # the page's script signs in with JSON; a form post also works
+        if as_json:
+            try:
+                body = await request.json()
+            except ValueError:
+                body = None
+            form: Mapping[str, Any] = body if isinstance(body, dict) else {}
+        else:
+            form = await request.post()
         given = str(form.get("token", ""))
         if configured and not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode("utf-8", "surrogatepass")):
             ACTIONS_TAKEN.inc("login", "refused")
             log.warning("console sign-in refused", extra={"fields": {"remote": request.remote}})
+            if as_json:
+                return web.json_response({"error": "That is not the admin secret."}, status=401)
             return self._login_page(request, "That is not the admin secret.", status=401)
         ACTIONS_TAKEN.inc("login", "ok")
         log.info("console sign-in", extra={"fields": {"remote": request.remote}})
         back = str(form.get("next", "/console/"))
-        response = _redirect(back if back.startswith("/console/") and not back.startswith("//") else "/console/", 303)
+        back = back if back.startswith("/console/") and not back.startswith("//") else "/console/"
+        response = web.json_response({"next": back}) if as_json else _redirect(back, 303)
         self._cookie(response, request, new_session(secret, self.clock()), SESSION_S)
         return response
 
     async def logout(self, request: web.Request) -> web.StreamResponse:
         if not same_origin(request):
             return web.json_response({"error": "the request's Origin is not this console's"}, status=403)
-        response = _redirect("/console/login", 303)
+        response = web.json_response({"next": "/console/login"}) if request.content_type == "application/json" \
+            else _redirect("/console/login", 303)
         self._cookie(response, request, "", 0)
         return response
 
     def _login_page(self, request: web.Request, problem: str, status: int = 200) -> web.Response:
         nxt = request.path_qs if request.path.startswith("/console/") and request.method == "GET" and request.path != "/console/login" \
             else "/console/"
-        body = (f"<h1>clefgate console</h1><form method=post action=/console/login class=login>"
+        body = (f"<h1>clefgate console</h1><form method=post action=/console/login class=login id=login>"
                 f"{f'<p class=problem role=alert>{_e(problem)}</p>' if problem else ''}"
                 "<label for=token>Admin secret (<code>admin.token</code>)</label>"
                 "<input id=token name=token type=password autocomplete=current-password required autofocus>"

@@ -309,6 +309,10 @@ async def test_login_sets_a_strict_httponly_session_cookie_not_the_secret(served
         assert ok.status == 303 and ok.headers["Location"] == "/console/"
         cookie = ok.headers["Set-Cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/console" in cookie and SECRET not in cookie
+        as_json = await s.post(base + "/console/login", json={"token": SECRET, "next": "/console/lookup"}, headers={"Origin": base})
+        assert as_json.status == 200 and (await as_json.json()) == {"next": "/console/lookup"} and "HttpOnly" in as_json.headers["Set-Cookie"]
+        wrong_json = await s.post(base + "/console/login", json={"token": "nope"}, headers={"Origin": base})
+        assert wrong_json.status == 401 and "Set-Cookie" not in wrong_json.headers
         page = await s.get(base + "/console/decisions?verdict=block")
         text = await page.text()
         assert page.status == 200 and "r-3" in text and "r-2" not in text

@@ -28,6 +28,24 @@
   }
   function problems(res) { return (res.data && (res.data.problems || [res.data.error])) || ["HTTP " + res.status]; }
 
+  // ---- signing in and out with JSON (a plain form post works too, without JavaScript)
+  var login = document.getElementById("login");
+  if (login) login.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    post("/console/login", {token: login.token.value, next: login.next.value}).then(function (res) {
+      if (res.ok) { location.assign(res.data.next); return; }
+      var box = login.querySelector(".problem") || document.createElement("p");
+      box.className = "problem"; box.setAttribute("role", "alert");
+      box.textContent = (res.data && res.data.error) || ("HTTP " + res.status);
+      login.insertBefore(box, login.firstChild);
+    });
+  });
+  var logout = document.querySelector("form.logout");
+  if (logout) logout.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    post("/console/logout", {}).then(function (res) { location.assign((res.data && res.data.next) || "/console/login"); });
+  });
+
   // ---- Live chart
   var colours = {forward: ["#2e7d32", "#66bb6a", "#1b5e20", "#a5d6a7"], challenge: ["#b26a00", "#f9a825", "#8d4e00", "#ffcc80"],
                  block: ["#c62828", "#ef5350", "#8e0000", "#ef9a9a"]};
