@@ -1207,7 +1207,9 @@ def _decision_detail(d: Mapping[str, Any]) -> str:
             parts.append(f"<h3>{title}</h3><dl class=facts>" + "".join(f"<dt>{_e(k.replace('_', ' '))}</dt><dd>{_e(_num(v))}</dd>"
                                                                       for k, v in stats.items()) + "</dl>")
     if not history:
-        parts.append("<p class=muted>The decision did not read the client's window (the rules settled it first).</p>")
+        parts.append("<p class=muted>The window as the decision read it is not kept with this decision"
+                     + (" (its model input's client features are in the explanation above)" if d.get("model") else "")
+                     + "; <b>now</b> is the client's window at this moment.</p>")
     if d.get("headers"):
         parts.append("<details><summary>Request headers (as sent, in order)</summary><table><tbody>"
                      + "".join(f"<tr><th scope=row>{_e(n)}</th><td><code>{_e(_cut(v, 300))}</code></td></tr>" for n, v in d["headers"])
