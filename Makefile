@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 REPORTS := loadtest/reports
 
-.PHONY: demo test fuzz soak model model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean docs
+.PHONY: image demo test fuzz soak model model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,11 @@ bench-model: $(VENV)/.stamp-all
 
 bench-mixed: $(VENV)/.stamp-all system-deps
 	$(VENV)/bin/clefgate bench mixed --out $(REPORTS)/mixed
+
+# `make image` (not part of `make test`): build the CPU image with buildah from Debian's packages, start it with podman,
+# check /readyz and one proxied request (deploy/image/build-and-run.sh says exactly which step failed and why)
+image: $(VENV)/.stamp-serve
+	PYTHON=$(abspath $(PY)) deploy/image/build-and-run.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

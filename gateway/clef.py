@@ -462,7 +462,9 @@ class ZeroShotModel:
         opts.log_severity_level = 3
         session: ort.InferenceSession | None = None
         provider = chosen = ""
-        if device in ("auto", "cuda") and "CUDAExecutionProvider" in ort.get_available_providers():
+        from gateway.decider.onnx import cuda_usable
+
+        if device in ("auto", "cuda") and cuda_usable() is None:
             for prec in ([precision] if precision else ["fp16", "fp32"]):
                 name = files.get(prec)
                 if name and (directory / name).is_file():

@@ -265,6 +265,9 @@ class AdminConfig:
 
     listen: str = setting("127.0.0.1:9090", "HOST:PORT of the admin listener; empty disables it.", check=lambda v: None if v == "" else host_port(v))
     token: str = setting("", "Bearer token for /admin/* (env:NAME or file:PATH accepted). State changes (POST /admin/reload, POST /admin/model) always need it: without one they are refused with 403; read-only /admin/config needs it when set.", secret=True)
+    console: bool = setting(True, "Serve the operator's console at /console/ (signed in with admin.token; see docs/console.md).")
+    console_decisions: int = setting(2000, "Recent decisions each worker keeps in memory for the console's Decisions, Lookup and What-if views.",
+                                     check=positive)
 
 
 @dataclass(kw_only=True)
@@ -368,13 +371,19 @@ class ChallengeConfig:
     bind_user_agent: bool = setting(True, "Bind the pass to a hash of the User-Agent as well.")
     page_status: int = setting(403, "HTTP status of the challenge page.", check=lambda v: None if 200 <= v <= 599 else f"{v} is not an HTTP status")
     block_status: int = setting(403, "HTTP status of the block page (rules may set their own).", check=lambda v: None if 400 <= v <= 599 else f"{v} is not a 4xx/5xx status")
-    nojs_max_difficulty: int = setting(16, "Challenges up to this difficulty also offer a no-JavaScript path (a signed meta refresh after nojs_wait_s); 0 disables it.",
+    nojs_max_difficulty: int = setting(32, "Challenges up to this difficulty also offer a no-JavaScript path (a signed, single-use, client-bound "
+                                       "wait: a meta refresh and a Continue button); 32 offers it at every difficulty, 0 disables it.",
                                        check=non_negative)
-    nojs_wait_s: float = setting(5.0, "Seconds the no-JavaScript path makes the client wait.", check=non_negative)
+    nojs_wait_s: float = setting(5.0, "Seconds the no-JavaScript path makes the client wait at challenge.difficulty or below; the wait doubles "
+                                 "every 2 bits above it (difficulty 20 at the default 16: 20 s).", check=non_negative)
+    nojs_max_wait_s: float = setting(120.0, "The longest no-JavaScript wait, whatever the difficulty (also kept under token_ttl_s).", check=non_negative)
     pass_max_rate_per_min: float = setting(600.0, "A client holding a pass is challenged again when its request rate exceeds this (0 disables).", check=non_negative)
     pass_max_error_ratio: float = setting(0.5, "A client holding a pass is challenged again when this share of its recent answers were 4xx (after at least 20 requests; 1 disables).", check=fraction)
     max_nonces: int = setting(100000, "Solved-challenge nonces remembered in memory for replay protection (when full, those whose tokens expire soonest are evicted, counted).", check=positive)
     contact: str = setting("", "How people can reach the site operator, shown on block and no-JavaScript pages (e.g. an e-mail address).")
+    appeal_url: str = setting("", "A page where a blocked person asks for a review, linked from block pages; {request_id} in it is replaced "
+                              "by the block's reference (e.g. https://example.com/appeal?ref={request_id}).",
+                              check=lambda v: None if v == "" or re.match(r"(https?://|/)", v) else f"{v!r} is not an http(s) URL or a local path")
 
 
 @dataclass(kw_only=True)

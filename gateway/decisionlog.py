@@ -312,6 +312,23 @@ class DecisionLog:
             self._signalled = True
             self._wake.set()
 
+    def audit(self, line: dict[str, Any]) -> None:
+        """Queue an audit line (``{"audit": {...}, "time": ...}``: a console action), never sampled or filtered.
+
+        ``clefgate replay`` and ``clefgate train`` skip these lines (they carry no request).
+        """
+        if self._closed:
+            return
+        try:
+            data = (_encode(line) + "\n").encode("utf-8", "surrogateescape")
+        except (TypeError, ValueError):
+            DROPS.inc("encode_error")
+            return
+        self._lines.append(data)
+        if not self._signalled:
+            self._signalled = True
+            self._wake.set()
+
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued, then stop the writer and wait for it (at most ``timeout`` s).
 

@@ -66,6 +66,12 @@ class PageRenderer(Protocol):
     def block(self, verdict: Verdict, features: Features) -> LocalResponse: ...
 
 
+class OverrideStage(Protocol):
+    """Temporary allows and blocks (the console's): a verdict for a client they cover, else None."""
+
+    def match(self, features: Features) -> Verdict | None: ...
+
+
 ResponseObserver = Callable[[Features, Verdict, int], None]
 
 NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwarded")
@@ -106,6 +112,8 @@ class Pipeline:
     # payload detectors (gateway.payload), run on what the rules leave open, before the model; block_status: their block's status
     inspector: PayloadInspector | None = None
     block_status: int = 403
+    # temporary allows and blocks set in the console (gateway.console.Overrides): consulted before anything else
+    overrides: OverrideStage | None = None
     # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
     _default_label: str = field(init=False, repr=False, compare=False, default="")
     # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
@@ -119,6 +127,8 @@ class Pipeline:
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
         """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
+        if self.overrides is not None and (held := self.overrides.match(features)) is not None:
+            return held
         outcome = self.rules.evaluate(features) if self.rules is not None else None
         if self.inspector is not None and not isinstance(outcome, Verdict):
             # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stands

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from gateway import __version__, metrics
+from gateway import __version__, console, metrics
 from gateway import config as configmod
 from gateway.accesslog import AccessLog
 from gateway.arming import DISARMS, Arming, arming, disarms
@@ -224,6 +224,10 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         else:
             decision_log = DecisionLog(cfg.decision_log)
         pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, decision_log.observe))
+    if cfg.admin.console:  # the console's recent decisions and per-minute counts, and its temporary allows and blocks
+        console.RECORDER.resize(cfg.admin.console_decisions)
+        console.RECORDER.state = pipeline.state
+        pipeline = dataclasses.replace(pipeline, observers=(*pipeline.observers, console.RECORDER.observe), overrides=console.OVERRIDES)
     backends = BackendSet.build(cfg, previous.backends if previous else None)
     if previous is not None and _same_access_log(previous.config, cfg):
         access_log = previous.access_log
@@ -580,6 +584,7 @@ def admin_app(control: Control, extra: Callable[[web.Application], None] | None 
     app.router.add_post("/admin/model", model_view)
     if extra is not None:
         extra(app)
+    console.register(app, control)
     return app
 
 
@@ -670,6 +675,7 @@ async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: mult
     ``(0, "started", status)`` announces the start."""
     loop = asyncio.get_running_loop()
     worker = Worker(source, cfg, reuse_port=True, index=index)
+    console.RECORDER.worker = index
     done = asyncio.Event()
 
     async def answer(rid: int, kind: str, args: tuple[Any, ...]) -> None:
@@ -686,6 +692,13 @@ async def _worker_loop(source: ConfigSource, cfg: Config, index: int, conn: mult
                 payload = await worker.restore(args[0], args[1])
             elif kind == "drain":
                 payload = await worker.drain(args[0])
+            elif kind == "console":
+                payload = console.answer(*args)
+            elif kind == "console_audit":
+                log_ = worker.runtime.decision_log
+                if log_ is not None:
+                    log_.audit(args[0])
+                payload = log_ is not None
             else:
                 return
             conn.send((rid, kind, payload))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from html import escape as html_escape
@@ -198,6 +199,7 @@ def test_challenge_page_is_self_contained_small_and_accessible(svc: ChallengeSer
     assert '<html lang="en">' in html and 'role="status"' in html and 'aria-live="polite"' in html and "<noscript>" in html
     assert STRINGS["en"]["challenge_intro"] in html and "req-1" in html
     assert "http-equiv=\"refresh\"" not in html  # difficulty 16 > nojs_max_difficulty 10: no meta refresh
+    assert STRINGS["en"]["nojs_required"] in html
     csp = header(page, "Content-Security-Policy") or ""
     for inline in (CSS, WORKER_JS, PAGE_JS):
         assert inline in html
@@ -213,27 +215,144 @@ def test_low_risk_challenge_offers_a_meta_refresh_path(svc: ChallengeService, cl
     assert m, html[:600]
     url = m.group(1).replace("&amp;", "&")
     token = unquote(url.split("token=", 1)[1])
+    # the same token in the Continue button's form
+    assert re.search(r'<noscript><form method="get" action="/\.clefgate/nojs"[^>]*>.*<input type="hidden" name="token" value="'
+                     + re.escape(token) + r'"><button type="submit">Continue</button>', html)
     nojs = make_features("GET", f"/.clefgate/nojs?token={quote(token)}", list(browser().headers), client_ip="203.0.113.7")
     early = svc.handle(nojs, b"")
-    assert isinstance(early, LocalResponse) and early.status == 403 and b"too early" in early.body
+    # too early: a page that says how long is left and comes back to the same link by itself
+    assert isinstance(early, LocalResponse) and early.status == 403 and b"in 3 seconds" in early.body
+    assert re.search(r'<meta http-equiv="refresh" content="3;url=/\.clefgate/nojs\?token=', early.body.decode())
     clock.t += 3.5
     ok = svc.handle(nojs, b"")
     assert isinstance(ok, LocalResponse) and ok.status == 303 and header(ok, "Location") == "/products/42?x=1"
     again = svc.handle(nojs, b"")
     assert isinstance(again, LocalResponse) and b"replayed" in again.body
+    # another client (another network) cannot use the link
+    other = make_features("GET", f"/.clefgate/nojs?token={quote(token)}", list(browser().headers), client_ip="198.51.100.9")
+    refused = svc.handle(other, b"")
+    assert isinstance(refused, LocalResponse) and b"wrong client" in refused.body
+
+
+@pytest.mark.parametrize(("difficulty", "wait"), [(8, 3), (16, 3), (18, 6), (20, 12), (24, 48), (30, 384)])
+def test_the_no_javascript_wait_grows_with_difficulty(clock: Clock, difficulty: int, wait: int) -> None:
+    svc = ChallengeService(ChallengeConfig(nojs_wait_s=3.0, nojs_max_wait_s=1000.0, token_ttl_s=600.0), Signer([("k1", KEY)]),
+                           ClientState(), clock=clock)
+    assert svc.nojs_wait_s(difficulty) == min(wait, 480)  # within the token's lifetime
+    html = svc.challenge(challenge_verdict(difficulty), browser()).body.decode()
+    assert f'content="{min(wait, 480)};url=/.clefgate/nojs?token=' in html
+    capped = ChallengeService(ChallengeConfig(nojs_wait_s=3.0), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    assert (capped.nojs_wait_s(difficulty) or 0) <= 120
+    off = ChallengeService(ChallengeConfig(nojs_max_difficulty=0), Signer([("k1", KEY)]), ClientState(), clock=clock)
+    assert off.nojs_wait_s(difficulty) is None and "http-equiv" not in off.challenge(challenge_verdict(difficulty), browser()).body.decode()
+
+
+def test_without_javascript_the_page_never_says_it_is_working(svc: ChallengeService) -> None:
+    """What the script does is hidden until it runs; the no-JavaScript text is only in <noscript>."""
+    html = svc.challenge(challenge_verdict(8), browser()).body.decode()
+    js_part = re.search(r'<div id="cg-js" hidden>(.*?)</div>', html, re.S)
+    assert js_part and "cg-status" in js_part.group(1) and "cg-bar" in js_part.group(1) and "Working" in js_part.group(1)
+    outside = html.replace(js_part.group(0), "")
+    assert "Working" not in re.sub(r"<script.*?</script>", "", outside, flags=re.S).replace('data-progress="Working', "")
+    assert 'getElementById("cg-js").hidden = false' in PAGE_JS
+
+
+@pytest.mark.parametrize(("accept_language", "lang", "phrase"), [
+    ("de-DE,de;q=0.9,en;q=0.5", "de", "Einen Moment bitte"), ("fr-CH, fr;q=0.9", "fr", "Un instant"),
+    ("es-ES,es;q=0.9", "es", "Un momento, por favor"), ("pt-BR,pt;q=0.9", "en", "One moment, please"),
+    ("en;q=0.2, es;q=0.8", "es", "Un momento"),
+])
+def test_pages_speak_the_visitors_language(svc: ChallengeService, accept_language: str, lang: str, phrase: str) -> None:
+    f = browser()
+    headers = [(n, v) for n, v in f.headers if n.lower() != "accept-language"] + [("Accept-Language", accept_language)]
+    g = make_features("GET", "/p", headers, client_ip=f.client_ip, request_id="req-9")
+    html = svc.challenge(challenge_verdict(8), g).body.decode()
+    assert f'<html lang="{lang}">' in html and phrase in html
+    block = svc.block(Verdict(Action.BLOCK, Source.RULE, "rule block-xss", rule="block-xss"), g).body.decode()
+    assert f'<html lang="{lang}">' in block and STRINGS[lang]["reason_attack"] in block
+
+
+def test_every_language_has_every_sentence_with_the_same_placeholders() -> None:
+    english = STRINGS["en"]
+    assert {"en", "de", "fr", "es"} <= set(STRINGS)
+    for lang, strings in STRINGS.items():
+        assert set(strings) == set(english), lang
+        for key, text in strings.items():
+            assert set(re.findall(r"{\w+}", text)) == set(re.findall(r"{\w+}", english[key])), (lang, key)
+
+
+@pytest.mark.parametrize(("verdict", "expected"), [
+    (Verdict(Action.BLOCK, Source.RULE, "rule rate-limit-per-ip", rule="rate-limit-per-ip", status=429), "rate"),
+    (Verdict(Action.BLOCK, Source.RULE, "rule block-sql-injection", rule="block-sql-injection"), "attack"),
+    (Verdict(Action.BLOCK, Source.DETECTOR, "libinjection found sqli in query:id"), "attack"),
+    (Verdict(Action.BLOCK, Source.MODEL, "model", probabilities={"class": {"human": 0.01, "bad_bot": 0.9, "attack": 0.09}}), "automated"),
+    (Verdict(Action.BLOCK, Source.MODEL, "model", probabilities={"class": {"human": 0.01, "bad_bot": 0.2, "attack": 0.79}}), "attack"),
+    (Verdict(Action.BLOCK, Source.CLIENT, "ignored 5 challenges in 60 s"), "automated"),
+    (Verdict(Action.BLOCK, Source.RULE, "rule block-crawler-spoofers", rule="block-crawler-spoofers"), "automated"),
+    (Verdict(Action.BLOCK, Source.DEFAULT, "no rule matched; default block"), "policy"),
+])
+def test_block_pages_name_a_plain_reason(svc: ChallengeService, verdict: Verdict, expected: str) -> None:
+    from gateway.challenge.service import reason_class
+
+    assert reason_class(verdict) == expected
+    html = svc.block(verdict, browser()).body.decode()
+    assert html_escape(STRINGS["en"]["reason_" + expected]) in html and "<code>req-1</code>" in html and "ops@shop.example" in html
+
+
+def test_block_page_links_the_appeal_url_with_its_reference(clock: Clock) -> None:
+    svc = ChallengeService(ChallengeConfig(appeal_url="https://shop.example/appeal?ref={request_id}"), Signer([("k1", KEY)]),
+                           ClientState(), clock=clock)
+    html = svc.block(Verdict(Action.BLOCK, Source.RULE, "rule block-xss", rule="block-xss"), browser()).body.decode()
+    assert '<a href="https://shop.example/appeal?ref=req-1">Ask for a review of this decision</a>' in html
+    assert "contact" not in html.lower()  # no contact configured: none shown
+
+
+@pytest.mark.parametrize("extra", [[("Sec-Fetch-Mode", "cors")], [("Sec-Fetch-Mode", "same-origin")], [("X-Requested-With", "XMLHttpRequest")],
+                                   [("Accept", "application/json")]])
+def test_a_challenged_script_gets_json_it_can_recover_from(svc: ChallengeService, extra: list[tuple[str, str]]) -> None:
+    f = browser()
+    names = {n.lower() for n, _ in extra}
+    headers = [(n, v) for n, v in f.headers if n.lower() not in names] + extra + [("Referer", "http://shop.example/products/42?x=1")]
+    xhr = make_features("GET", "/api/cart", headers, client_ip=f.client_ip, request_id="req-7")
+    resp = svc.challenge(challenge_verdict(18), xhr)
+    assert resp.status == 403 and resp.content_type == "application/json"
+    body = json.loads(resp.body)
+    assert body["error"] == "challenge" and body["request_id"] == "req-7"
+    assert body["challenge_url"] == "/.clefgate/challenge?d=18&return=%2Fproducts%2F42%3Fx%3D1"
+    assert header(resp, "X-Clefgate-Challenge") == f"pow; difficulty=18; url={body['challenge_url']}"
+    # the top-level page goes there: a challenge page that comes back to the page once solved
+    page = svc.handle(make_features("GET", body["challenge_url"], list(f.headers), client_ip=f.client_ip), b"")
+    assert isinstance(page, LocalResponse) and page.status == 403 and page.content_type.startswith("text/html")
+    form = form_of(page)
+    assert form["difficulty"] == "18"
+    done = answer(svc, f, form["token"], solve(form["nonce"], 18))
+    assert done.status == 303 and header(done, "Location") == "/products/42?x=1"
+    blocked = svc.block(Verdict(Action.BLOCK, Source.RULE, "rule block-xss", rule="block-xss"), xhr)
+    assert blocked.content_type == "application/json" and json.loads(blocked.body)["request_id"] == "req-7"
+
+
+def test_the_script_challenge_endpoint_never_lowers_the_difficulty_or_leaves_the_site(svc: ChallengeService) -> None:
+    f = browser()
+    page = svc.handle(make_features("GET", "/.clefgate/challenge?d=1&return=https://evil.example/x", list(f.headers),
+                                    client_ip=f.client_ip), b"")
+    assert isinstance(page, LocalResponse)
+    form = form_of(page)
+    assert int(form["difficulty"]) == svc.cfg.difficulty
+    done = answer(svc, f, form["token"], solve(form["nonce"], int(form["difficulty"])))
+    assert header(done, "Location") == "/x"
 
 
 @pytest.mark.parametrize("lang", sorted(STRINGS))
 @pytest.mark.parametrize("post_lost", [False, True])
-@pytest.mark.parametrize("nojs_url", [None, "/.clefgate/nojs?token=k1.a-b_c.d", "/x?a=<b>&c=\"d\"'"])
+@pytest.mark.parametrize("nojs_token", [None, "k1.a-b_c.d", "x?a=<b>&c=\"d\"'"])
 @pytest.mark.parametrize("request_id", ["", "req-1", "<id>&\"é'"])
-def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_lost: bool, nojs_url: str | None, request_id: str) -> None:
+def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_lost: bool, nojs_token: str | None, request_id: str) -> None:
     """Pages are filled into a pre-split template; every layout and escaped value gives the direct renderer's bytes."""
     from gateway.challenge.pages import challenge_page, render_challenge_page
 
     for token, nonce, difficulty in (("k1.eyJ0IjoiYyJ9.c2ln", "bm9uY2U", 16), ("<k>&\"'.x.y", "n<o>nce", 7)):
         kw = dict(token=token, nonce=nonce, difficulty=difficulty, verify_url="/.clefgate/verify", post_lost=post_lost,
-                  nojs_url=nojs_url, nojs_wait_s=3, request_id=request_id, contact="ops@shop.example")
+                  nojs_token=nojs_token, nojs_action="/.clefgate/nojs", nojs_wait_s=3, request_id=request_id, contact="ops@shop.example")
         page = challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == render_challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == challenge_page(lang, **kw)  # type: ignore[arg-type]  # the second fill of the same template
@@ -242,7 +361,7 @@ def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_los
         assert f'name="token" value="{html_escape(token)}"' in text
         if request_id:
             assert f"<code>{html_escape(request_id)}</code>" in text
-        assert ('http-equiv="refresh"' in text) == (nojs_url is not None)
+        assert ('http-equiv="refresh"' in text) == (nojs_token is not None)
         assert "\x00" not in text
 
 
@@ -495,7 +614,7 @@ def test_a_long_url_can_be_passed_and_its_no_javascript_link_stays_within_a_requ
     counter = solve(form["nonce"], int(form["difficulty"]))
     resp = answer(svc, f, form["token"], counter)
     assert resp.status == 303 and header(resp, "Location") == target
-    link = re.search(r'href="(/\.clefgate/nojs\?token=[^"]+)"', page.body.decode())
+    link = re.search(r'url=(/\.clefgate/nojs\?token=[^"]+)"', page.body.decode())
     assert link is not None and len(link.group(1)) < 4096
 
 

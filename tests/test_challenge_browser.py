@@ -34,6 +34,8 @@ CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/ch
 SECRET = "e2e-secret-" + "x" * 32
 UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
 DIFFICULTIES = (12, 16, 20)
+# screenshots the browser tests take (gitignored; docs/img/ keeps one for the README)
+SHOTS = ROOT / "results" / "screenshots"
 
 
 class RecordingOrigin:
@@ -97,7 +99,7 @@ def gateway(origin: RecordingOrigin, tmp_path_factory: pytest.TempPathFactory) -
                      "  - name: low-risk\n    description: low enough for the no-JavaScript path\n    path: /low/**\n"
                      "    action: challenge\n    difficulty: 8\n" + gated + "\n")
     cfg = config_for(origin.url, rules={"files": [str(rules), str(ROOT / "rules" / "default.yaml")]},
-                     challenge={"keys": [{"id": "e2e", "secret": SECRET}], "nojs_max_difficulty": 10, "nojs_wait_s": 1.0})
+                     challenge={"keys": [{"id": "e2e", "secret": SECRET}], "nojs_wait_s": 1.0})
     gw = Gateway(work / "gw", cfg)
     yield gw
     gw.stop()
@@ -169,25 +171,65 @@ def test_chromium_solves_the_challenge_and_its_next_request_passes(gateway: Gate
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
-def test_chromium_without_javascript(gateway: Gateway, origin: RecordingOrigin, tmp_path: Path) -> None:
+def test_chromium_without_javascript_passes_a_difficulty_20_challenge(gateway: Gateway, origin: RecordingOrigin, tmp_path: Path) -> None:
+    """JavaScript off, difficulty 20: the page says it waits (never that it is working), then reaches the origin by itself;
+    a phone-sized screenshot of the page is kept (results/screenshots/)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, java_script_enabled=False,
+            viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, locale="en-GB",
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--no-first-run"])
         try:
             page = context.new_page()
-            # a low-risk challenge: the meta refresh waits a second, then the signed no-JS path passes
-            page.goto(gateway.url + "/low/article")
-            page.wait_for_selector("#origin", timeout=30_000)
-            assert page.inner_text("#origin") == "origin saw /low/article"
-            # a higher-risk challenge: no silent blank page, an explanation
-            page.goto(gateway.url + "/protected/needs-js")
-            assert "This check needs JavaScript" in page.inner_text("main")
+            # the wait at difficulty 20 is nojs_wait_s (1 s here) doubled every 2 bits above 16: 4 s
+            page.goto(gateway.url + "/d20/no-script?q=1", wait_until="domcontentloaded")
+            text = page.inner_text("main")
+            assert "in 4 seconds" in text and "Working" not in text and "puzzle" not in text.split("JavaScript is turned off")[0]
+            assert page.is_visible("button:has-text('Continue')")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "challenge-nojs-390x844.png"))
+            page.wait_for_selector("#origin", timeout=60_000)
+            assert page.inner_text("#origin") == "origin saw /d20/no-script?q=1"
+            # pressing Continue too early waits out the rest and still arrives
+            context.clear_cookies()
+            page.goto(gateway.url + "/d20/pressed", wait_until="domcontentloaded")
+            page.click("button:has-text('Continue')")
+            page.wait_for_selector("#origin", timeout=60_000)
+            assert page.inner_text("#origin") == "origin saw /d20/pressed"
         finally:
             context.close()
-    assert "/protected/needs-js" not in origin.seen
+    assert "/d20/no-script?q=1" in origin.seen
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
+def test_phone_sized_challenge_page_with_javascript(gateway: Gateway, origin: RecordingOrigin, tmp_path: Path) -> None:
+    """The page a phone sees while the puzzle runs, in the visitor's language: a screenshot at 390x844 (results/screenshots/)."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, viewport={"width": 390, "height": 844},
+            device_scale_factor=2, is_mobile=True, locale="de-DE", extra_http_headers={"Accept-Language": "de-DE,de;q=0.9"},
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run"])
+        try:
+            page = context.new_page()
+            # the screenshot is of the puzzle running: hold the answer back until it is taken
+            page.route("**/.clefgate/verify", lambda route: route.abort() if not SHOTS.joinpath("challenge-js-de-390x844.png").exists()
+                       else route.continue_())
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            SHOTS.joinpath("challenge-js-de-390x844.png").unlink(missing_ok=True)
+            page.goto(gateway.url + "/d20/phone", wait_until="domcontentloaded")
+            page.wait_for_selector("#cg-status", state="visible")
+            text = page.inner_text("main")
+            assert "Rechenaufgabe" in text and "JavaScript ist ausgeschaltet" not in text
+            page.screenshot(path=str(SHOTS / "challenge-js-de-390x844.png"))
+            page.goto(gateway.url + "/d20/phone")
+            page.wait_for_selector("#origin", timeout=240_000)
+            assert page.inner_text("#origin") == "origin saw /d20/phone"
+        finally:
+            context.close()
 
 
 # ----------------------------------------------------------------------------- curl and cookies

@@ -391,14 +391,17 @@ def test_evaluation_never_raises(shipped: RuleTable, every: RuleTable, f: Featur
         assert out is None or isinstance(out, (Verdict, ScoreRequest))
 
 
-def test_ai_training_crawlers_get_no_waiting_path_past_the_challenge(shipped: RuleTable) -> None:
-    """The no-JavaScript path (a signed meta refresh after a wait) is for people; the crawlers rule asks more work
-    than it offers, so a crawler cannot pass by waiting five seconds."""
+def test_ai_training_crawlers_wait_longer_on_the_no_javascript_path(shipped: RuleTable) -> None:
+    """The no-JavaScript path (a signed wait) is for people; the crawlers rule asks more work than the default, so a
+    crawler that waits instead waits at least twice as long as a person's default challenge."""
+    from gateway.challenge import ChallengeService, Signer
     from gateway.config import ChallengeConfig
 
     verdict = shipped.evaluate(req("/blog/post", ua=GPTBOT))
     assert isinstance(verdict, Verdict) and verdict.action is Action.CHALLENGE
-    assert (verdict.difficulty or 0) > ChallengeConfig().nojs_max_difficulty
+    cfg = ChallengeConfig()
+    svc = ChallengeService(cfg, Signer([("k", b"k" * 32)]))
+    assert (svc.nojs_wait_s(verdict.difficulty or 0) or 0) >= 2 * (svc.nojs_wait_s(cfg.difficulty) or 0) > 0
 
 
 def test_files_that_are_not_utf8_are_listed_problems(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import math
 import re
 from collections.abc import Callable, Sequence
 from importlib import resources
+from urllib.parse import quote
 
 from gateway.challenge.strings import STRINGS
 
@@ -91,77 +93,111 @@ class _Template:
         return b"".join(out)
 
 
-_CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_url", "request_id")
-_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, bool, str], _Template] = {}
+_CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_token", "nojs_url", "request_id")
+_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, int, bool, str], _Template] = {}
+# SHA-256 tries per second the page's workers make on a slow phone: what the page's time estimate assumes
+HASH_RATE = 1_000_000.0
+
+
+def solve_estimate_s(difficulty: int) -> int:
+    """Seconds within which a slow device solves ``difficulty`` 19 times in 20 (3 x the expected tries), at least 2."""
+    return max(2, math.ceil(3.0 * 2.0 ** int(difficulty) / HASH_RATE))
+
+
+def nojs_url_of(nojs_action: str, nojs_token: str) -> str:
+    """The no-JavaScript path's link: the wait token in the query (base64url and key ids need no quoting, others are quoted)."""
+    return f"{nojs_action}?token={quote(nojs_token, safe='-_.~')}"
 
 
 def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
-                   nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
-    """The proof-of-work page: a form the script submits once the puzzle is solved.
+                   nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+    """The proof-of-work page, and its no-JavaScript path when ``nojs_token`` is given.
 
-    ``nojs_url`` (low-risk challenges only) adds a meta refresh inside ``<noscript>``: a
-    browser without JavaScript follows it after ``nojs_wait_s`` seconds and passes.
+    Progressive enhancement: what the script does (the puzzle's progress and status) is
+    hidden until the script runs and shows it; without JavaScript, ``<noscript>`` holds a
+    meta refresh to the signed wait path after ``nojs_wait_s`` seconds and a Continue
+    button doing the same, so the page never says it is working when nothing runs.
 
-    Pages are filled into a template split once per layout (language, options), since a
-    flood gets one per request; the bytes are :func:`render_challenge_page`'s.
+    Pages are filled into a template split once per layout (language, difficulty, options), since
+    a flood gets one per request; the bytes are :func:`render_challenge_page`'s.
     """
-    layout = (lang, verify_url, post_lost, nojs_url is not None, nojs_wait_s, bool(request_id), contact)
+    layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_wait_s, int(difficulty), bool(request_id), contact)
     template = _CHALLENGE_TEMPLATES.get(layout)
     if template is None:
-        if len(_CHALLENGE_TEMPLATES) >= 256:  # layouts are few (languages x options); never grow without bound
+        if len(_CHALLENGE_TEMPLATES) >= 512:  # layouts are few (languages x difficulties x options); never grow without bound
             _CHALLENGE_TEMPLATES.clear()
         template = _CHALLENGE_TEMPLATES[layout] = _Template(
             _challenge_text, _CHALLENGE_SLOTS, lang=lang, verify_url=verify_url, post_lost=post_lost, nojs_wait_s=nojs_wait_s,
-            contact=contact, marked_nojs=nojs_url is not None, marked_request_id=bool(request_id))
-    return template.fill((_e(token).encode("utf-8"), _e(nonce).encode("utf-8"), str(int(difficulty)).encode("ascii"),
-                          _e(nojs_url).encode("utf-8") if nojs_url is not None else b"", _e(request_id).encode("utf-8")))
+            contact=contact, nojs_action=nojs_action, estimate_s=solve_estimate_s(difficulty), marked_nojs=nojs_token is not None,
+            marked_request_id=bool(request_id))
+    nojs = (_e(nojs_token).encode("utf-8"), _e(nojs_url_of(nojs_action, nojs_token)).encode("utf-8")) if nojs_token is not None \
+        else (b"", b"")
+    return template.fill((_e(token).encode("utf-8"), _e(nonce).encode("utf-8"), str(int(difficulty)).encode("ascii"), *nojs,
+                          _e(request_id).encode("utf-8")))
 
 
 def render_challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
-                          nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+                          nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
     """:func:`challenge_page` rendered directly, without a template (the reference its templates are split from)."""
     return _challenge_text(lang, token=_e(token), nonce=_e(nonce), difficulty=str(int(difficulty)), verify_url=verify_url,
-                           post_lost=post_lost, nojs_url=None if nojs_url is None else _e(nojs_url), nojs_wait_s=nojs_wait_s,
-                           request_id=_e(request_id), contact=contact).encode("utf-8")
+                           post_lost=post_lost, nojs_token=None if nojs_token is None else _e(nojs_token),
+                           nojs_url=None if nojs_token is None else _e(nojs_url_of(nojs_action, nojs_token)), nojs_action=nojs_action,
+                           nojs_wait_s=nojs_wait_s, estimate_s=solve_estimate_s(difficulty), request_id=_e(request_id),
+                           contact=contact).encode("utf-8")
 
 
-def _challenge_text(lang: str, *, token: str, nonce: str, difficulty: str, verify_url: str, post_lost: bool,
-                    nojs_url: str | None, nojs_wait_s: int, request_id: str, contact: str, marked_nojs: bool | None = None,
-                    marked_request_id: bool | None = None) -> str:
-    """The challenge page as text; ``token``, ``nonce``, ``nojs_url`` and ``request_id`` come in already HTML-escaped.
+def _challenge_text(lang: str, *, token: str, nonce: str, difficulty: str, verify_url: str, post_lost: bool, nojs_token: str | None,
+                    nojs_url: str | None, nojs_action: str, nojs_wait_s: int, estimate_s: int, request_id: str, contact: str,
+                    marked_nojs: bool | None = None, marked_request_id: bool | None = None) -> str:
+    """The challenge page as text; ``token``, ``nonce``, ``nojs_token``, ``nojs_url`` and ``request_id`` come in already
+    HTML-escaped.
 
     A template renders it with markers as values: ``marked_nojs`` and ``marked_request_id``
     then say whether those parts are present (a marker is never empty).
     """
     if marked_nojs is False:
-        nojs_url = None
+        nojs_token = nojs_url = None
     if marked_request_id is False:
         request_id = ""
     s = _ESCAPED[lang]
     head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={nojs_url}"></noscript>' if nojs_url else ""
     if nojs_url:
-        nojs = (f"<noscript><p class=\"note\">{s['nojs_wait'].format(seconds=nojs_wait_s)} "
-                f"<a href=\"{nojs_url}\">{s['nojs_continue']}</a></p></noscript>")
+        nojs = (f'<noscript><form method="get" action="{_e(nojs_action)}" class="note">'
+                f"<p>{s['nojs_wait'].format(seconds=nojs_wait_s)}</p><p>{s['nojs_button'].format(seconds=nojs_wait_s)}</p>"
+                f'<input type="hidden" name="token" value="{nojs_token}"><button type="submit">{s["nojs_continue"]}</button>'
+                "</form></noscript>")
     else:
         nojs = f"<noscript><p class=\"note\">{s['nojs_required']}</p></noscript>"
     body = [
         f"<h1>{s['challenge_heading']}</h1>",
         f"<p>{s['challenge_intro']}</p>",
         f"<p class=\"note\">{s['post_lost']}</p>" if post_lost else "",
-        f'<progress id="cg-bar" max="100" value="0" aria-label="{s["challenge_working"]}"></progress>',
-        f'<p id="cg-status" role="status" aria-live="polite">{s["challenge_working"]}</p>',
-        nojs,
+        # shown by the script when it runs: without JavaScript nothing here is true
+        f'<div id="cg-js" hidden><p>{s["challenge_js"].format(seconds=estimate_s)}</p>'
+        f'<progress id="cg-bar" max="100" value="0" aria-label="{s["challenge_working"]}"></progress>'
+        f'<p id="cg-status" role="status" aria-live="polite">{s["challenge_working"]}</p></div>',
         f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{nonce}" data-difficulty="{difficulty}" '
         f'data-progress="{s["challenge_progress"]}" data-done="{s["challenge_done"]}" data-failed="{s["challenge_failed"]}">'
         f'<input type="hidden" name="token" value="{token}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
+        nojs,
         _footer(STRINGS[lang], request_id, "", escaped=True),
     ]
     return _page_text(lang, STRINGS[lang]["challenge_title"], [b for b in body if b], head=head, scripts=True)
 
 
+# the plain reason classes a block page can name (``strings.py`` keys ``reason_<class>``)
+REASON_CLASSES = ("automated", "attack", "rate", "policy")
+
+
 def message_page(lang: str, kind: str, *, request_id: str = "", contact: str = "", link: str | None = None,
-                 extra: str = "", reason: str = "") -> bytes:
-    """A static page: kind is block, rate, verified, verified_post, failed or not_found."""
+                 extra: str = "", reason: str = "", reason_class: str = "", appeal_url: str = "", refresh: tuple[int, str] | None = None,
+                 seconds: int = 0) -> bytes:
+    """A static page: kind is block, rate, verified, verified_post, failed, wait or not_found.
+
+    ``reason_class`` (block and rate pages) names the plain reason (one of ``REASON_CLASSES``);
+    ``appeal_url`` adds a link to ask for a review (``{request_id}`` in it is replaced by the
+    reference); ``refresh`` (seconds, URL) adds a meta refresh (the wait page).
+    """
     s = STRINGS[lang]
     if kind == "block":
         title, heading, text = s["block_title"], s["block_heading"], s["block_text"]
@@ -172,18 +208,27 @@ def message_page(lang: str, kind: str, *, request_id: str = "", contact: str = "
         text = s["verified_resubmit"] if kind == "verified_post" else ""
     elif kind == "failed":
         title, heading, text = s["failed_title"], s["failed_heading"], s["failed_text"].format(reason=reason)
+    elif kind == "wait":
+        title, heading, text = s["wait_title"], s["wait_heading"], s["wait_text"].format(seconds=seconds)
     else:
         title = heading = s["not_found"]
         text = ""
     body = [f"<h1>{_e(heading)}</h1>"]
     if text:
         body.append(f"<p>{_e(text)}</p>")
+    if reason_class in REASON_CLASSES and kind in ("block", "rate"):
+        body.append(f'<p><strong>{_e(s["reason"])}:</strong> {_e(s["reason_" + reason_class])}.</p>')
     if extra:
         body.append(f"<p>{_e(extra)}</p>")
     if link is not None:
-        label = s["failed_link"] if kind == "failed" else s["verified_link"]
+        label = s["failed_link"] if kind == "failed" else s["nojs_continue"] if kind == "wait" else s["verified_link"]
         body.append(f'<p><a href="{_e(link)}">{_e(label)}</a></p>')
-    footer = _footer(s, request_id, contact if kind in ("block", "rate", "failed") else "")
+    shown_contact = contact if kind in ("block", "rate", "failed") else ""
+    footer = _footer(s, request_id, shown_contact)
+    if appeal_url and kind in ("block", "rate"):
+        target = appeal_url.replace("{request_id}", quote(request_id, safe=""))
+        body.append(f'<p><a href="{_e(target)}">{_e(s["appeal"])}</a></p>')
     if footer:
         body.append(footer)
-    return _page(lang, title, body)
+    head = f'<meta http-equiv="refresh" content="{int(refresh[0])};url={_e(refresh[1])}">' if refresh is not None else ""
+    return _page(lang, title, body, head=head)

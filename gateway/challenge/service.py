@@ -11,9 +11,16 @@ Flow for a challenged browser::
 The token and the pass are bound to the client (network prefix + user-agent hash), expire,
 and a solved nonce is accepted once. A request that was a POST is not replayed after the
 check (its body is gone): the page says so, and after passing the client is told to
-submit again. Browsers without JavaScript get an explanation, and for low-risk
-challenges a meta-refresh path (``/.clefgate/nojs``) that costs waiting time instead of
-CPU.
+submit again. Browsers without JavaScript get a signed wait instead (``/.clefgate/nojs``,
+a meta refresh and a Continue button): it costs waiting time instead of CPU, longer the
+higher the difficulty (:meth:`ChallengeService.nojs_wait_s`), and its token is single-use
+and bound to the client exactly like the puzzle's.
+
+A challenged XHR/fetch (``Sec-Fetch-Mode: cors``/``same-origin``, ``Accept: application/json``
+or ``X-Requested-With``) gets JSON instead of a page, ``{"error": "challenge", "challenge_url":
+..., "request_id": ...}``, and the header ``X-Clefgate-Challenge: pow; difficulty=N; url=...``:
+the front end sends the top-level page to ``challenge_url`` (``GET /.clefgate/challenge``),
+which comes back to the page once solved (docs/challenge.md).
 """
 
 from __future__ import annotations
@@ -27,17 +34,17 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from gateway import metrics
 from gateway.challenge.nonces import NonceStore
-from gateway.challenge.pages import CSP, CSP_STATIC, challenge_page, message_page
+from gateway.challenge.pages import CSP, CSP_STATIC, challenge_page, message_page, nojs_url_of
 from gateway.challenge.strings import STRINGS, pick_language
 from gateway.challenge.tokens import CHALLENGE, MIN_SECRET_BYTES, PASS, WAIT, Binding, Signer, TokenError, b64e, new_nonce, pow_ok
 from gateway.clients import ClientState
 from gateway.config import ChallengeConfig, resolve_secret
 from gateway.features import Features
-from gateway.verdict import Action, LocalResponse, Verdict
+from gateway.verdict import Action, LocalResponse, Source, Verdict, attack_probability, bot_probability
 
 log = logging.getLogger("clefgate.challenge")
 
@@ -140,8 +147,36 @@ class ChallengeService:
 
     @staticmethod
     def _wants_json(features: Features) -> bool:
-        accept = features.header_map.get("accept", "")
+        """A script's request (XHR/fetch), not a page the person sees: it gets JSON it can act on."""
+        headers = features.header_map
+        if headers.get("sec-fetch-mode", "").lower() in ("cors", "same-origin") or "x-requested-with" in headers:
+            return True
+        accept = headers.get("accept", "")
         return "json" in accept and "html" not in accept
+
+    def nojs_wait_s(self, difficulty: int) -> int | None:
+        """Seconds the no-JavaScript path makes a client wait at ``difficulty``, or None when it offers none.
+
+        ``nojs_wait_s`` at ``challenge.difficulty`` or below, doubled every 2 bits above it (the puzzle's
+        expected work doubles every bit), at most ``nojs_max_wait_s`` and well inside the token's lifetime.
+        """
+        cfg = self.cfg
+        if not cfg.nojs_max_difficulty or difficulty > cfg.nojs_max_difficulty:
+            return None
+        wait = cfg.nojs_wait_s * 2.0 ** (max(0, difficulty - cfg.difficulty) / 2.0)
+        return math.ceil(min(wait, cfg.nojs_max_wait_s, cfg.token_ttl_s * 0.8))
+
+    def challenge_url(self, features: Features, difficulty: int) -> str:
+        """Where a script sends the top-level page to be challenged: back to that page (the Referer on this host) once solved."""
+        back = "/"
+        referer = features.header_map.get("referer", "")
+        if referer:
+            parts = urlsplit(referer)
+            if parts.netloc and parts.netloc.lower() == features.host.lower():
+                back = self._safe_target(parts.path + (f"?{parts.query}" if parts.query else ""))
+        if len(back) > _NOJS_URL_MAX:
+            back = "/"
+        return f"{PREFIX}challenge?" + urlencode({"d": difficulty, "return": back})
 
     def _secure(self, features: Features) -> bool:
         return self.cfg.cookie_secure == "always" or (self.cfg.cookie_secure == "auto" and features.scheme == "https")
@@ -189,47 +224,59 @@ class ChallengeService:
         expires = int(now + cfg.token_ttl_s) + 1
         token = self.signer.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
                                            url=url, post_lost=int(post_lost))
-        nojs_url = None
-        if cfg.nojs_max_difficulty and difficulty <= cfg.nojs_max_difficulty:
+        nojs_token = None
+        wait_s = self.nojs_wait_s(difficulty)
+        if wait_s is not None:
             # this token travels in a link's query: a very long return URL goes back without its query, so the
             # link stays within a request line
             nojs_back = url if len(url) <= _NOJS_URL_MAX else url.split("?", 1)[0]
             if len(nojs_back) > _NOJS_URL_MAX:
                 nojs_back = "/"
-            wait = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
-                                              url=nojs_back, post_lost=int(post_lost), not_before=now + cfg.nojs_wait_s)
-            # a token is "<key id>.<base64url>.<base64url>": only a key id with URL-unsafe characters needs quoting
-            nojs_url = f"{PREFIX}nojs?token={wait if self.signer.signing_id in self._url_safe_ids else quote(wait)}"
+            nojs_token = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
+                                                    url=nojs_back, post_lost=int(post_lost), not_before=now + wait_s)
         ISSUED.inc()
-        extra = (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}"),)
         if self._wants_json(features):
+            where = self.challenge_url(features, difficulty)
             s = STRINGS["en"]
-            return self._json(cfg.page_status, {"error": "challenge", "message": s["challenge_intro"], "request_id": features.request_id,
-                                                "difficulty": difficulty}, extra)
+            return self._json(cfg.page_status, {"error": "challenge", "message": s["challenge_intro"], "challenge_url": where,
+                                                "request_id": features.request_id, "difficulty": difficulty},
+                              (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}; url={where}"),))
+        extra = (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}"),)
         lang = self._lang(features)
         body = challenge_page(lang, token=token, nonce=nonce, difficulty=difficulty, verify_url=f"{PREFIX}verify", post_lost=post_lost,
-                              nojs_url=nojs_url, nojs_wait_s=math.ceil(cfg.nojs_wait_s), request_id=features.request_id,
-                              contact=cfg.contact)
+                              nojs_token=nojs_token, nojs_action=f"{PREFIX}nojs", nojs_wait_s=wait_s or 0,
+                              request_id=features.request_id, contact=cfg.contact)
         return self._response(cfg.page_status, body, features, csp=CSP, extra=extra)
 
     def block(self, verdict: Verdict, features: Features) -> LocalResponse:
-        """The block page for a BLOCK verdict: its own status (e.g. 429 from a rate rule) or ``challenge.block_status``."""
+        """The block page for a BLOCK verdict: its own status (e.g. 429 from a rate rule) or ``challenge.block_status``.
+
+        It names a plain reason class (:func:`reason_class`), the reference (request id), and the
+        operator's contact and appeal link when configured.
+        """
         status = verdict.status or self.cfg.block_status
         BLOCK_PAGES.inc(str(status))
         kind = "rate" if status == 429 else "block"
         extra = (("Retry-After", "60"),) if status == 429 else ()
+        why = reason_class(verdict)
         if self._wants_json(features):
             s = STRINGS["en"]
-            return self._json(status, {"error": "rate_limited" if kind == "rate" else "blocked",
-                                       "message": s["rate_text" if kind == "rate" else "block_text"], "request_id": features.request_id},
-                              extra)
-        body = message_page(self._lang(features), kind, request_id=features.request_id, contact=self.cfg.contact)
+            payload = {"error": "rate_limited" if kind == "rate" else "blocked", "message": s["rate_text" if kind == "rate" else "block_text"],
+                       "reason": s["reason_" + why], "request_id": features.request_id}
+            if self.cfg.contact:
+                payload["contact"] = self.cfg.contact
+            if self.cfg.appeal_url:
+                payload["appeal_url"] = self.cfg.appeal_url.replace("{request_id}", quote(features.request_id, safe=""))
+            return self._json(status, payload, extra)
+        body = message_page(self._lang(features), kind, request_id=features.request_id, contact=self.cfg.contact, reason_class=why,
+                            appeal_url=self.cfg.appeal_url)
         return self._response(status, body, features, extra=extra)
 
     # ------------------------------------------------------------------ LocalEndpoints
 
     def handle(self, features: Features, body: bytes) -> LocalResponse | Awaitable[LocalResponse]:
-        """Requests under ``/.clefgate/``: ``POST verify`` (the page's answer) and ``GET nojs`` (the no-JavaScript path)."""
+        """Requests under ``/.clefgate/``: ``POST verify`` (the page's answer), ``GET nojs`` (the no-JavaScript path) and
+        ``GET challenge`` (the page a script sends its top-level page to)."""
         name = features.path[len(PREFIX):] if features.path.startswith(PREFIX) else ""
         if name == "verify" and features.method == "POST":
             try:
@@ -237,6 +284,8 @@ class ChallengeService:
             except ValueError:  # more fields than an answer has
                 return self._refused(features, "malformed", None)
             return self._answer(features, CHALLENGE, (form.get("token") or [""])[0], (form.get("counter") or [""])[0])
+        if name == "challenge" and features.method in ("GET", "HEAD"):
+            return self._challenge_for_script(features)
         if name == "nojs" and features.method in ("GET", "HEAD"):
             try:
                 query = parse_qs(features.query, max_num_fields=8)
@@ -256,7 +305,7 @@ class ChallengeService:
             if kind == CHALLENGE and not pow_ok(str(payload.get("n", "")), counter, int(payload.get("d", 99))):
                 raise TokenError("bad_solution", "the answer does not solve the puzzle")
             if kind == WAIT and now < float(payload.get("nb", 0)):
-                raise TokenError("too_early", "the wait is not over")
+                return self._wait_more(features, float(payload.get("nb", 0)) - now)
         except TokenError as exc:
             # once the signature held, the retry link goes back to the page the client asked for
             return self._refused(features, exc.reason, payload)
@@ -292,6 +341,37 @@ class ChallengeService:
             body = message_page(self._lang(features), "verified_post", link=url)
             return self._response(200, body, features, extra=(set_cookie,))
         return LocalResponse(303, b"", (*_COMMON_HEADERS, ("Location", url), set_cookie), "text/plain; charset=utf-8")
+
+    def _challenge_for_script(self, features: Features) -> LocalResponse:
+        """``GET /.clefgate/challenge?d=N&return=/page``: the challenge page for a top-level page whose script was challenged.
+
+        The difficulty asked for is never below ``challenge.difficulty`` (and a pass earned below what a
+        request needs is challenged again anyway); the return URL is local only.
+        """
+        try:
+            query = parse_qs(features.query, max_num_fields=8)
+        except ValueError:
+            return self._refused(features, "malformed", None)
+        try:
+            asked = int((query.get("d") or ["0"])[0])
+        except ValueError:
+            asked = 0
+        difficulty = min(32, max(self.cfg.difficulty, asked))
+        back = self._safe_target((query.get("return") or ["/"])[0] or "/")
+        path, _, query_text = back.partition("?")
+        headers = {k: v for k, v in features.header_map.items() if k not in ("sec-fetch-mode", "x-requested-with", "accept")}
+        page = dataclasses.replace(features, method="GET", path=path, query=query_text, header_map={**headers, "accept": "text/html"})
+        verdict = Verdict(Action.CHALLENGE, Source.DEFAULT, "challenge asked for by a challenged script", difficulty=difficulty)
+        return self.challenge(verdict, page)
+
+    def _wait_more(self, features: Features, left_s: float) -> LocalResponse:
+        """The no-JavaScript path followed before its wait is over: a page that comes back to the same link when it is."""
+        FAILED.inc("too_early")
+        seconds = max(1, math.ceil(left_s))
+        again = nojs_url_of(f"{PREFIX}nojs", (parse_qs(features.query).get("token") or [""])[0])
+        body = message_page(self._lang(features), "wait", request_id=features.request_id, link=again, refresh=(seconds, again),
+                            seconds=seconds)
+        return self._response(403, body, features)
 
     def _refused(self, features: Features, reason: str, payload: dict[str, Any] | None) -> LocalResponse:
         FAILED.inc(reason)
@@ -380,3 +460,27 @@ class ChallengeService:
         # the model's fields (version, latency, input) stay: the decision log is the retraining feed
         return dataclasses.replace(verdict, action=Action.FORWARD, reason=f"challenge passed (pass cookie); would otherwise: {verdict.reason}",
                                    status=None, difficulty=None, shadow_action=None, headers=(("X-Clefgate-Pass", f"difficulty={held}"),))
+
+
+_ATTACK_WORDS = re.compile(r"(?i)inject|sql|xss|travers|exploit|log4shell|entit|ssrf|crlf|evasion|secret|vcs|probe|attack|payload|smuggl|shell")
+
+
+def reason_class(verdict: Verdict) -> str:
+    """The plain reason a block page names: ``rate`` (too many requests), ``attack`` (the request looked like an attack),
+    ``automated`` (automated traffic) or ``policy`` (the site's access policy, when nothing more is known).
+
+    From the verdict's evidence: its status (429), payload hits and detector source, the rule's name,
+    the model's probabilities (attack against bad bot), the client's own history.
+    """
+    rule = verdict.rule or ""
+    if verdict.status == 429 or "rate" in rule.lower():
+        return "rate"
+    if verdict.payload or verdict.source is Source.DETECTOR:
+        return "attack"
+    if _ATTACK_WORDS.search(rule) or _ATTACK_WORDS.search(verdict.reason):
+        return "attack"
+    if verdict.probabilities:
+        return "attack" if attack_probability(verdict.probabilities) >= bot_probability(verdict.probabilities) else "automated"
+    if verdict.source in (Source.RULE, Source.CLIENT, Source.MODEL, Source.CACHE, Source.FALLBACK):
+        return "automated"
+    return "policy"

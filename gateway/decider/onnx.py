@@ -31,7 +31,10 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -60,6 +63,35 @@ _GRAPH_LEVELS = {
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
 _ORT_PROVIDER = {"cuda": "CUDAExecutionProvider", "cpu": "CPUExecutionProvider"}
+# onnxruntime writes its own warnings to stderr as coloured text (a telemetry id it cannot persist on a read-only
+# image, graph notes): the gateway logs what matters itself, as JSON. Its errors still show.
+ort.set_default_logger_severity(3)
+
+
+@functools.cache
+def cuda_usable() -> str | None:
+    """None when a CUDA session can start here; else why not (asked before any session requests CUDA).
+
+    ``get_available_providers`` lists what this onnxruntime build has, not what the machine can
+    run: onnxruntime-gpu on a host without an NVIDIA driver or CUDA libraries prints error lines
+    and falls back when a session asks for CUDA. So: the provider must be built in, a driver
+    present, and the provider's library (with its CUDA and cuDNN dependencies) loadable.
+    """
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return "this onnxruntime has no CUDA provider"
+    if not (os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidiactl")):
+        return "no NVIDIA driver on this host"
+    capi = Path(ort.__file__).parent / "capi"
+    try:
+        shared = capi / "libonnxruntime_providers_shared.so"
+        if shared.exists():
+            ctypes.CDLL(str(shared), mode=ctypes.RTLD_GLOBAL)
+        cuda = capi / "libonnxruntime_providers_cuda.so"
+        if cuda.exists():
+            ctypes.CDLL(str(cuda))
+    except OSError as exc:
+        return f"the CUDA provider cannot load ({exc})"
+    return None
 _REQUIRED_INPUTS = ("ids", "numeric")
 
 LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
@@ -250,6 +282,10 @@ class OnnxScorer:
                 continue
             if name not in available:
                 problems.append(f"{provider}: not built into this onnxruntime")
+                continue
+            if provider == "cuda" and (why := cuda_usable()) is not None:
+                problems.append(f"cuda: {why}")
+                log.info("model %s: not using CUDA: %s", self.manifest.id, why)
                 continue
             variant = self._variant_for(provider)
             if variant not in self.manifest.files:

@@ -1,6 +1,8 @@
 /* clefgate challenge page: run the proof-of-work in Web Workers, show progress, post the answer. */
 (function () {
   "use strict";
+  // the puzzle's progress is shown only once this script runs: without JavaScript the page says what really happens
+  document.getElementById("cg-js").hidden = false;
   var form = document.getElementById("cg-form");
   var status = document.getElementById("cg-status");
   var bar = document.getElementById("cg-bar");

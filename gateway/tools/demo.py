@@ -1,5 +1,9 @@
 """``clefgate demo``: the gateway in front of a bundled demo origin, on the embedded default config.
 
+It writes its config, a generated admin secret and a decision log into a fresh temporary
+folder, and prints the console's address with the secret and a ``clefgate replay`` line
+for what was served.
+
 The demo origin is a small shop-and-forum site (pages with assets, a search, a login
 form, an RSS feed, a JSON API, a git-like path) so that every kind of client the
 shipped rules and model know about has something realistic to request.
@@ -9,9 +13,11 @@ from __future__ import annotations
 
 import html
 import os
+import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -159,8 +165,45 @@ def _wait_http(url: str, timeout: float) -> bool:
     return False
 
 
+def prepare(workdir: Path, upstream: str, listen: str, admin: str) -> tuple[Path, str, Path]:
+    """The demo's files in ``workdir``: its config, a generated admin secret (file, 0600) and where the decision log goes.
+
+    Returns (config path, admin secret, decision log path).
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    secret = secrets.token_urlsafe(24)
+    token_file = workdir / "admin-token"
+    token_file.touch(mode=0o600)
+    token_file.write_text(secret + "\n", encoding="utf-8")
+    decisions = workdir / "decisions.jsonl"
+    raw = default_config(upstream, listen, admin)
+    raw["admin"] = {**raw.get("admin", {}), "token": f"file:{token_file}"}
+    # every decision, rules' included: the console's lookup and `clefgate replay` see all that was served
+    raw["decision_log"] = {"path": str(decisions), "rules": "all"}
+    cfg_path = workdir / "clefgate.yaml"
+    cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return cfg_path, secret, decisions
+
+
+def banner(listen: str, admin: str, upstream: str, cfg_path: Path, secret: str, decisions: Path) -> str:
+    """What the demo prints at start: where everything is, the console's secret, and what to try."""
+    return (f"clefgate demo\n"
+            f"  site (through the gateway): http://{listen}/\n"
+            f"  demo origin (direct):       {upstream}/\n"
+            f"  console:                    http://{admin}/console/\n"
+            f"  console admin secret:       {secret}\n"
+            f"  metrics:                    http://{admin}/metrics\n"
+            f"  readiness:                  http://{admin}/readyz\n"
+            f"  effective config:           {cfg_path}\n"
+            f"  decision log:               {decisions}\n"
+            f"  try: curl -s http://{listen}/.env   (a scanner probe: blocked; its page shows a reference to look up in the console)\n"
+            f"  then: clefgate replay --config {cfg_path} {decisions}\n"
+            f"        (what the rules, model and policy decide again on what was just served; edit the config's policy and run it again)\n"
+            f"  files stay in {cfg_path.parent} after the demo stops. Stop with Ctrl-C.")
+
+
 def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", origin_port: int = 8000) -> int:
-    """Start the demo origin (a child process) and serve the gateway in front of it."""
+    """Start the demo origin (a child process) and serve the gateway in front of it, with the console and a decision log."""
     from gateway.server import ConfigSource, serve
 
     upstream = f"http://127.0.0.1:{origin_port}"
@@ -169,13 +212,9 @@ def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", orig
         if not _wait_http(upstream + "/healthz", 15.0):
             print(f"demo origin did not start on {upstream}", file=sys.stderr)
             return 1
-        cfg_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"clefgate-demo-{os.getpid()}.yaml"
-        raw = default_config(upstream, listen, admin)
-        cfg_path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-        print(f"clefgate demo\n  site (through the gateway): http://{listen}/\n  demo origin (direct):       {upstream}/\n"
-              f"  metrics:                    http://{admin}/metrics\n  readiness:                  http://{admin}/readyz\n"
-              f"  effective config:           {cfg_path}\n  try: curl -s http://{listen}/.env   (a scanner probe: blocked)\n"
-              "Stop with Ctrl-C.", flush=True)
+        workdir = Path(tempfile.mkdtemp(prefix="clefgate-demo-", dir=os.environ.get("TMPDIR") or None))
+        cfg_path, secret, decisions = prepare(workdir, upstream, listen, admin)
+        print(banner(listen, admin, upstream, cfg_path, secret, decisions), flush=True)
         return serve(ConfigSource(str(cfg_path)))
     finally:
         origin.send_signal(signal.SIGTERM)

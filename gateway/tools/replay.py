@@ -279,6 +279,9 @@ def read_log(paths: Sequence[str], host: str, reconstruct: str, skipped: Counter
                 if not line.strip():
                     continue
                 pseudo += 0.001
+                if line.startswith('{"audit":'):  # a console action's audit line: no request in it
+                    skipped["console_audit"] += 1
+                    continue
                 try:
                     item = parse_json(line, pseudo) if line.lstrip().startswith("{") else parse_combined(line, host, reconstruct)
                 except AccessLogLine:
