@@ -43,7 +43,7 @@ from typing import Any
 
 from gateway import metrics
 from gateway.config import DecisionLogConfig
-from gateway.features import FEATURE_VERSION, Features
+from gateway.features import V1_VERSION, Features
 from gateway.verdict import Action, Source, Verdict
 
 log = logging.getLogger("clefgate.decisionlog")
@@ -126,7 +126,9 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     item = verdict.model_input
     if item is not None:
         # exactly what the model read; gateway.features.ModelInput.from_json reads it back
-        out["input"] = {"feature_version": FEATURE_VERSION, "text": item.text, "numeric": item.numeric}
+        out["input"] = {"feature_version": item.version, "text": item.text, "numeric": item.numeric}
+        if item.version != V1_VERSION:
+            out["input"] |= {"client_text": item.client_text, "client_numeric": item.client_numeric}
     return out
 
 
@@ -234,7 +236,9 @@ class _LineEncoder:
             parts.append(',"backend":' + s(verdict.backend))
         item = verdict.model_input
         if item is not None:
-            parts.append(f',"input":{{"feature_version":{s(FEATURE_VERSION)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}}}')
+            client = (f',"client_text":{s(item.client_text)},"client_numeric":{_encode(item.client_numeric)}'
+                      if item.version != V1_VERSION else "")
+            parts.append(f',"input":{{"feature_version":{s(item.version)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}{client}}}')
         parts.append("}")
         return "".join(parts)
 
