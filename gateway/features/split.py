@@ -34,8 +34,7 @@ FRONT_HEADERS = frozenset({
     "x-forwarded-ssl", "x-forwarded-scheme", "forwarded", "via", "x-real-ip", "x-request-id", "x-amzn-trace-id",
     "cf-connecting-ip", "cf-ray", "cf-ipcountry", "cf-visitor", "cdn-loop", "true-client-ip", "x-client-ip",
     "x-cloud-trace-context", "traceparent", "tracestate", "x-envoy-external-address", "x-scheme", "x-url-scheme",
-    "fastly-client-ip", "x-azure-clientip", "x-azure-ref", "x-arr-log-id", "x-original-forwarded-for",
-    "x-correlation-id", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-sampled", "x-b3-parentspanid", "x-haproxy-server-state",
+    "fastly-client-ip", "x-azure-clientip", "x-azure-ref", "x-arr-log-id", "x-original-forwarded-for", "b3", "x-b3-traceid", "x-b3-spanid", "x-b3-sampled", "x-b3-parentspanid", "x-haproxy-server-state",
 })
 FRONT_PREFIXES = ("x-envoy-", "x-amzn-", "x-forwarded-", "cf-", "x-goog-", "x-azure-", "x-vercel-", "x-datadog-")
 # Connection-level headers: set, removed or rewritten by every hop (fronts drop them, HTTP/2 forbids most).
@@ -49,8 +48,7 @@ CLIENT_HEADERS = frozenset({
     "sec-ch-ua-full-version", "sec-ch-ua-wow64", "sec-ch-prefers-color-scheme", "sec-fetch-site", "sec-fetch-mode",
     "sec-fetch-dest", "sec-fetch-user", "sec-fetch-storage-access", "priority", "dnt", "sec-gpc", "upgrade-insecure-requests",
     "cache-control", "pragma", "x-requested-with", "origin", "save-data", "purpose", "sec-purpose", "x-purpose",
-    "if-none-match", "if-modified-since", "downlink", "ect", "rtt", "device-memory", "viewport-width", "dpr",
-    "accept-charset", "range", "if-range", "authorization", "proxy-authorization",
+    "downlink", "ect", "rtt", "device-memory", "viewport-width", "dpr", "accept-charset",
 })
 # Headers whose values are payload and have their own line (or none: credentials are never serialized).
 PAYLOAD_OWN = frozenset({"cookie", "referer", "content-type", "authorization", "proxy-authorization"})
@@ -60,6 +58,9 @@ _HOSTNAME_RE = re.compile(r"[A-Za-z0-9.\-:\[\]]*")
 # Characters no browser or library puts in a client-describing header value (JSON client hints aside:
 # their quotes are expected). A value with one is carrying something, and the payload input reads it.
 _PAYLOAD_CHARS = re.compile(r"[{}<>`$\\|']|\(\)|%[0-9a-fA-F]{2}|\.\./")
+
+_PLAIN_COOKIE = re.compile(r"[A-Za-z0-9._~+/=%:-]*")
+_MULTIPART_NOISE = re.compile(r"(?m)^--[^\r\n]*(\r?\n|$)|Content-Disposition: form-data; ")
 
 _MAX_TARGET = 200
 _MAX_DECODED = 160
@@ -99,7 +100,7 @@ CLIENT_NUMERIC_NAMES: tuple[str, ...] = (
 NUM_PAYLOAD = len(PAYLOAD_NUMERIC_NAMES)
 NUM_CLIENT = len(CLIENT_NUMERIC_NAMES)
 TABLES = [sorted(FRONT_HEADERS), list(FRONT_PREFIXES), sorted(HOP_HEADERS), sorted(CLIENT_HEADERS), sorted(PAYLOAD_OWN),
-          sorted(HOST_HEADERS), _PAYLOAD_CHARS.pattern, list(PAYLOAD_NUMERIC_NAMES), list(CLIENT_NUMERIC_NAMES),
+          sorted(HOST_HEADERS), _PAYLOAD_CHARS.pattern, _PLAIN_COOKIE.pattern, _MULTIPART_NOISE.pattern, list(PAYLOAD_NUMERIC_NAMES), list(CLIENT_NUMERIC_NAMES),
           [_MAX_TARGET, _MAX_DECODED, _MAX_REFERER, _MAX_COOKIE, _MAX_OTHER_TOTAL, _MAX_BODY, _MAX_NAMES_LINE, _MAX_UA]]
 
 
@@ -123,10 +124,13 @@ def _referer_part(value: str) -> str:
 
 
 def _cookie_values(cookie: str) -> str:
+    """The cookie pairs, those holding anything but token characters first (a payload appended to a long
+    cookie header is not cut off by the bound), each and all bounded."""
+    pieces = [p.strip() for p in cookie.split(";")]
+    pieces.sort(key=lambda p: _PLAIN_COOKIE.fullmatch(p) is not None)
     parts: list[str] = []
     total = 0
-    for piece in cookie.split(";"):
-        piece = piece.strip()
+    for piece in pieces:
         if not piece:
             continue
         part = piece[:_MAX_COOKIE_VALUE]
@@ -184,7 +188,9 @@ def payload_text(features: Features) -> str:
     if other:
         lines.append("x " + other)
     if features.body_prefix:
-        body = features.body_prefix[:_MAX_BODY].decode("latin-1")
+        raw = features.body_prefix[:_MAX_BODY * 4].decode("latin-1")
+        # a multipart body without its boundaries and part-header boilerplate: the parts' content is the payload
+        body = (_MULTIPART_NOISE.sub("", raw) if "multipart" in get("content-type", "") else raw)[:_MAX_BODY]
         lines.append("b " + body)
         if ("%" in body or "+" in body) and "urlencoded" in get("content-type", ""):
             decoded = _decode_target(body, True)
