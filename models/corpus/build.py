@@ -287,6 +287,9 @@ _GOOD_BOT = re.compile(r"googlebot|bingbot|applebot|duckduckbot|yandex(bot|image
                        r"ia_archiver|archive\.org_bot|commoncrawl|ccbot|qwantify|seznambot|mojeekbot|"
                        r"semrushbot|ahrefsbot|dotbot|mj12bot|bytespider|gptbot|claudebot|perplexitybot|"
                        r"amazonbot|git/|github-camo|gitlab|bitbucket|w3c_validator|validator\.nu", re.I)
+# a crawler that says what it is and where to read about it
+_DECLARED = re.compile(r"(bot|crawl|spider|feed|monitor|checker|fetcher|preview|archiv|validator|reader|index)"
+                       r".*(\+?https?://|@)|(\+?https?://|@).*(bot|crawl|spider|feed|monitor)", re.I)
 _LIBRARY = re.compile(r"python-requests|python-urllib|python-httpx|aiohttp|curl/|wget|go-http-client|java/|"
                       r"okhttp|apache-httpclient|axios|node-fetch|undici|libwww-perl|ruby|guzzle|"
                       r"scrapy|phantomjs|headlesschrome|httpclient|postmanruntime|insomnia|powershell", re.I)
@@ -299,13 +302,13 @@ def crawler_user_agents() -> dict[str, list[dict[str, str]]]:
     data = json.loads((Path(crawleruseragents.__file__).parent / "crawler-user-agents.json").read_text())
     good, bad = [], []
     for entry in data:
-        for ua in entry.get("instances", [])[:6]:
+        for ua in entry.get("instances", [])[:20]:
             if not ua or len(ua) > 400:
                 continue
             item = {"pattern": entry["pattern"], "ua": ua}
             if _LIBRARY.search(ua):
                 bad.append(item)
-            elif _GOOD_BOT.search(ua):
+            elif _GOOD_BOT.search(ua) or _DECLARED.search(ua):
                 good.append(item)
     return {"good": good, "bad": bad}
 
