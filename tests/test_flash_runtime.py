@@ -20,7 +20,6 @@ from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD
 
-
 # The earlier version kept beside the default for rollback: one question (class), feature version 1. The default
 # (two questions, feature version 2) is tested in tests/test_flash_split.py and tests/test_invariance.py.
 ROLLBACK = "1.7.0"

@@ -11,7 +11,7 @@ import pytest
 from gateway import evaluate
 from gateway import features as feat
 from gateway.decider import manifest as mf
-from gateway.decider.onnx import DEFAULT_REPOSITORY, CLIENT_CACHE, OnnxOptions, OnnxScorer, _ClientAnswers, describe
+from gateway.decider.onnx import CLIENT_CACHE, DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, _ClientAnswers, describe
 from gateway.verdict import attack_probability, bot_probability, class_probabilities
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD
@@ -81,7 +81,7 @@ def test_what_is_asked_does_not_depend_on_who_asks(scorer: OnnxScorer) -> None:
 
 
 def test_a_clients_answer_is_kept_and_its_page_assets_share_it(scorer: OnnxScorer) -> None:
-    assets = [make_features("GET", f"/static/{name}", headers=CHROME_HEAD + [("Referer", "https://shop.example.com/")])
+    assets = [make_features("GET", f"/static/{name}", headers=[*CHROME_HEAD, ("Referer", "https://shop.example.com/")])
               for name in ("app.css", "app.js", "logo.svg", "font.woff2", "hero.webp")]
     before = {r: CLIENT_CACHE.values.get((r,), 0.0) for r in ("hit", "miss")}
     first = scorer.run_batch(assets[:1])
