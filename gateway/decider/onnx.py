@@ -429,8 +429,9 @@ class OnnxScorer:
             return out
         if self.two_inputs:
             self._payload_logits(inputs, out)
-            rows = [i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in inputs]
-            (client,) = self._run_half("client", feat.pad_ids(rows), np.array([i.client_numeric for i in inputs], dtype=np.float32))
+            client_rows = [i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in inputs]
+            (client,) = self._run_half("client", feat.pad_ids(client_rows),
+                                       np.array([i.client_numeric for i in inputs], dtype=np.float32))
             out["client"][:] = client
             return out
         groups: dict[int, list[int]] = {}

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class ModelInput:
                           tuple(float(v) for v in cnumeric), FEATURE_VERSION)
 
 
-def _numbers(value: Any, width: int) -> bool:
+def _numbers(value: Any, width: int) -> TypeGuard[list[Any]]:
     # the values themselves are converted with float(): a broken one raises, and readers count the line as unreadable
     return isinstance(value, list) and len(value) == width
 
@@ -177,14 +177,15 @@ def model_inputs(batch: Sequence[Features]) -> list[ModelInput]:
     return [ModelInput(t, i, n) for t, i, n in zip(texts, ids, numeric, strict=True)]
 
 
-def pad_ids(rows: Sequence[np.ndarray]) -> np.ndarray:
-    """Stack id rows into int64 [B, L], L the longest rounded up to the bucket (padding is PAD_ID)."""
+def pad_ids(rows: Sequence[np.ndarray | None]) -> np.ndarray:
+    """Stack id rows into int64 [B, L], L the longest rounded up to the bucket (padding is PAD_ID; a None row is all padding)."""
     if not rows:
         return np.zeros((0, BUCKET), dtype=np.int64)
-    length = bucket_length(max(len(r) for r in rows))
+    length = bucket_length(max(len(r) if r is not None else 0 for r in rows))
     ids = np.zeros((len(rows), length), dtype=np.int64)
     for row, item in enumerate(rows):
-        ids[row, : len(item)] = item[:length]
+        if item is not None:
+            ids[row, : len(item)] = item[:length]
     return ids
 
 
