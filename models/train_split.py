@@ -297,9 +297,10 @@ def measure(net: SplitNet, enc: Encoded, temps: dict[str, float]) -> dict[str, A
     return out
 
 
-def breakdown(net: SplitNet, enc: Encoded, temps: dict[str, float], key: str) -> dict[str, dict[str, Any]]:
+def breakdown(logits: tuple[np.ndarray, np.ndarray, np.ndarray], enc: Encoded, temps: dict[str, float],
+              key: str) -> dict[str, dict[str, Any]]:
     """Per value of record field ``key``: rows, payload accuracy, client accuracy, P(attack) >= 0.95 share."""
-    p, _, c = predict(net, enc)
+    p, _, c = logits
     pa = softmax(p, temps["payload"])
     pc = softmax(c, temps["client"])
     groups: dict[str, list[int]] = {}
@@ -452,7 +453,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics = {"calibration": measure(net, cal, temps), "eval": measure(net, ev, temps)}
     for side in ("calibration", "eval"):
         log(f"{side}: {json.dumps(metrics[side])}")
-    tables = {key: breakdown(net, ev, temps, key) for key in ("browser_family", "attack_kind", "front", "site", "source")}
+    logits = predict(net, ev)
+    tables = {key: breakdown(logits, ev, temps, key)
+              for key in ("browser_family", "attack_family", "attack_kind", "client_kind", "front", "site_type", "source")}
     if args.report:
         args.report.write_text(json.dumps({"metrics": metrics, "tables": tables, "temperature": temps, "history": history},
                                           indent=2) + "\n", encoding="utf-8")
