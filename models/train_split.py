@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -72,6 +73,10 @@ class Optim:
     threads: int = 1
     max_minutes: float = 22.0
     validation_share: float = 0.06
+    # share of training rows whose path is replaced by another training row's (another site's) path, query and body
+    # kept: the payload half learns that no path vocabulary is evidence by itself (rows whose path may carry the
+    # payload are left as they are)
+    path_swap: float = 0.0
 
 
 @dataclass
@@ -136,6 +141,34 @@ class Encoded:
     def subset(self, idx: Sequence[int]) -> Encoded:
         return Encoded([self.inputs[i] for i in idx], self.payload[idx], self.kind[idx], self.client[idx],
                        [self.records[i] for i in idx])
+
+
+_PATH_PAYLOAD = re.compile(r"[%'\"<>;|`$(){}\\*]|\.\.|//")
+
+
+def _plain_path(rec: dict[str, Any]) -> str | None:
+    """The path of a record when it cannot carry the payload (no injection characters, not a probe), else None."""
+    path = str(rec.get("path") or "/").partition("?")[0]
+    if rec.get("attack_family") in ("probe", "crlf") or rec.get("payload_source") == "well-known" or _PATH_PAYLOAD.search(path):
+        return None
+    return path
+
+
+def swap_paths(records: list[dict[str, Any]], share: float, seed: int) -> tuple[list[dict[str, Any]], int]:
+    """``records`` with ``share`` of the rows' plain paths replaced by another row's plain path (seeded)."""
+    if share <= 0:
+        return records, 0
+    rng = random.Random(f"path-swap/{seed}")
+    pool = [p for p in (_plain_path(r) for r in records) if p is not None]
+    out, swapped = [], 0
+    for rec in records:
+        path = _plain_path(rec)
+        if path is not None and pool and rng.random() < share:
+            query = str(rec.get("path") or "/").partition("?")[2]
+            rec = {**rec, "path": rng.choice(pool) + (f"?{query}" if query else "")}
+            swapped += 1
+        out.append(rec)
+    return out, swapped
 
 
 def encode(records: list[dict[str, Any]]) -> Encoded:
@@ -437,7 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "sources": sorted({str(r.get("source", "-")) for r in rows})[:40]}
     t0 = time.time()
     h = [int(hashlib.sha256(f"{cfg.seed}/{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF for i in range(len(sides["train"]))]
-    tr_all = encode(sides["train"])
+    train_rows, swapped = swap_paths(sides["train"], cfg.train.path_swap, cfg.seed)
+    data["train"]["path_swap"] = {"share": cfg.train.path_swap, "rows": swapped}
+    tr_all = encode(train_rows)
     tr = tr_all.subset([i for i in range(len(tr_all)) if h[i] >= cfg.train.validation_share])
     val = tr_all.subset([i for i in range(len(tr_all)) if h[i] < cfg.train.validation_share])
     cal = encode(sides["calib"])
