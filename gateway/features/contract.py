@@ -143,9 +143,9 @@ def model_input(features: Features) -> ModelInput:
 
 def split_input(features: Features) -> ModelInput:
     """The payload and the client inputs of one request at feature version 2 (clef-flash 2.x)."""
-    text = split.payload_text(features)
+    text, decoded, values = split.payload_parts(features)
     ctext = split.client_text(features)
-    return ModelInput(text, encode(text), tuple(split.payload_vector(features)), ctext, encode(ctext),
+    return ModelInput(text, encode(text), tuple(split.payload_vector(features, values, decoded)), ctext, encode(ctext),
                       tuple(split.client_vector(features)), FEATURE_VERSION)
 
 

@@ -167,11 +167,18 @@ def _payload_values(headers: tuple[tuple[str, str], ...]) -> str:
 def payload_text(features: Features) -> str:
     """The payload serialization: ``METHOD target`` (raw), ``~decoded``, ``t`` content type, ``r`` referer path,
     ``o`` cookie values, ``x`` payload-carrying header values, ``b`` body prefix and ``~decoded`` form body."""
+    return payload_parts(features)[0]
+
+
+def payload_parts(features: Features) -> tuple[str, str, str]:
+    """(the payload serialization, the decoded target, the payload-carrying header values): what the text and the
+    numeric vector both read, computed once."""
     hm = features.header_map
     target = features.target
     lines = [f"{features.method[:_MAX_METHOD]} {target[:_MAX_TARGET]}"]
+    full = target
     if "%" in target or "+" in features.query:
-        decoded = decoded_target(features)
+        full = decoded = decoded_target(features)
         if decoded != target:
             lines.append("~" + decoded[:_MAX_DECODED])
     get = hm.get
@@ -196,7 +203,7 @@ def payload_text(features: Features) -> str:
             decoded = _decode_target(body, True)
             if decoded != body:
                 lines.append("~" + decoded[:_MAX_BODY_DECODED])
-    return "\n".join(lines)
+    return "\n".join(lines), full, other
 
 
 def client_names(features: Features) -> list[str]:
@@ -269,11 +276,12 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,6}$")
 
 
-def payload_vector(features: Features, other_values: str | None = None) -> list[float]:
-    """The payload's numeric features, in ``PAYLOAD_NUMERIC_NAMES`` order, each roughly within [0, 1]."""
+def payload_vector(features: Features, other_values: str | None = None, decoded: str | None = None) -> list[float]:
+    """The payload's numeric features, in ``PAYLOAD_NUMERIC_NAMES`` order, each roughly within [0, 1]
+    (``other_values`` and ``decoded``: ``payload_parts``' when already computed)."""
     method = features.method
     hm = features.header_map
-    dec = decoded_target(features)[:1024]
+    dec = (decoded if decoded is not None else decoded_target(features))[:1024]
     body = body_text(features)
     target = features.target
     body_len = features.content_length if features.content_length is not None else len(features.body_prefix)
