@@ -18,7 +18,7 @@ makes without changing what is asked:
   headers replaced by a captured browser set or a tool's own set; every other header kept).
 
 Asserted, against the shipped model through the runtime (``OnnxScorer``, onnxruntime CPU, the
-shipped int8 file) and the default policy's block threshold (P(attack) >= ``block_attack``; the
+file the CPU runtime loads) and the default policy's block threshold (P(attack) >= ``block_attack``; the
 policy never blocks on bot-likeness): no benign request moves to block; the
 mean |delta score| (P(bad_bot) + P(attack)) of people stays within 0.05 per transformation; the
 P(attack) of attacks moves by at most 0.1 (on average over each set, and for every attack blocked
