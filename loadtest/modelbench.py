@@ -212,8 +212,8 @@ def _ratios(cells: Sequence[dict[str, Any]], batches: Sequence[int]) -> list[str
         parts = [f"b{b} tok+inf {tuned['batches'][str(b)]['tokenize_infer_decisions_per_s'] / plain['batches'][str(b)]['tokenize_infer_decisions_per_s']:.2f}x"
                  for b in batches if str(b) in tuned["batches"] and str(b) in plain["batches"]
                  and plain["batches"][str(b)]["tokenize_infer_decisions_per_s"] > 0]
-        lines.append(f"tuned / plain runtime, {model} {provider} {variant}: single {tuned['single_decisions_per_s'] / plain['single_decisions_per_s']:.2f}x, "
-                     + ", ".join(parts))
+        lines.append(f"tuned / plain runtime, {provider} {variant}: single {tuned['single_decisions_per_s'] / plain['single_decisions_per_s']:.2f}x, "
+                     + ", ".join(parts) + f" ({model})")
     return ["", *lines] if lines else []
 
 

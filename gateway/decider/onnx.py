@@ -507,6 +507,10 @@ class OnnxScorer:
 
     def run_inputs(self, inputs: Sequence[ModelInput]) -> list[Probabilities]:
         """Probabilities for already-encoded inputs, one mapping per row."""
+        wrong = next((i.version for i in inputs if i.version != self.feature_version), None)
+        if wrong is not None:
+            raise ModelError(f"{self.label} reads feature version {self.feature_version}; an input of version {wrong} was "
+                             f"given (featurize with OnnxScorer.model_input)")
         probs = self.probabilities(inputs)
         # one tolist() per question, not per row (indexing numpy row by row cost ~0.4 µs a request)
         columns = [(q, opts, probs[q].tolist()) for q, opts, _ in self._questions]
