@@ -115,7 +115,7 @@ def test_kept_client_answers_expire_and_are_bounded() -> None:
 def test_precisions_agree(scorer: OnnxScorer) -> None:
     records = [json.loads(line) for line in PEOPLE_CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
     features = [feat.from_record(r) for r in records] + [make_features("GET", SQLI, headers=h) for h in (CHROME_HEAD, SQLMAP_HEAD)]
-    assert scorer.precision == "fp32"  # the manifest's "prefer": the CPU runs fp32 (as fast here, and batch-independent)
+    assert scorer.precision == "fp32"  # the manifest's "prefer": the CPU runs fp32 (within budget, and batch-independent)
     int8 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="int8", warmup_runs=1))
     a, b = int8.probabilities(int8.model_inputs(features)), scorer.probabilities(scorer.model_inputs(features))
     for question in ("payload", "client"):
