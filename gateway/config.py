@@ -324,7 +324,7 @@ class PolicyConfig:
     block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
                                                       "signatures in the shipped config) would block the request: two witnesses agreeing. "
                                                       "The rules are read only for requests in that band; null turns it off.", check=fraction)
-    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5 for Clef-flash 1.7.0, the value it was evaluated with; 0.6 for the 1.5.0 rollback, see models/README.md).", check=fraction)
+    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.0.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))
     shadow: bool = setting(False, "Shadow mode for every policy: decide and log what would happen, forward everything (one switch, also in metrics).")
@@ -430,7 +430,7 @@ class ModelConfig:
     enabled: bool = setting(False, "Load the model and score what the rules send to it; off, score outcomes are forwarded (counted). The demo and example configs turn it on.")
     repository: str = setting("", "Folder holding <name>/<version>/{model files, manifest.json}, relative to the config file; empty means the shipped models/repository.")
     name: str = setting("clef-flash", "Model name (a folder under the repository: letters, digits, '.', '-', '_').", check=repository_name)
-    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; a version whose manifest channel is opt-in loads only when named here; roll back with e.g. '1.5.0' (with policy.challenge_risk 0.6).", check=repository_name)
+    version: str = setting("latest", "Model version folder, or 'latest' for the highest stable version present; a version whose manifest channel is opt-in loads only when named here; roll back with '1.7.0'.", check=repository_name)
     variant: str = setting("auto", "Model file: auto (fp16 on CUDA, int8 on CPU), fp32, int8 or fp16. int8 scores move slightly with their batch-mates; fp32 ones do not.", check=one_of("auto", "fp32", "int8", "fp16"))
     providers: list[str] = setting(["cuda", "cpu"], "Execution providers in order of preference (cuda, cpu).", check=each(one_of("cuda", "cpu")), coerce=_csv_list)
     intra_op_threads: int = setting(1, "Threads onnxruntime uses inside one inference (per session).", check=positive)

@@ -44,7 +44,7 @@ from typing import Any
 
 from gateway import metrics
 from gateway.config import DecisionLogConfig
-from gateway.features import FEATURE_VERSION, Features
+from gateway.features import V1_VERSION, Features
 from gateway.verdict import Action, PayloadHit, Source, Verdict
 
 log = logging.getLogger("clefgate.decisionlog")
@@ -127,7 +127,9 @@ def line_of(features: Features, verdict: Verdict, status: int, when: float) -> d
     item = verdict.model_input
     if item is not None:
         # exactly what the model read; gateway.features.ModelInput.from_json reads it back
-        out["input"] = {"feature_version": FEATURE_VERSION, "text": item.text, "numeric": item.numeric}
+        out["input"] = {"feature_version": item.version, "text": item.text, "numeric": item.numeric}
+        if item.version != V1_VERSION:
+            out["input"] |= {"client_text": item.client_text, "client_numeric": item.client_numeric}
     if verdict.payload:
         out["payload"] = [payload_of(hit) for hit in verdict.payload]
     return out
@@ -242,7 +244,9 @@ class _LineEncoder:
             parts.append(',"backend":' + s(verdict.backend))
         item = verdict.model_input
         if item is not None:
-            parts.append(f',"input":{{"feature_version":{s(FEATURE_VERSION)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}}}')
+            client = (f',"client_text":{s(item.client_text)},"client_numeric":{_encode(item.client_numeric)}'
+                      if item.version != V1_VERSION else "")
+            parts.append(f',"input":{{"feature_version":{s(item.version)},"text":{s(item.text)},"numeric":{_encode(item.numeric)}{client}}}')
         if verdict.payload:
             parts.append(',"payload":' + _encode([payload_of(hit) for hit in verdict.payload]))
         parts.append("}")

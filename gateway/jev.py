@@ -9,7 +9,8 @@ order and scored together):
   over the configured label set, ``feature`` listing the sentences that drove it;
 * **candidates** — ``{"task", "features", "candidates"}`` → ``{"decision", "confidence", "latency_ms"}``.
 
-Routing: a question that clef-flash knows (``class``/``attack_kind`` with its options)
+Routing: a question that clef-flash knows (``payload``/``client``/``attack_kind``, or ``class``
+with its options: answered directly by a 1.x model, derived from ``payload`` and ``client`` for a 2.x one)
 about a state that is an HTTP request (a request record, or raw request text) is
 answered by clef-flash through the gateway's own decider — the same cache, breaker
 and metrics as the proxied path; every other question goes to ``clef``, the zero-shot
@@ -57,8 +58,9 @@ from gateway.decider import Decider
 from gateway.decider import manifest as mf
 from gateway.decider.breaker import CircuitBreaker, guarded
 from gateway.decider.scoring import BreakerOpen, ModelError, ModelOverloaded, ModelTimeout
-from gateway.features import from_record, model_input
+from gateway.features import from_record
 from gateway.rules.patterns import parse_rate
+from gateway.verdict import CLASS_OPTIONS, class_probabilities
 
 log = logging.getLogger("clefgate.jev")
 
@@ -564,7 +566,7 @@ class DecisionApi:
         if clef_sets:
             if self.clef is None:
                 raise ApiError(503, "model_unavailable", "clef is not loaded (clef.enabled is off); only clef-flash's own questions "
-                                                         "(class, attack_kind) about an HTTP request can be answered",
+                                                         "(payload, client, attack_kind, class) about an HTTP request can be answered",
                                headers={"Retry-After": "60"})
             clef_answers = await self._call(self.clef.answer(clef_sets), self.clef.label, self.clef.breaker.cooldown_s)
         if flash_jobs:
@@ -579,7 +581,9 @@ class DecisionApi:
     def _flash_questions(self, item: _Item, flash: Decider | None) -> tuple[int, ...]:
         if flash is None or item.model != "clef-flash" or item.record is None:
             return ()
-        known = flash.model.questions
+        known = dict(flash.model.questions)
+        if "class" not in known and "payload" in known and "client" in known:
+            known["class"] = CLASS_OPTIONS  # derived from the two questions (gateway.verdict.class_probabilities)
         out = []
         for j, q in enumerate(item.questions):
             options = known.get(q.id)
@@ -593,10 +597,10 @@ class DecisionApi:
             features = from_record(item.record)
         except (ValueError, TypeError) as exc:
             raise _invalid(f"{item.path}state", f"is not a usable HTTP request record: {exc}") from None
-        scored = await self._call(flash.scorer.score(model_input(features)), flash.label, flash.breaker.cooldown_s)
+        scored = await self._call(flash.scorer.score(flash.model.model_input(features)), flash.label, flash.breaker.cooldown_s)
         for j in positions:
             q = item.questions[j]
-            probs = scored.probabilities[q.id]
+            probs = scored.probabilities.get(q.id) or class_probabilities(scored.probabilities)
             ordered = {o: float(probs[o]) for o in q.options}
             top = max(ordered, key=ordered.__getitem__)
             ANSWERS.inc("clef-flash")

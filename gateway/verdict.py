@@ -59,6 +59,25 @@ def bot_probability(probabilities: Probabilities | None) -> float:
     return float(probabilities.get("class", {}).get("bad_bot", 0.0))
 
 
+CLASS_OPTIONS = ("human", "good_bot", "bad_bot", "attack")
+
+
+def class_probabilities(probabilities: Probabilities) -> dict[str, float]:
+    """The single-class view (human, good_bot, bad_bot, attack) of either model output shape.
+
+    A model with a ``class`` question answers it directly; one with ``payload`` and ``client`` questions
+    answers it as P(attack) = P(payload = attack) and P(c) = P(payload = benign) x P(client = c) — the
+    view that reports and the decision API's ``class`` question use, never the policy.
+    """
+    cls = probabilities.get("class")
+    if cls is not None:
+        return {c: float(cls.get(c, 0.0)) for c in CLASS_OPTIONS}
+    attack = attack_probability(probabilities)
+    client = probabilities.get("client", {})
+    return {"human": (1.0 - attack) * float(client.get("human", 0.0)), "good_bot": (1.0 - attack) * float(client.get("good_bot", 0.0)),
+            "bad_bot": (1.0 - attack) * float(client.get("bad_bot", 0.0)), "attack": attack}
+
+
 @dataclass(frozen=True, slots=True)
 class PayloadHit:
     """One piece of attack evidence in a request's payload, found by a deterministic detector.

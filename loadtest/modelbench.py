@@ -4,12 +4,14 @@
     clefgate bench model --providers cpu,cuda --variants fp32,int8,fp16 --batches 1,8,64,256
     clefgate bench model --repository models/work/repository --name clef-flash-tiny --json out.json
     clefgate bench model --variants int8 --batches 1,64 --runtimes tuned,plain   # the CPU tuning's gain, side by side
+    clefgate bench model --version 2.0.0,1.7.0 --variants int8 --runtimes tuned,uncached   # two versions in one run
 
 It loads the model exactly as the gateway does (``gateway.decider.onnx.OnnxScorer``,
 one session per provider and variant, ``--threads`` intra-op threads) and feeds it a
 fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
 
-* *tokenize*: ``gateway.features.model_input`` (serialize, encode, numeric vector) per request;
+* *tokenize*: the model's featurizer (``OnnxScorer.model_input``: serialize, encode, numeric
+  vectors for its feature version) per request;
 * *single*: one request per run — inference alone, and tokenize + infer end to end
   (the gateway's per-request cost when nothing batches), with decisions/s;
 * *batched*: decisions/s at each batch size, inference alone (pre-tokenized inputs)
@@ -20,7 +22,12 @@ fixed sample of realistic requests (``loadtest.samples``). Per cell it measures:
 ``--runtimes plain`` loads the session without the runtime's CPU tuning (denormals
 flushed to zero, slow fusions left out) and without exact int8 products on AVX2-only
 CPUs (see ``gateway.decider.onnx``), as onnxruntime runs by default, so
-``tuned,plain`` measures what the tuning buys in one run, as a ratio.
+``tuned,plain`` measures what the tuning buys in one run, as a ratio. ``--runtimes uncached``
+loads a two-input model (Clef-flash 2) without its kept client answers, so every request
+pays its client half too (what a request from a client never seen costs).
+
+``--version`` takes several versions (``2.0.0,1.7.0``): each is measured in turn, in
+the same run, on the same sample.
 
 The process is pinned to one CPU (``--cpu``) so per-core figures mean what they say. A
 provider that cannot run here (no CUDA device) is reported, not fatal. It is a
@@ -62,7 +69,8 @@ def _timed(fn: Callable[[], object], seconds: float, max_runs: int = 200_000) ->
 
 def bench_cell(scorer: Any, features: Sequence[feat.Features], *, batches: Sequence[int], seconds: float) -> dict[str, Any]:
     """Measure one loaded scorer (see the module docstring)."""
-    inputs = [feat.model_input(f) for f in features]
+    featurize = getattr(scorer, "model_input", feat.model_input)
+    inputs = [featurize(f) for f in features]
     n = len(features)
     cursor = [0]
 
@@ -72,7 +80,7 @@ def bench_cell(scorer: Any, features: Sequence[feat.Features], *, batches: Seque
         return slice(start, start + size)
 
     def tokenize_one() -> None:
-        feat.model_input(features[next_slice(1).start])
+        featurize(features[next_slice(1).start])
 
     def infer_one() -> None:
         scorer.run_inputs(inputs[next_slice(1)])
@@ -110,7 +118,7 @@ def bench_cell(scorer: Any, features: Sequence[feat.Features], *, batches: Seque
     return out
 
 
-RUNTIMES = ("tuned", "plain")
+RUNTIMES = ("tuned", "plain", "uncached")
 
 
 def _runtimes(value: str) -> str:
@@ -124,7 +132,9 @@ def load_scorer(repository: Path, name: str, version: str, provider: str, varian
     """The scorer the gateway loads (``tuned``), or the same without its CPU tuning (``plain``)."""
     from gateway.decider.onnx import OnnxOptions, OnnxScorer
 
-    plain = {"flush_denormals": False, "cpu_disabled_optimizers": (), "exact_int8": False} if runtime == "plain" else {}
+    plain: dict[str, Any] = {"flush_denormals": False, "cpu_disabled_optimizers": (), "exact_int8": False} if runtime == "plain" else {}
+    if runtime == "uncached":
+        plain["client_cache_ttl_s"] = 0.0
     return OnnxScorer(OnnxOptions(repository=repository, name=name, version=version, variant=variant, providers=(provider,),
                                   intra_op_threads=threads, **plain))
 
@@ -141,12 +151,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     lengths = [len(feat.model_input(f).ids) for f in sample[:500]]
     result: dict[str, Any] = {"repository": str(repository), "name": args.name, "version": args.version, "threads": args.threads,
                               "cpu": args.cpu, "requests": len(sample), "mean_ids": statistics.mean(lengths), "cells": []}
-    cells = [(p.strip(), v.strip(), r.strip()) for p in args.providers.split(",") for v in args.variants.split(",")
-             for r in args.runtimes.split(",")]
-    for provider, variant, runtime in cells:
+    cells = [(m.strip(), p.strip(), v.strip(), r.strip()) for m in args.version.split(",") for p in args.providers.split(",")
+             for v in args.variants.split(",") for r in args.runtimes.split(",")]
+    for version, provider, variant, runtime in cells:
         cell: dict[str, Any] = {"provider": provider, "variant": variant, "runtime": runtime}
         try:
-            scorer = load_scorer(repository, args.name, args.version, provider, variant, args.threads, runtime)
+            scorer = load_scorer(repository, args.name, version, provider, variant, args.threads, runtime)
         except Exception as exc:  # no such provider here, or no such file: reported, the others still run
             problems = getattr(exc, "problems", None)
             cell["error"] = "; ".join(problems) if problems else str(exc).splitlines()[0]
@@ -154,6 +164,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["cells"].append(cell)
             continue
         result["model"] = scorer.label
+        cell["model"] = scorer.label
         cell["session_provider"] = scorer.session.get_providers()[0]
         cell["int8_kernel"] = scorer.int8_kernel  # int8 on the CPU: default, or the exact one where this CPU needs it
         kernel = f", int8 kernel {cell['int8_kernel']}" if cell["int8_kernel"] else ""
@@ -169,14 +180,14 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"model {result.get('model', result['name'])} from {result['repository']}; {result['threads']} intra-op thread(s); "
              f"CPU {result['cpu'] if result['cpu'] is not None else 'unpinned'}; {result['requests']} sample requests "
              f"(mean {result['mean_ids']:.0f} token ids)", ""]
-    head = (f"{'provider':<8} {'variant':<7} {'runtime':<7} {'tokenize p50/p99 us':>20} {'infer p50/p99 ms':>17} {'tok+infer p50/p99 ms':>21} "
+    head = (f"{'model':<17} {'provider':<8} {'variant':<7} {'runtime':<7} {'tokenize p50/p99 us':>20} {'infer p50/p99 ms':>17} {'tok+infer p50/p99 ms':>21} "
             f"{'single dec/s':>12}" + "".join(f" {f'b{b} infer/s':>11} {f'b{b} tok+inf/s':>13}" for b in batches))
     lines.append(head)
     for c in result["cells"]:
         if "error" in c:
-            lines.append(f"{c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} not measured: {c['error']}")
+            lines.append(f"{c.get('model', '?'):<17} {c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} not measured: {c['error']}")
             continue
-        row = (f"{c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} {c['tokenize_p50_us']:>9.1f} / {c['tokenize_p99_us']:<8.1f} "
+        row = (f"{c.get('model', '?'):<17} {c['provider']:<8} {c['variant']:<7} {c.get('runtime', 'tuned'):<7} {c['tokenize_p50_us']:>9.1f} / {c['tokenize_p99_us']:<8.1f} "
                f"{c['single_infer_p50_ms']:>7.3f} / {c['single_infer_p99_ms']:<7.3f} {c['single_p50_ms']:>9.3f} / {c['single_p99_ms']:<9.3f} "
                f"{c['single_decisions_per_s']:>12,.0f}")
         for b in batches:
@@ -192,17 +203,17 @@ def table(result: dict[str, Any]) -> str:
 def _ratios(cells: Sequence[dict[str, Any]], batches: Sequence[int]) -> list[str]:
     """``tuned / plain`` per variant and batch size on the CPU, where both runtimes were measured (one after the other:
     run the bench twice, or interleave runs, before reading a small ratio)."""
-    by = {(c["provider"], c["variant"], c.get("runtime", "tuned")): c for c in cells if "error" not in c}
+    by = {(c.get("model", ""), c["provider"], c["variant"], c.get("runtime", "tuned")): c for c in cells if "error" not in c}
     lines = []
-    for (provider, variant, runtime), tuned in by.items():
-        plain = by.get((provider, variant, "plain"))
+    for (model, provider, variant, runtime), tuned in by.items():
+        plain = by.get((model, provider, variant, "plain"))
         if runtime != "tuned" or plain is None or provider != "cpu" or not plain["single_decisions_per_s"]:
             continue  # the tuning is the CPU provider's; elsewhere the two runtimes are the same
         parts = [f"b{b} tok+inf {tuned['batches'][str(b)]['tokenize_infer_decisions_per_s'] / plain['batches'][str(b)]['tokenize_infer_decisions_per_s']:.2f}x"
                  for b in batches if str(b) in tuned["batches"] and str(b) in plain["batches"]
                  and plain["batches"][str(b)]["tokenize_infer_decisions_per_s"] > 0]
         lines.append(f"tuned / plain runtime, {provider} {variant}: single {tuned['single_decisions_per_s'] / plain['single_decisions_per_s']:.2f}x, "
-                     + ", ".join(parts))
+                     + ", ".join(parts) + f" ({model})")
     return ["", *lines] if lines else []
 
 
@@ -210,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="clefgate bench model", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--repository", default="", help="model repository (default: the shipped models/repository)")
     p.add_argument("--name", default="clef-flash", help="model name (default clef-flash)")
-    p.add_argument("--version", default="latest", help="model version (default latest)")
+    p.add_argument("--version", default="latest", help="model version, or several separated by commas (default latest)")
     p.add_argument("--providers", default="cpu", help="comma-separated providers to try: cpu, cuda (default cpu)")
     p.add_argument("--variants", default="fp32,int8", help="comma-separated model files: fp32, int8, fp16 (default fp32,int8)")
     p.add_argument("--batches", default="1,8,64,256", help="batch sizes (default 1,8,64,256)")
@@ -230,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gateway.decider.onnx import DEFAULT_REPOSITORY
 
     try:
-        resolve(Path(args.repository) if args.repository else DEFAULT_REPOSITORY, args.name, args.version)
+        for version in args.version.split(","):
+            resolve(Path(args.repository) if args.repository else DEFAULT_REPOSITORY, args.name, version.strip())
     except ManifestError as exc:
         print(f"clefgate bench model: {'; '.join(exc.problems)}", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.verdict import class_probabilities
 from loadtest.behaviours import GROUPS, KINDS, TRUTH_CLASSES, kind_of_request_id
 
 OUTCOME_COLUMNS = ("forwarded", "challenged", "blocked", "rate_limited", "gateway_error", "error")
@@ -256,7 +257,8 @@ def calibration(decisions: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Top-label reliability of the model's ``class`` answer against the simulator's ground truth."""
     pairs = []  # (confidence, correct, truth, predicted)
     for d in decisions:
-        probs = (d.get("probabilities") or {}).get("class")
+        given = d.get("probabilities") or {}
+        probs = class_probabilities(given) if ("class" in given or {"payload", "client"} <= given.keys()) else None
         kind = kind_of_request_id(str(d.get("request_id", "")))
         if not probs or kind is None:
             continue

@@ -48,7 +48,7 @@ def measure(scorer: OnnxScorer, ungrouped: OnnxScorer, records: Sequence[dict[st
     for i in range(single):
         f = features[i % len(features)]
         t0 = time.perf_counter()
-        mi = feat.model_input(f)
+        mi = scorer.model_input(f)
         t1 = time.perf_counter()
         scorer.run_inputs([mi])
         t2 = time.perf_counter()
@@ -68,7 +68,7 @@ def measure(scorer: OnnxScorer, ungrouped: OnnxScorer, records: Sequence[dict[st
             timings.append(time.perf_counter() - t0)
         out[key] = round(64 / float(np.median(timings)))
     # inference only: inputs featurized beforehand (as when the decider already holds them)
-    inputs = [feat.model_input(f) for f in features]
+    inputs = [scorer.model_input(f) for f in features]
     timings = []
     for b in range(batches):
         chunk = [inputs[(b * 64 + j) % len(inputs)] for j in range(64)]

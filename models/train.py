@@ -260,7 +260,7 @@ def encode(records: Sequence[dict[str, Any]], weights: Sequence[float] | None = 
     inputs: list[feat.ModelInput] = []
     for rec in records:
         logged = rec.get("model_input")
-        mi = feat.ModelInput.from_json(logged) if isinstance(logged, dict) else None
+        mi = feat.ModelInput.from_json(logged, version=feat.V1_VERSION) if isinstance(logged, dict) else None
         inputs.append(mi if mi is not None else feat.model_input(feat.from_record(rec)))
     labels = np.array([CLASSES.index(r["label"]) for r in records], dtype=np.int64)
     kinds = np.array([KINDS.index(r["attack_kind"]) if r["label"] == "attack" and r.get("attack_kind") in KINDS else -1

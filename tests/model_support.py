@@ -14,8 +14,8 @@ from gateway.decider import manifest as mf
 def write_flash_manifest(directory: Path, name: str, version: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``manifest.json`` for a ``model.onnx`` already in ``directory`` (fields override the defaults)."""
     raw: dict[str, Any] = {
-        "name": name, "version": version, "family": "clef", "feature_version": feat.FEATURE_VERSION,
-        "feature_fingerprint": feat.FEATURE_FINGERPRINT,
+        "name": name, "version": version, "family": "clef", "feature_version": feat.V1_VERSION,
+        "feature_fingerprint": feat.V1_FINGERPRINT,
         "files": {"fp32": {"path": "model.onnx", "sha256": mf.file_sha256(directory / "model.onnx")}},
         "inputs": [{"name": "ids", "dtype": "int64", "shape": ["batch", "tokens"]},
                    {"name": "numeric", "dtype": "float32", "shape": ["batch", feat.NUM_FEATURES]}],

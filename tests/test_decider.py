@@ -440,13 +440,13 @@ async def test_a_reload_candidate_with_the_same_model_shares_the_cache_but_not_t
     running = load(cfg(1, 800))
     assert running is not None and running.cache is not None
     chain = running.cache.inner
-    answer = await running.scorer.score(model_input(make_features(target="/shop")))
+    answer = await running.scorer.score(running.model.model_input(make_features(target="/shop")))
     candidate = load(cfg(2, 1), running)
     assert candidate is not None and candidate.cache is not None
     assert running.cache.inner is chain and candidate.cache.inner is not chain
     assert len(candidate.cache) == len(running.cache) == 1  # the same model's answers stay valid for both
     candidate.close(successor=running)  # rejected: its own threads go, the shared model stays
-    again = await running.scorer.score(model_input(make_features(target="/search?q=shoes")))
+    again = await running.scorer.score(running.model.model_input(make_features(target="/search?q=shoes")))
     assert again.source is Source.MODEL and answer.source is Source.MODEL
     assert running.breaker.state == CLOSED
     running.close()

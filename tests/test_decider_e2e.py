@@ -13,8 +13,8 @@ import pytest
 
 from gateway import config as configmod
 from gateway import decider as decidermod
+from gateway import features as feat
 from gateway.decider.scoring import BreakerOpen
-from gateway.features import model_input
 from tests.conftest import make_features
 from tests.harness import ROOT, Gateway, config_for, wait_until
 
@@ -34,10 +34,11 @@ SQLI = "/search?q=1%27%20OR%20%271%27%3D%271--"
 SHIPPED_RULES = {"files": [str(ROOT / "rules" / "default.yaml")]}
 
 
-def model_config(upstream: str, tmp: Path, rules: dict[str, object] = SHIPPED_RULES, **extra: object) -> dict[str, object]:
+def model_config(upstream: str, tmp: Path, rules: dict[str, object] = SHIPPED_RULES, model: dict[str, object] | None = None,
+                 **extra: object) -> dict[str, object]:
     # the model's own path (scores, cache, corroboration): the payload detectors in front of it are tests/test_payload.py's
     extra.setdefault("payload", {"enabled": False})
-    return config_for(upstream, rules=rules, model={"enabled": True},
+    return config_for(upstream, rules=rules, model=model or {"enabled": True},
                       challenge={"dev_generate_secret": True}, logging={"level": "info", "access_log": "-", "debug_headers": True},
                       decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)
 
@@ -100,7 +101,10 @@ def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:
     scored = [ln for ln in lines if ln["source"] in ("model", "cache")]
     assert scored
     line = next(ln for ln in scored if ln["record"]["path"] == "/forum")
-    assert set(line["probabilities"]["class"]) == {"human", "good_bot", "bad_bot", "attack"}
+    assert {q: set(o) for q, o in line["probabilities"].items()} == {
+        "payload": {"benign", "attack"}, "attack_kind": {"sqli", "xss", "traversal", "cmdi", "probe", "other"},
+        "client": {"human", "good_bot", "bad_bot"}}
+    assert line["input"]["client_text"] and len(line["input"]["client_numeric"]) == len(feat.split.CLIENT_NUMERIC_NAMES)
     assert line["input"]["feature_version"] and line["input"]["text"] and line["model"].startswith("clef-flash@")
     assert line["record"]["headers"] and line["latency_ms"] >= 0
     blocked = [ln for ln in lines if ln["verdict"] == "block" and ln["source"] == "model"]
@@ -131,10 +135,11 @@ def test_shadow_mode_enforces_nothing_and_logs_what_would_have_happened(demo_ori
 
 
 def test_a_signature_corroborates_what_the_model_leans_to_block(demo_origin, tmp_path: Path) -> None:
-    """The shipped model gives this time-based SQL payload in a query from a browser P(attack) about 0.6:
-    under the 0.95 bar, so without the fallback rules it would only be challenged."""
+    """1.7.0 gives this time-based SQL payload in a query from a browser P(attack) about 0.6: under the
+    0.95 bar, so without the fallback rules it would only be challenged. (2.0.0 gives it more than 0.95 alone.)"""
     rules = {**SHIPPED_RULES, "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
-    gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, rules=rules), ready_timeout=120)
+    gw = Gateway(tmp_path / "gw", model_config(demo_origin.url, tmp_path, rules=rules, model={"enabled": True, "version": "1.7.0"}),
+                 ready_timeout=120)
     target = "/docs?page=1%20AND%20SLEEP(5)"
     try:
         first = get(gw, target, ip="203.0.113.90")
@@ -160,13 +165,13 @@ async def test_real_sessions_through_the_layers() -> None:
     decider = decidermod.load(cfg)
     assert decider is not None
     try:
-        items = [model_input(make_features(target=f"/shop/{i % 7}")) for i in range(64)]
+        items = [decider.model.model_input(make_features(target=f"/shop/{i % 7}")) for i in range(64)]
         results = await asyncio.gather(*(decider.scorer.score(item) for item in items))
-        assert len(results) == 64 and all(abs(sum(r.probabilities["class"].values()) - 1) < 1e-5 for r in results)
+        assert len(results) == 64 and all(abs(sum(options.values()) - 1) < 1e-5 for r in results for options in r.probabilities.values())
         assert decider.cache is not None and len(decider.cache) == 7
         for _ in range(cfg.decider.failure_threshold):
             decider.breaker.failure()
         with pytest.raises(BreakerOpen):
-            await decider.scorer.score(model_input(make_features(target="/not-cached")))
+            await decider.scorer.score(decider.model.model_input(make_features(target="/not-cached")))
     finally:
         decider.close()

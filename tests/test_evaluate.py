@@ -87,7 +87,7 @@ def test_lines_no_request_can_be_read_from_are_skipped_and_counted(tmp_path: Pat
         b'{"n": ' + b"[" * 100_000 + b"}",                                         # nested past the parser's depth
         b'{"n": ' + b"1" * 5000 + b"}",                                            # a number past Python's digit limit
         json.dumps(record("/x", "human", headers=[["Host"]])).encode(),           # a header without a value
-        json.dumps({**record("/x", "human"), "input": {"feature_version": feat.FEATURE_VERSION, "text": "x",
+        json.dumps({**record("/x", "human"), "input": {"feature_version": feat.V1_VERSION, "text": "x",
                                                         "numeric": [None] * feat.NUM_FEATURES}}).encode(),  # a broken logged input
         json.dumps(record("/caf\u00e9", "human")).encode().replace(b"\\u00e9", b"\xe9"),  # not UTF-8
     ]) + b"\n")

@@ -29,10 +29,11 @@ CHROME_HEAD = [
     ("Accept-Language", "en-US,en;q=0.9"), ("Cookie", "session=s3cr3t-value"),
 ]
 
-# The fingerprint of the feature tables at FEATURE_VERSION "1". Changing a table (phrases,
-# numeric names, order templates, header sets) changes it: bump FEATURE_VERSION, retrain
-# the shipped model (make model), then update both constants here.
-EXPECTED = ("1", "ccde0ed8576b365b")
+# The fingerprints of the feature tables: version "1" (Clef-flash 1.x, kept for rollback) and the current
+# FEATURE_VERSION "2" (the payload and client inputs). Changing a table (phrases, numeric names, header
+# sets) changes one: bump FEATURE_VERSION, retrain the shipped model, then update the constants here.
+EXPECTED = ("2", "501ab0554a5396cc")
+EXPECTED_V1 = ("1", "ccde0ed8576b365b")
 
 
 # What model_input makes of tests/data/feature-golden.jsonl.gz (600 generated requests of all
@@ -40,6 +41,8 @@ EXPECTED = ("1", "ccde0ed8576b365b")
 # the numeric vector (9 significant digits). The fingerprint covers the tables, this covers
 # the logic: a faster rewrite must keep it, a real change bumps FEATURE_VERSION and retrains.
 GOLDEN = (603, "3c85f19e05d0e65f2d825f900c17c35cc8c67c0f9e3bac21fb07558d25078134")
+# The same for ``split_input`` (feature version 2): payload text, ids, numeric, then the client's.
+GOLDEN_V2 = (603, "595a64ad6a5dea37161ee7aafcd93fda321e6b3f8d2c95abef76902e06af5784")
 
 
 def value(features: feat.Features, name: str) -> float:
@@ -48,6 +51,8 @@ def value(features: feat.Features, name: str) -> float:
 
 def test_feature_version_and_fingerprint_are_pinned() -> None:
     assert (feat.FEATURE_VERSION, feat.FEATURE_FINGERPRINT) == EXPECTED
+    assert (feat.V1_VERSION, feat.V1_FINGERPRINT) == EXPECTED_V1
+    assert feat.SUPPORTED_VERSIONS == dict([EXPECTED, EXPECTED_V1])
     assert len(feat.FEATURE_FINGERPRINT) == 16
     assert feat.NUM_FEATURES == len(feat.NUMERIC_NAMES) == len(set(feat.NUMERIC_NAMES))
     assert feat.PHRASE_OFFSET + len(feat.PHRASES) <= feat.VOCAB_SIZE
@@ -64,6 +69,74 @@ def test_model_inputs_of_the_golden_requests_are_pinned() -> None:
                           + ",".join(format(v, ".9g") for v in item.numeric).encode() + b"\n")
             n += 1
     assert (n, digest.hexdigest()) == GOLDEN
+
+
+def test_split_inputs_of_the_golden_requests_are_pinned() -> None:
+    digest, n = hashlib.sha256(), 0
+    with gzip.open(Path(__file__).parent / "data" / "feature-golden.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            item = feat.split_input(from_record(json.loads(line)))
+            assert item.version == feat.FEATURE_VERSION and item.client_ids is not None
+            for text, ids, numeric in ((item.text, item.ids, item.numeric), (item.client_text, item.client_ids, item.client_numeric)):
+                digest.update(text.encode("utf-8", "surrogatepass") + b"\0" + ids.astype("<i8").tobytes()
+                              + ",".join(format(v, ".9g") for v in numeric).encode() + b"\n")
+            n += 1
+    assert (n, digest.hexdigest()) == GOLDEN_V2
+
+
+SPLIT_CASES = [
+    # (what changes, headers before, headers after, the same payload input, the same client input)
+    ("header-name case", [["Host", "a.example"], ["User-Agent", "Mozilla/5.0"], ["Accept", "*/*"]],
+     [["host", "a.example"], ["user-agent", "Mozilla/5.0"], ["accept", "*/*"]], True, True),
+    ("Connection and TE", [["Host", "a.example"], ["User-Agent", "curl/8.5.0"]],
+     [["Host", "a.example"], ["User-Agent", "curl/8.5.0"], ["Connection", "close"], ["TE", "trailers"]], True, True),
+    ("Host value", [["Host", "a.example"], ["User-Agent", "curl/8.5.0"]],
+     [["Host", "b.example.org:8443"], ["User-Agent", "curl/8.5.0"]], True, True),
+    ("forwarding headers added", [["Host", "a.example"], ["User-Agent", "curl/8.5.0"]],
+     [["Host", "a.example"], ["X-Forwarded-For", "203.0.113.7"], ["X-Request-Id", "f00"], ["User-Agent", "curl/8.5.0"],
+      ["X-Forwarded-Host", "a.example"]], True, False),
+    ("user agent", [["Host", "a.example"], ["User-Agent", "curl/8.5.0"]],
+     [["Host", "a.example"], ["User-Agent", "sqlmap/1.8 (https://sqlmap.org)"]], True, False),
+    ("a payload in the user agent", [["Host", "a.example"], ["User-Agent", "curl/8.5.0"]],
+     [["Host", "a.example"], ["User-Agent", "${jndi:ldap://x.example/a}"]], False, False),
+    ("cookie value", [["Host", "a.example"], ["Cookie", "id=1"]], [["Host", "a.example"], ["Cookie", "id=1' OR '1'='1"]],
+     False, True),
+    ("custom header value", [["Host", "a.example"], ["X-Api-Version", "2"]], [["Host", "a.example"], ["X-Api-Version", "2;id"]],
+     False, True),
+    ("X-Forwarded-Host not a host name", [["Host", "a.example"]], [["Host", "a.example"], ["X-Forwarded-Host", "a.example/<x>"]],
+     False, False),
+]
+
+
+@pytest.mark.parametrize(("what", "before", "after", "same_payload", "same_client"), SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_split_inputs_see_only_their_own_part(what: str, before: list[list[str]], after: list[list[str]], same_payload: bool,
+                                             same_client: bool) -> None:
+    def item(headers: list[list[str]]) -> feat.ModelInput:
+        return feat.split_input(from_record({"method": "GET", "path": "/search?q=shoes", "headers": headers}))
+
+    a, b = item(before), item(after)
+    assert ((a.text, a.numeric) == (b.text, b.numeric)) is same_payload
+    assert ((a.client_text, a.client_numeric) == (b.client_text, b.client_numeric)) is same_client
+
+
+def test_client_input_is_the_same_whatever_is_asked() -> None:
+    headers = [["Host", "a.example"], ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"], ["Accept", "*/*"]]
+    items = [feat.split_input(from_record({"method": m, "path": p, "headers": headers, "body": b}))
+             for m, p, b in (("GET", "/", None), ("GET", "/q?x=%27%20OR%201=1--", None), ("POST", "/login", "u=a&p=<b>"))]
+    assert len({i.client_key() for i in items}) == 1
+    assert len({i.text for i in items}) == 3
+
+
+def test_model_input_round_trips_through_the_decision_log_form() -> None:
+    rec = {"method": "POST", "path": "/a?b=c", "headers": [["Host", "h"], ["User-Agent", "curl/8"], ["Cookie", "s=1"]], "body": "x=1",
+           "client": {"requests": 3, "rate_per_min": 2.0}}
+    for item in (feat.split_input(from_record(rec)), model_input(from_record(rec))):
+        back = feat.ModelInput.from_json(json.loads(json.dumps(item.to_json())))
+        assert back is not None and back.version == item.version
+        assert (back.text, back.ids.tolist(), back.client_text) == (item.text, item.ids.tolist(), item.client_text)
+        assert back.numeric == pytest.approx(item.numeric, abs=1e-5)
+        assert back.client_numeric == pytest.approx(item.client_numeric, abs=1e-5)
+        assert feat.ModelInput.from_json(item.to_json(), version="9") is None
 
 
 def test_batch_featurization_is_request_by_request_featurization() -> None:

@@ -25,7 +25,7 @@ def write_version(root: Path, name: str = "clef-flash", version: str = "1.0.0", 
 
 def test_a_valid_manifest_loads(tmp_path: Path) -> None:
     directory = write_version(tmp_path)
-    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+    m = mf.load(directory, feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT,
                 require=("fp32",), name="clef-flash")
     assert m.id == "clef-flash@1.0.0"
     assert m.question("class").options == ("human", "good_bot", "bad_bot", "attack")
@@ -50,7 +50,7 @@ def test_feature_version_mismatch_names_both_versions(tmp_path: Path) -> None:
 def test_same_version_with_other_tables_is_refused(tmp_path: Path) -> None:
     directory = write_version(tmp_path, feature_fingerprint="0123456789abcdef")
     with pytest.raises(mf.FeatureVersionMismatch, match="different feature tables"):
-        mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT)
+        mf.load(directory, feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT)
     # a reader that does not check features (the zero-shot model) still loads it
     assert mf.load(directory).name == "clef-flash"
 

@@ -20,19 +20,23 @@ from models.data.generate import generate, write_jsonl
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD
 
+# The earlier version kept beside the default for rollback: one question (class), feature version 1. The default
+# (two questions, feature version 2) is tested in tests/test_flash_split.py and tests/test_invariance.py.
+ROLLBACK = "1.7.0"
+
 
 @pytest.fixture(scope="module")
 def scorer() -> OnnxScorer:
-    return OnnxScorer(OnnxOptions(providers=("cpu",)))
+    return OnnxScorer(OnnxOptions(providers=("cpu",), version=ROLLBACK))
 
 
 def risk(p: dict[str, dict[str, float]]) -> float:
     return p["class"]["bad_bot"] + p["class"]["attack"]
 
 
-def test_the_shipped_version_is_complete() -> None:
-    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash")
-    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+def test_the_rollback_version_is_complete() -> None:
+    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash", ROLLBACK)
+    m = mf.load(directory, feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT,
                 require=("fp32", "int8", "fp16"), name="clef-flash")
     for precision in ("fp32", "int8", "fp16"):
         m.verify_file(precision)
@@ -43,11 +47,11 @@ def test_the_shipped_version_is_complete() -> None:
     assert m.raw["parity"]["int8"]["class_agreement"] >= 0.98
 
 
-def test_the_shipped_default_is_two_narrow_members_read_at_the_default_policy() -> None:
+def test_the_rollback_version_is_two_narrow_members_read_at_the_default_policy() -> None:
     """1.7.0: 'latest', stable, two one-layer members of width 96, each file under 10 MB, and the policy it was read with
-    held out is the gateway's default (no note); rolling back to 1.5.0 at 0.6 is equally quiet (it records no policy)."""
-    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash")
-    m = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+    held out is the gateway's default (no note)."""
+    directory = mf.resolve(DEFAULT_REPOSITORY, "clef-flash", ROLLBACK)
+    m = mf.load(directory, feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT,
                 require=("fp32", "int8", "fp16"), name="clef-flash")
     assert (m.version, m.channel, m.raw["architecture"]["members"]) == ("1.7.0", "stable", 2)
     assert (m.raw["architecture"]["width"], m.raw["architecture"]["layers"]) == (96, 1)
@@ -59,8 +63,6 @@ def test_the_shipped_default_is_two_narrow_members_read_at_the_default_policy() 
     # another policy is allowed, and said
     assert policy_notes(m, PolicyConfig(challenge_risk=0.6)) == ("policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated "
                                                                  "with 0.5 (its model card's figures hold at that value)",)
-    old = mf.load(mf.resolve(DEFAULT_REPOSITORY, "clef-flash", "1.5.0"))
-    assert old.policy == {} and policy_notes(old, PolicyConfig(challenge_risk=0.6)) == ()
 
 
 def test_loads_on_cpu_with_int8_by_default(scorer: OnnxScorer) -> None:
@@ -73,8 +75,8 @@ def test_cuda_first_falls_back_to_cpu_without_a_gpu() -> None:
     s = OnnxScorer(OnnxOptions())  # providers cuda, cpu
     if "CUDAExecutionProvider" in s.session.get_providers():
         assert (s.provider, s.precision) == ("cuda", "fp16")
-    else:
-        assert (s.provider, s.precision) == ("cpu", "int8")
+    else:  # the file the default version prefers on the CPU (2.0.0: fp32), int8 without a preference
+        assert (s.provider, s.precision) == ("cpu", s.manifest.raw.get("prefer", {}).get("cpu", "int8"))
 
 
 def test_answers_on_typical_requests(scorer: OnnxScorer) -> None:
@@ -102,12 +104,12 @@ def test_answers_on_typical_requests(scorer: OnnxScorer) -> None:
 
 def test_precisions_agree_on_held_out_requests(scorer: OnnxScorer) -> None:
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("eval", 300, seed=31)]
-    fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32")).probabilities(inputs)["class"]
+    fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32", version=ROLLBACK)).probabilities(inputs)["class"]
     int8 = scorer.probabilities(inputs)["class"]
     assert np.abs(fp32 - int8).mean() < 0.01
     assert np.mean(fp32.argmax(1) == int8.argmax(1)) >= 0.98
     if "CUDAExecutionProvider" not in ort.get_available_providers():
-        fp16 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp16")).probabilities(inputs)["class"]
+        fp16 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp16", version=ROLLBACK)).probabilities(inputs)["class"]
         assert np.mean(fp16.argmax(1) == fp32.argmax(1)) >= 0.99
 
 
@@ -116,7 +118,7 @@ def test_a_requests_scores_barely_depend_on_the_requests_batched_with_it(scorer:
     quantizes each MatMul's input with one scale for the whole run, so batch-mates move a request's probabilities
     a little (models/README.md, *Limits*: up to 0.016-0.025 on samples this size, 5-6 decisions in 16,000)."""
     inputs = [feat.model_input(feat.from_record(r)) for r in generate("calib", 192, seed=53)]
-    fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32"))
+    fp32 = OnnxScorer(OnnxOptions(providers=("cpu",), variant="fp32", version=ROLLBACK))
     for model, most in ((fp32, 1e-5), (scorer, 0.06)):
         alone = np.concatenate([model.probabilities([x])["class"] for x in inputs])
         batched = np.concatenate([model.probabilities(inputs[k:k + 64])["class"] for k in range(0, len(inputs), 64)])
@@ -127,7 +129,7 @@ def test_a_requests_scores_barely_depend_on_the_requests_batched_with_it(scorer:
 def test_eval_command_on_the_shipped_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "eval.jsonl"
     write_jsonl(generate("eval", 300, seed=41), data)
-    assert evaluate.main(["--data", str(data), "--json"]) == 0
+    assert evaluate.main(["--data", str(data), "--json", "--model-version", ROLLBACK]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 300 and out["model"].startswith("clef-flash@")
     for key in ("humans_blocked", "humans_challenged", "attacks_blocked", "bad_bots_stopped", "good_bots_passed", "accuracy", "ece"):
@@ -149,11 +151,11 @@ def test_eval_notes_a_policy_other_than_the_one_the_model_was_read_with(tmp_path
         out = capsys.readouterr().out
         assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5" in out) is noted
     # side by side too, under the setup it concerns
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.7.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.0.0", "--model-version", "1.7.0"]) == 0
     out = capsys.readouterr().out
-    assert "note:" not in out  # at the default 0.5: 1.7.0 was read with it, and 1.5.0 records no policy
+    assert "clef-flash@1.7.0 was evaluated" not in out  # at the default 0.5: 1.7.0 was read with it
     config.write_text("model: {enabled: true}\npolicy: {challenge_risk: 0.6}\n", encoding="utf-8")
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "1.5.0", "--model-version", "1.7.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.0.0", "--model-version", "1.7.0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  [2] ") and "clef-flash@1.7.0" in line)
     assert lines[at + 1].strip().startswith("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5")
@@ -170,8 +172,11 @@ def test_flushing_denormals_changes_no_output_of_any_shipped_version(version: st
                                                                      held_out_inputs: list[feat.ModelInput]) -> None:
     """The CPU runtime flushes denormals to zero for speed (gateway.decider.fpenv); every logit must stay bit for bit."""
     base = {"version": version, "providers": ("cpu",), "variant": variant, "warmup_runs": 1}
-    flushed = OnnxScorer(OnnxOptions(**base)).logits(held_out_inputs)
-    ieee = OnnxScorer(OnnxOptions(**base, flush_denormals=False)).logits(held_out_inputs)
+    fast = OnnxScorer(OnnxOptions(**base))
+    inputs = held_out_inputs if fast.feature_version == feat.V1_VERSION else fast.model_inputs(
+        [feat.from_record(r) for r in generate("eval", 256, seed=37)])
+    flushed = fast.logits(inputs)
+    ieee = OnnxScorer(OnnxOptions(**base, flush_denormals=False)).logits(inputs)
     for question, values in ieee.items():
         assert np.array_equal(values, flushed[question]), (version, question)
 
@@ -187,7 +192,7 @@ def test_the_flush_is_scoped_to_runs_even_with_onnxruntime_pool_threads(held_out
         return None if value is None else value & ~0x3F  # the low six bits are sticky exception flags
 
     before = control()
-    base = {"providers": ("cpu",), "intra_op_threads": 2, "warmup_runs": 1}
+    base = {"providers": ("cpu",), "intra_op_threads": 2, "warmup_runs": 1, "version": ROLLBACK}
     flushed = OnnxScorer(OnnxOptions(**base)).logits(held_out_inputs)
     ieee = OnnxScorer(OnnxOptions(**base, flush_denormals=False)).logits(held_out_inputs)
     assert all(np.array_equal(ieee[q], flushed[q]) for q in ieee)
@@ -226,7 +231,7 @@ def test_the_tuned_cpu_runtime_leaves_out_the_slow_fusion_and_answers_the_same(s
         expected = unfused.run([o.name for o in scorer.manifest.outputs], {"ids": ids, "numeric": numeric})
     got = scorer._run(ids, numeric)
     assert all(np.array_equal(e, g) for e, g in zip(expected, got, strict=True))
-    fused = OnnxScorer(OnnxOptions(providers=("cpu",), cpu_disabled_optimizers=(), warmup_runs=1))
+    fused = OnnxScorer(OnnxOptions(providers=("cpu",), cpu_disabled_optimizers=(), warmup_runs=1, version=ROLLBACK))
     tuned, plain = scorer.probabilities(held_out_inputs)["class"], fused.probabilities(held_out_inputs)["class"]
     assert np.abs(tuned - plain).max() < 0.01
     assert np.array_equal(tuned.argmax(1), plain.argmax(1))
@@ -257,7 +262,7 @@ def test_cpu_sessions_compute_int8_products_exactly(scorer: OnnxScorer) -> None:
     assert (int8probe.session_entry(scorer.session) == "1") == needed
     assert describe(scorer)["exact_int8"] is True
     assert describe(scorer)["int8_kernel"] == ("x64quantprecision" if needed else "default")
-    plain = OnnxScorer(OnnxOptions(providers=("cpu",), exact_int8=False, warmup_runs=1))
+    plain = OnnxScorer(OnnxOptions(providers=("cpu",), exact_int8=False, warmup_runs=1, version=ROLLBACK))
     assert int8probe.session_entry(plain.session) is None
     # without the entry, its products are exact only where the default kernel is
     assert describe(plain)["exact_int8"] is int8probe.default_kernel_exact() and describe(plain)["int8_kernel"] == "default"
@@ -270,10 +275,10 @@ def test_the_exact_kernel_needs_extended_graph_optimization_and_health_says_when
     ``int8_kernel: default`` and ``exact_int8: false``) instead of claiming exact products. Simulated: the probe is made
     to report a saturating kernel, whatever this CPU has."""
     monkeypatch.setattr(int8probe, "default_kernel_exact", lambda: False)
-    fixed = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="extended", warmup_runs=1))
+    fixed = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="extended", warmup_runs=1, version=ROLLBACK))
     assert describe(fixed)["int8_kernel"] == "x64quantprecision" and describe(fixed)["exact_int8"] is True
     with caplog.at_level("WARNING", logger="clefgate.decider.onnx"):
-        basic = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="basic", warmup_runs=1))
+        basic = OnnxScorer(OnnxOptions(providers=("cpu",), graph_optimization="basic", warmup_runs=1, version=ROLLBACK))
     assert int8probe.session_entry(basic.session) == "1"
     assert describe(basic)["int8_kernel"] == "default" and describe(basic)["exact_int8"] is False
     assert any("graph_optimization" in r.getMessage() and "(is basic)" in r.getMessage() for r in caplog.records)
@@ -322,7 +327,7 @@ def test_cpu_sessions_run_with_denormals_flushed(held_out_inputs: list[feat.Mode
     if not fpenv.AVAILABLE:
         pytest.skip("flush-to-zero is set only on 64-bit x86 Linux")
     for flush, expected in ((True, 0x8040), (False, 0)):
-        scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1, flush_denormals=flush))
+        scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1, flush_denormals=flush, version=ROLLBACK))
         recorder = RecordingSession(scorer.session)
         scorer.session = recorder  # type: ignore[assignment]
         scorer.logits(held_out_inputs[:80])

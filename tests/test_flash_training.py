@@ -53,7 +53,7 @@ def load_net(work: Path) -> FlashNet:
 
 
 def test_training_writes_a_complete_version(tiny: dict[str, Path]) -> None:
-    m = mf.load(tiny["version"], feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+    m = mf.load(tiny["version"], feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT,
                 require=("fp32", "int8", "fp16"), name=NAME)
     for precision in ("fp32", "int8", "fp16"):
         m.verify_file(precision)
@@ -150,7 +150,7 @@ def test_no_usable_provider_is_a_clear_error(tiny: dict[str, Path]) -> None:
 def test_export_cli_reexports_a_checkpoint(tiny: dict[str, Path], tmp_path: Path) -> None:
     assert export.main(["--checkpoint", str(tiny["work"] / "model.pt"), "--repository", str(tmp_path), "--version", "0.0.2",
                         "--sample", str(tiny["work"] / "eval.jsonl"), "--channel", "opt-in"]) == 0
-    m = mf.load(tmp_path / NAME / "0.0.2", feature_version=feat.FEATURE_VERSION, require=("fp32", "int8", "fp16"))
+    m = mf.load(tmp_path / NAME / "0.0.2", feature_version=feat.V1_VERSION, require=("fp32", "int8", "fp16"))
     assert m.version == "0.0.2" and m.raw["parity"]["int8"]["checked"] and m.channel == "opt-in"
     assert not list(tmp_path.glob(f"{NAME}/.*"))  # the temporary build folder was renamed away
 
@@ -399,7 +399,7 @@ def test_members_train_export_and_run(tmp_path: Path) -> None:
     net.eval()
     a, b = net.member_nets()
     assert not torch.equal(a.stem.weight, b.stem.weight)
-    m = mf.load(repo / NAME / "0.0.1", feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
+    m = mf.load(repo / NAME / "0.0.1", feature_version=feat.V1_VERSION, feature_fingerprint=feat.V1_FINGERPRINT,
                 require=("fp32", "int8", "fp16"), name=NAME)
     assert m.raw["architecture"]["members"] == 2
     assert [d["generator"].split("--seed ")[1] for d in m.training_data["members"]] == ["3", "8"]

@@ -76,7 +76,7 @@ class Decider:
     def stage(self, policy: PolicyLike) -> ModelStage:
         """The pipeline's score stage for this model and ``policy``."""
         return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain,
-                          cache=self.cache)
+                          cache=self.cache, featurize=self.model.model_input)
 
     def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
         return self.model.explain(item, probabilities=probabilities)

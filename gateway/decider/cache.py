@@ -53,6 +53,9 @@ def decision_key(item: ModelInput) -> bytes:
     """The cache key of a model input: its text and its numeric vector rounded to one decimal."""
     h = hashlib.blake2b(item.text.encode("utf-8", "surrogatepass"), digest_size=16)
     h.update(",".join(f"{v:.1f}" for v in item.numeric).encode())
+    if item.client_numeric or item.client_text:
+        # a two-input model: the client input is part of what is answered
+        h.update(b"\0" + item.client_key())
     return h.digest()
 
 

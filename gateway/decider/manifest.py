@@ -123,6 +123,8 @@ class Manifest:
     channel: str = "stable"
     policy: Mapping[str, float | None] = field(default_factory=dict)
     raw: Mapping[str, Any] = field(default_factory=dict)
+    # a two-input model (feature version 2) ships its client half as a graph of its own, one file per precision
+    client_files: Mapping[str, ModelFile] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -136,19 +138,23 @@ class Manifest:
                 return q
         raise KeyError(question_id)
 
-    def path(self, precision: str) -> Path:
-        """Absolute path of the model file of ``precision`` (KeyError when not shipped)."""
-        return self.directory / self.files[precision].path
+    def path(self, precision: str, part: str = "files") -> Path:
+        """Absolute path of the model file of ``precision`` (KeyError when not shipped); ``part`` ``client_files``
+        names the client half's file of a two-input model."""
+        return self.directory / self._part(part)[precision].path
 
-    def verify_file(self, precision: str) -> None:
+    def _part(self, part: str) -> Mapping[str, ModelFile]:
+        return self.client_files if part == "client_files" else self.files
+
+    def verify_file(self, precision: str, part: str = "files") -> None:
         """Check the file's SHA-256 against the manifest; raise ManifestError on a mismatch."""
-        spec = self.files[precision]
+        spec = self._part(part)[precision]
         path = self.directory / spec.path
         if spec.sha256 is None:
             return
         digest = file_sha256(path)
         if digest != spec.sha256:
-            raise ManifestError([f"files.{precision}: {spec.path} has sha256 {digest[:12]}…, the manifest says "
+            raise ManifestError([f"{part}.{precision}: {spec.path} has sha256 {digest[:12]}…, the manifest says "
                                  f"{spec.sha256[:12]}… (the file was changed or truncated; re-export the model)"],
                                 str(self.directory / MANIFEST_FILE))
 
@@ -279,6 +285,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
     outputs = _outputs(raw.get("outputs"), qids, problems)
     inputs = _inputs(raw.get("inputs"), problems)
     files = _files(raw.get("files"), directory, require, problems)
+    client_files = _files(raw["client_files"], directory, require, problems, "client_files") if "client_files" in raw else {}
     temperature = _temperature(raw.get("temperature"), qids, problems)
 
     channel, policy = raw.get("channel", "stable"), raw.get("policy") or {}
@@ -319,7 +326,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
         files=files, inputs=inputs, outputs=outputs, questions=questions, temperature=temperature,
         feature_fingerprint=fingerprint, tokenizer=mappings["tokenizer"], training_data=mappings["training_data"],
         metrics=mappings["metrics"], explain=explain, created=str(raw.get("created", "")), opset=opset,
-        channel=channel, policy=policy, raw=raw)
+        channel=channel, policy=policy, raw=raw, client_files=client_files)
 
 
 def channel_problems(channel: Any, where: str) -> list[str]:
@@ -418,13 +425,13 @@ def _inputs(value: Any, problems: list[str]) -> tuple[TensorSpec, ...]:
     return tuple(out)
 
 
-def _files(value: Any, directory: Path, require: tuple[str, ...], problems: list[str]) -> dict[str, ModelFile]:
+def _files(value: Any, directory: Path, require: tuple[str, ...], problems: list[str], key: str = "files") -> dict[str, ModelFile]:
     if not isinstance(value, Mapping) or not value:
-        problems.append("files: required, an object precision -> file (fp32, int8, fp16)")
+        problems.append(f"{key}: required, an object precision -> file (fp32, int8, fp16)")
         return {}
     out: dict[str, ModelFile] = {}
     for precision, spec in value.items():
-        where = f"files.{precision}"
+        where = f"{key}.{precision}"
         if precision not in PRECISIONS:
             problems.append(f"{where}: unknown precision (known: {', '.join(PRECISIONS)})")
             continue
@@ -445,9 +452,9 @@ def _files(value: Any, directory: Path, require: tuple[str, ...], problems: list
         out[precision] = ModelFile(precision, rel, sha, size if isinstance(size, int) else None)
     for precision in require:
         if precision not in out:
-            problems.append(f"files.{precision}: required by this runtime but not in the manifest")
+            problems.append(f"{key}.{precision}: required by this runtime but not in the manifest")
         elif not (directory / out[precision].path).is_file():
-            problems.append(f"files.{precision}: {out[precision].path} is missing from {directory}")
+            problems.append(f"{key}.{precision}: {out[precision].path} is missing from {directory}")
     return out
 
 

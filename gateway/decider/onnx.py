@@ -21,9 +21,15 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
   and only there is the exact (slower) kernel asked for.
 - **Warm-up**: fixed inputs at every bucket length, so the first real requests do
   not pay for kernel selection and memory-arena growth.
-- **run_batch**: Features → ``gateway.features.model_input`` → tensors → logits →
-  temperature from the manifest → softmax per question. Rows are grouped by padded
-  length so one long request does not make a whole batch pay for its padding.
+- **run_batch**: Features → ``gateway.features.featurize`` (for the manifest's feature
+  version) → tensors → logits → temperature from the manifest → softmax per question.
+  Rows are grouped by padded length so one long request does not make a whole batch pay
+  for its padding.
+- **Two inputs (feature version 2)**: the payload half and the client half are two
+  graphs (``files`` and ``client_files`` in the manifest), each in its own session. The
+  payload half runs for every row; the client half's calibrated answer is kept per client
+  key (``ModelInput.client_key``: the client input and its rounded history) for
+  ``client_cache_ttl_s``, so a person's page assets share one client run.
 - **explain**: the numeric features that pushed the predicted class most, from the
   linear numeric path of the class head (see :meth:`OnnxScorer.explain`).
 """
@@ -33,10 +39,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import json
 import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +101,9 @@ def cuda_usable() -> str | None:
         return f"the CUDA provider cannot load ({exc})"
     return None
 _REQUIRED_INPUTS = ("ids", "numeric")
+CLIENT_CACHE = metrics.counter("clefgate_client_answer_cache_total",
+                               "Client-question answers of a two-input model, by result: hit (the client's answer was kept), "
+                               "miss (the client half ran).", ("result",))
 
 LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
                        ("model", "provider", "precision"), merge="max")
@@ -160,6 +171,10 @@ class OnnxOptions:
     exact_int8: bool = True
     # a warm-up run that fails: "refuse" raises ModelLoadError, "fallback" keeps the model with ``warmup_error`` set
     on_warmup_failure: str = "refuse"
+    # two-input models: how long a client's answer is kept (seconds; 0 runs the client half for every request) and how
+    # many clients are kept at most
+    client_cache_ttl_s: float = 60.0
+    client_cache_size: int = 65_536
 
     @classmethod
     def from_config(cls, model_cfg: Any, base_dir: Path | None = None) -> OnnxOptions:
@@ -181,24 +196,69 @@ def _softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
     return z
 
 
+class _ClientAnswers:
+    """Calibrated client-question answers by client key, each kept ``ttl_s`` seconds (oldest dropped beyond ``maxsize``).
+
+    Shared by the worker threads that run the model: every access holds the lock.
+    """
+
+    def __init__(self, ttl_s: float, maxsize: int) -> None:
+        self.ttl_s = ttl_s
+        self.maxsize = maxsize
+        self._entries: OrderedDict[bytes, tuple[float, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes, now: float) -> np.ndarray | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            if hit[0] < now:
+                del self._entries[key]
+                return None
+            return hit[1]
+
+    def put(self, key: bytes, value: np.ndarray, now: float) -> None:
+        if self.ttl_s <= 0 or self.maxsize <= 0:
+            return
+        with self._lock:
+            entries = self._entries
+            entries.pop(key, None)
+            entries[key] = (now + self.ttl_s, value)
+            while len(entries) > self.maxsize:
+                entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class OnnxScorer:
     """A loaded, warmed Clef-flash version: ``run_batch(features) -> probabilities``.
 
     Thread-safety: onnxruntime sessions may be run from several threads at once;
-    this object holds no mutable state after construction.
+    after construction the only mutable state is the kept client answers, behind a lock.
     """
 
     def __init__(self, options: OnnxOptions | None = None) -> None:
         self.options = opts = options or OnnxOptions()
         started = time.perf_counter()
         directory = mf.resolve(opts.repository, opts.name, opts.version)
-        self.manifest = mf.load(directory, feature_version=feat.FEATURE_VERSION, feature_fingerprint=feat.FEATURE_FINGERPRINT,
-                                name=opts.name)
+        version = _declared_feature_version(directory)
+        self.feature_version = version if version in feat.SUPPORTED_VERSIONS else feat.FEATURE_VERSION
+        self.manifest = mf.load(directory, feature_version=self.feature_version,
+                                feature_fingerprint=feat.SUPPORTED_VERSIONS[self.feature_version], name=opts.name)
+        self.two_inputs = self.feature_version != feat.V1_VERSION
+        self.client_answers = _ClientAnswers(opts.client_cache_ttl_s, opts.client_cache_size)
         self._check_contract()
+        # a two-input model's client half (its own graph, opened beside the payload half by _open)
+        self.client_session: ort.InferenceSession | None = None
         self.session, self.provider, self.precision = self._open()
         self._outputs = [o.name for o in self.manifest.outputs]
         self._questions = [(q.id, q.options, self.manifest.temperature.get(q.id, 1.0)) for q in self.manifest.questions]
         self._by_output = {o.name: o.question for o in self.manifest.outputs}
+        # two-input models: the outputs of each half (the client question's and the rest)
+        self._half_outputs = {"client": [o for o in self._outputs if self._by_output[o] == "client"],
+                              "payload": [o for o in self._outputs if self._by_output[o] != "client"]}
         self._io_binding = self.provider == "cuda"
         flush = self.provider == "cpu" and self.options.flush_denormals
         self._flush_denormals = flush and fpenv.AVAILABLE
@@ -243,15 +303,26 @@ class OnnxScorer:
         """Question id -> option names, in output order (for output validation)."""
         return {q.id: q.options for q in self.manifest.questions}
 
+    def model_input(self, features: Features) -> ModelInput:
+        """What this model reads about one request (featurized for its feature version)."""
+        return feat.featurize(features, self.feature_version)
+
+    def model_inputs(self, batch: Sequence[Features]) -> list[ModelInput]:
+        """``model_input`` for a batch."""
+        return feat.featurize_batch(batch, self.feature_version)
+
     def _check_contract(self) -> None:
         m = self.manifest
         names = {i.name for i in m.inputs}
-        problems = [f"inputs: the model needs {name!r}, which this runtime feeds" for name in _REQUIRED_INPUTS if name not in names]
-        problems += [f"inputs: {i.name!r} is not an input this runtime can feed (ids, numeric)" for i in m.inputs
-                     if i.name not in _REQUIRED_INPUTS]
+        required = feat.INPUT_NAMES[self.feature_version]
+        problems = [f"inputs: the model needs {name!r}, which this runtime feeds" for name in required if name not in names]
+        problems += [f"inputs: {i.name!r} is not an input this runtime can feed ({', '.join(required)}) at feature version "
+                     f"{self.feature_version}" for i in m.inputs if i.name not in required]
+        widths = feat.NUMERIC_WIDTHS[self.feature_version]
         for spec in m.inputs:
-            if spec.name == "numeric" and len(spec.shape) == 2 and isinstance(spec.shape[1], int) and spec.shape[1] != feat.NUM_FEATURES:
-                problems.append(f"inputs.numeric: the model reads {spec.shape[1]} numeric features, this gateway computes {feat.NUM_FEATURES}")
+            width = widths.get(spec.name)
+            if width is not None and len(spec.shape) == 2 and isinstance(spec.shape[1], int) and spec.shape[1] != width:
+                problems.append(f"inputs.{spec.name}: the model reads {spec.shape[1]} numeric features, this gateway computes {width}")
         if problems:
             raise mf.ManifestError(problems, str(m.directory / mf.MANIFEST_FILE))
 
@@ -268,6 +339,12 @@ class OnnxScorer:
         variant = self.options.variant
         if variant != "auto":
             return variant
+        # a version may name the file each provider runs (manifest "prefer": {"cpu": "fp32"}): Clef-flash 2.0.0 runs fp32 on
+        # the CPU, within the latency budget, because int8 activations quantized per run move its scores with their
+        # batch-mates (by up to 0.04 at the block threshold); int8 stays shipped and is used when the config names it
+        prefer = self.manifest.raw.get("prefer")
+        if isinstance(prefer, Mapping) and prefer.get(provider) in self.manifest.files:
+            return str(prefer[provider])
         if provider == "cuda":
             return "fp16" if "fp16" in self.manifest.files else "fp32"
         return "int8" if "int8" in self.manifest.files else "fp32"
@@ -309,8 +386,22 @@ class OnnxScorer:
                     log.warning("model %s: this CPU's default int8 kernel saturates, and its fix needs model.graph_optimization "
                                 "extended or all (is %s): int8 scores differ from the measured ones",
                                 self.manifest.id, self.options.graph_optimization)
+            client_path = None
+            if self.two_inputs:
+                if variant not in self.manifest.client_files:
+                    problems.append(f"{provider}: the model ships no client {variant} file (client_files has "
+                                    f"{', '.join(self.manifest.client_files) or 'none'})")
+                    continue
+                client_path = self.manifest.path(variant, "client_files")
+                if not client_path.is_file():
+                    problems.append(f"{provider}: {client_path} is missing")
+                    continue
+                if self.options.verify_files:
+                    self.manifest.verify_file(variant, "client_files")
             try:
                 session = ort.InferenceSession(str(path), so, providers=chain, disabled_optimizers=disabled)
+                if client_path is not None:
+                    self.client_session = ort.InferenceSession(str(client_path), so, providers=chain, disabled_optimizers=disabled)
             except Exception as exc:  # a broken file or a provider that cannot start
                 problems.append(f"{provider}: {type(exc).__name__}: {exc}")
                 continue
@@ -338,42 +429,66 @@ class OnnxScorer:
         return weights, names, options
 
     def warm_up(self) -> None:
-        """Run fixed inputs at every bucket length (and batch sizes 1 and 8)."""
-        numeric = np.zeros((8, feat.NUM_FEATURES), dtype=np.float32)
+        """Run fixed inputs at every bucket length (and batch sizes 1 and 8), each half alone for two-input models."""
+        widths = feat.NUMERIC_WIDTHS[self.feature_version]
+        numeric = np.zeros((8, widths["numeric"]), dtype=np.float32)
         for _ in range(max(1, self.options.warmup_runs)):
             for length in range(feat.BUCKET, feat.MAX_TOKENS + 1, feat.BUCKET):
                 ids = np.full((8, length), ord("a") + feat.BYTE_OFFSET, dtype=np.int64)
-                self._run(ids[:1], numeric[:1])
-                self._run(ids, numeric)
+                if not self.two_inputs:
+                    self._run(ids[:1], numeric[:1])
+                    self._run(ids, numeric)
+                    continue
+                cnum = np.zeros((8, widths["client_numeric"]), dtype=np.float32)
+                for rows in (1, 8):
+                    self._run_half("payload", ids[:rows], numeric[:rows])
+                    self._run_half("client", ids[:rows], cnum[:rows])
 
     # ------------------------------------------------------------------ inference
 
     def _run(self, ids: np.ndarray, numeric: np.ndarray) -> list[np.ndarray]:
+        return self._run_feeds(self.session, {"ids": ids, "numeric": numeric}, self._outputs, len(ids))
+
+    def _run_feeds(self, session: ort.InferenceSession, feeds: dict[str, np.ndarray], outputs: list[str], rows: int) -> list[np.ndarray]:
         try:
             if self._io_binding:
-                binding = self.session.io_binding()
-                binding.bind_cpu_input("ids", ids)
-                binding.bind_cpu_input("numeric", numeric)
-                for name in self._outputs:
+                binding = session.io_binding()
+                for name, value in feeds.items():
+                    binding.bind_cpu_input(name, value)
+                for name in outputs:
                     binding.bind_output(name, "cpu")
-                self.session.run_with_iobinding(binding)
-                outputs = binding.copy_outputs_to_cpu()
+                session.run_with_iobinding(binding)
+                results = binding.copy_outputs_to_cpu()
             else:
                 with fpenv.flush_denormals() if self._flush_denormals else contextlib.nullcontext():
-                    outputs = self.session.run(self._outputs, {"ids": ids, "numeric": numeric})
+                    results = session.run(outputs, feeds)
         except Exception as exc:
             raise ModelError(f"onnxruntime run failed ({self.provider}): {exc}") from exc
-        for name, out in zip(self._outputs, outputs, strict=True):
+        for name, out in zip(outputs, results, strict=True):
             options = self.questions[self._by_output[name]]
-            if out.shape != (len(ids), len(options)):
-                raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(len(ids), len(options))}")
-        return [np.asarray(o) for o in outputs]
+            if out.shape != (rows, len(options)):
+                raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(rows, len(options))}")
+        return [np.asarray(o) for o in results]
+
+    def _run_half(self, half: str, ids: np.ndarray, numeric: np.ndarray) -> list[np.ndarray]:
+        """One half of a two-input model, in its own session."""
+        if half == "payload":
+            return self._run_feeds(self.session, {"ids": ids, "numeric": numeric}, self._half_outputs[half], len(ids))
+        assert self.client_session is not None
+        return self._run_feeds(self.client_session, {"client_ids": ids, "client_numeric": numeric}, self._half_outputs[half], len(ids))
 
     def logits(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
         """Raw logits per question (rows in input order), before temperature."""
         n = len(inputs)
         out = {q: np.zeros((n, len(opts)), dtype=np.float32) for q, opts, _ in self._questions}
         if n == 0:
+            return out
+        if self.two_inputs:
+            self._payload_logits(inputs, out)
+            client_rows = [i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in inputs]
+            (client,) = self._run_half("client", feat.pad_ids(client_rows),
+                                       np.array([i.client_numeric for i in inputs], dtype=np.float32))
+            out["client"][:] = client
             return out
         groups: dict[int, list[int]] = {}
         if self.options.group_by_length:
@@ -388,21 +503,74 @@ class OnnxScorer:
                 out[self._by_output[name]][rows] = values
         return out
 
+    def _payload_logits(self, inputs: Sequence[ModelInput], out: dict[str, np.ndarray]) -> None:
+        groups: dict[int, list[int]] = {}
+        for i, item in enumerate(inputs):
+            groups.setdefault(feat.bucket_length(len(item.ids)) if self.options.group_by_length else 0, []).append(i)
+        outputs = self._half_outputs["payload"]
+        for rows in groups.values():
+            ids = feat.pad_ids([inputs[i].ids for i in rows])
+            numeric = np.array([inputs[i].numeric for i in rows], dtype=np.float32)
+            for name, values in zip(outputs, self._run_half("payload", ids, numeric), strict=True):
+                out[self._by_output[name]][rows] = values
+
     def probabilities(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
-        """Calibrated probabilities per question (temperature applied, rows sum to 1)."""
-        raw = self.logits(inputs)
-        return {q: _softmax(raw[q], t) for q, _, t in self._questions}
+        """Calibrated probabilities per question (temperature applied, rows sum to 1).
+
+        Two-input models answer the client question from the kept answers where they can (``client_answers``),
+        running the client half once per distinct client key among the rest.
+        """
+        if not self.two_inputs:
+            raw = self.logits(inputs)
+            return {q: _softmax(raw[q], t) for q, _, t in self._questions}
+        n = len(inputs)
+        out = {q: np.zeros((n, len(opts)), dtype=np.float32) for q, opts, _ in self._questions}
+        if n == 0:
+            return {q: v.astype(np.float64) for q, v in out.items()}
+        self._payload_logits(inputs, out)
+        probs = {q: _softmax(out[q], t) for q, _, t in self._questions if q != "client"}
+        client = np.zeros((n, len(self.questions["client"])), dtype=np.float64)
+        now = time.monotonic()
+        cache = self.client_answers
+        missing: dict[bytes, list[int]] = {}
+        for i, item in enumerate(inputs):
+            key = item.client_key()
+            kept = cache.get(key, now)
+            if kept is not None:
+                client[i] = kept
+            else:
+                missing.setdefault(key, []).append(i)
+        if n - sum(map(len, missing.values())):
+            CLIENT_CACHE.inc("hit", amount=n - sum(map(len, missing.values())))
+        if missing:
+            CLIENT_CACHE.inc("miss", amount=len(missing))
+            first = [rows[0] for rows in missing.values()]
+            ids = feat.pad_ids([inputs[i].client_ids if inputs[i].client_ids is not None else np.zeros(0, dtype=np.int64)
+                                for i in first])
+            numeric = np.array([inputs[i].client_numeric for i in first], dtype=np.float32)
+            (logits,) = self._run_half("client", ids, numeric)
+            answers = _softmax(logits, self.manifest.temperature.get("client", 1.0))
+            for (key, rows), answer in zip(missing.items(), answers, strict=True):
+                client[rows] = answer
+                cache.put(key, answer, now)
+        probs["client"] = client
+        return probs
 
     def run_inputs(self, inputs: Sequence[ModelInput]) -> list[Probabilities]:
         """Probabilities for already-encoded inputs, one mapping per row."""
+        wrong = next((i.version for i in inputs if i.version != self.feature_version), None)
+        if wrong is not None:
+            raise ModelError(f"{self.label} reads feature version {self.feature_version}; an input of version {wrong} was "
+                             f"given (featurize with OnnxScorer.model_input)")
         probs = self.probabilities(inputs)
         # one tolist() per question, not per row (indexing numpy row by row cost ~0.4 µs a request)
         columns = [(q, opts, probs[q].tolist()) for q, opts, _ in self._questions]
         return [{q: dict(zip(opts, values[i], strict=True)) for q, opts, values in columns} for i in range(len(inputs))]
 
     def run_batch(self, batch: list[Features]) -> list[Probabilities]:
-        """Score requests: ``{"class": {"human": p, …}, "attack_kind": {…}}`` per request, in order."""
-        return self.run_inputs(feat.model_inputs(batch))
+        """Score requests: probabilities per question and option (``{"payload": {"benign": p, …}, "attack_kind": {…},
+        "client": {…}}`` at feature version 2; ``{"class": …, "attack_kind": …}`` at 1) per request, in order."""
+        return self.run_inputs(self.model_inputs(batch))
 
     def explain(self, features: Features | ModelInput, top: int = 5,
                 probabilities: Mapping[str, Mapping[str, float]] | None = None) -> tuple[str, ...]:
@@ -418,7 +586,7 @@ class OnnxScorer:
         """
         if self._explain is None:
             return ()
-        mi = features if isinstance(features, ModelInput) else feat.model_input(features)
+        mi = features if isinstance(features, ModelInput) else self.model_input(features)
         weights, names, options = self._explain
         cls = probabilities.get("class") if probabilities is not None else None
         if cls is not None and all(o in cls for o in options):
@@ -445,11 +613,22 @@ class OnnxScorer:
             else:
                 LOADED.values.pop(key, None)
         del self.session
+        self.client_session = None
 
 
 def load(options: OnnxOptions | None = None) -> OnnxScorer:
     """Load, check and warm a model version (raises ManifestError or ModelLoadError)."""
     return OnnxScorer(options)
+
+
+def _declared_feature_version(directory: Path) -> str:
+    """The feature version a version directory's manifest declares ("" when it cannot be read: loading reports why)."""
+    try:
+        raw = json.loads((directory / mf.MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    value = raw.get("feature_version") if isinstance(raw, Mapping) else None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
 
 
 def describe(scorer: OnnxScorer) -> Mapping[str, Any]:

@@ -70,8 +70,10 @@ class ModelStage:
 
     def __init__(self, scorer: Scorer, policy: PolicyLike, *, fallback: str = "forward", model_label: str = "",
                  explain: Callable[[ModelInput, Probabilities], tuple[str, ...]] | None = None,
-                 cache: CachedScorer | None = None) -> None:
+                 cache: CachedScorer | None = None, featurize: Callable[[Features], ModelInput] = model_input) -> None:
         self.scorer = scorer
+        # what the model reads about a request: the loaded model's featurizer (its manifest's feature version)
+        self.featurize = featurize
         self.policy = policy
         self.fallback = fallback
         self.model_label = model_label
@@ -107,7 +109,7 @@ class ModelStage:
                 scored = cache.get_request(raw_key)
             if scored is None:
                 # serialize + encode once: the model-input cache key and the model both read this
-                item = model_input(features)
+                item = self.featurize(features)
                 scored = await self.scorer.score(item)
         except ModelError as exc:
             return self._fallback(features, request, exc.kind, str(exc), start)

@@ -14,10 +14,11 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
+from gateway.features import split
 from gateway.features.encoding import (
     BUCKET,
     MAX_TOKENS,
@@ -33,11 +34,25 @@ from gateway.features.numeric import NUM_FEATURES, NUMERIC_NAMES, ORDER_TEMPLATE
 from gateway.features.request import Features
 from gateway.features.serialization import INFRA_HEADERS, OWN_LINE_HEADERS, serialize
 
-FEATURE_VERSION = "1"
-
-FEATURE_FINGERPRINT = hashlib.sha256(json.dumps(
-    [FEATURE_VERSION, MAX_TOKENS, PATCH, BUCKET, VOCAB_SIZE, PHRASE_OFFSET, list(PHRASES), NUMERIC_NAMES,
+# Version 1: one text and one numeric vector for both questions (``serialize``, ``numeric_vector``), read by
+# clef-flash 1.x. Version 2: the payload and the client as two inputs with nothing in common (``split``), read by
+# clef-flash 2.x. The runtime featurizes for the version a model's manifest names (``featurize``).
+V1_VERSION = "1"
+V1_FINGERPRINT = hashlib.sha256(json.dumps(
+    [V1_VERSION, MAX_TOKENS, PATCH, BUCKET, VOCAB_SIZE, PHRASE_OFFSET, list(PHRASES), NUMERIC_NAMES,
      ORDER_TEMPLATES, sorted(INFRA_HEADERS), sorted(OWN_LINE_HEADERS)]).encode()).hexdigest()[:16]
+
+FEATURE_VERSION = "2"
+FEATURE_FINGERPRINT = hashlib.sha256(json.dumps(
+    [FEATURE_VERSION, MAX_TOKENS, PATCH, BUCKET, VOCAB_SIZE, PHRASE_OFFSET, list(PHRASES), split.TABLES]).encode()).hexdigest()[:16]
+
+# feature version -> fingerprint of its tables: every version this runtime can featurize for
+SUPPORTED_VERSIONS: dict[str, str] = {V1_VERSION: V1_FINGERPRINT, FEATURE_VERSION: FEATURE_FINGERPRINT}
+# feature version -> (model input names, numeric width per numeric input)
+INPUT_NAMES: dict[str, tuple[str, ...]] = {V1_VERSION: ("ids", "numeric"),
+                                           FEATURE_VERSION: ("ids", "numeric", "client_ids", "client_numeric")}
+NUMERIC_WIDTHS: dict[str, dict[str, int]] = {V1_VERSION: {"numeric": NUM_FEATURES},
+                                             FEATURE_VERSION: {"numeric": split.NUM_PAYLOAD, "client_numeric": split.NUM_CLIENT}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +60,17 @@ class ModelInput:
     """What the model reads about one request: the text, its token ids and the numeric vector.
 
     ``text`` and ``numeric`` are what the decision log records (the training feed);
-    ``ids`` is ``encode(text)``.
+    ``ids`` is ``encode(text)``. At feature version 2 they are the payload input, and
+    ``client_text`` / ``client_ids`` / ``client_numeric`` the client input.
     """
 
     text: str
     ids: np.ndarray
     numeric: tuple[float, ...]
+    client_text: str = ""
+    client_ids: np.ndarray | None = None
+    client_numeric: tuple[float, ...] = ()
+    version: str = V1_VERSION
 
     def cache_key(self) -> str:
         """A stable digest of the model-relevant input.
@@ -60,36 +80,83 @@ class ModelInput:
         """
         h = hashlib.blake2b(self.text.encode("utf-8", "surrogatepass"), digest_size=16)
         h.update(",".join(f"{v:.2f}" for v in self.numeric).encode())
+        if self.version != V1_VERSION:
+            h.update(b"\0" + self.client_text.encode("utf-8", "surrogatepass"))
+            h.update(",".join(f"{v:.2f}" for v in self.client_numeric).encode())
         return h.hexdigest()
 
+    def client_key(self) -> bytes:
+        """The client answer's cache key: the client input itself (the client's fingerprint) and its
+        window statistics rounded to one decimal, so a client's next request reuses the answer."""
+        h = hashlib.blake2b(self.client_text.encode("utf-8", "surrogatepass"), digest_size=16)
+        h.update(",".join(f"{v:.1f}" for v in self.client_numeric).encode())
+        return h.digest()
+
     def to_json(self) -> dict[str, Any]:
-        """The decision-log form: feature version, text and numeric vector (ids are re-derived)."""
-        return {"feature_version": FEATURE_VERSION, "text": self.text, "numeric": [round(v, 5) for v in self.numeric]}
+        """The decision-log form: feature version, text(s) and numeric vector(s) (ids are re-derived)."""
+        out: dict[str, Any] = {"feature_version": self.version, "text": self.text, "numeric": [round(v, 5) for v in self.numeric]}
+        if self.version != V1_VERSION:
+            out["client_text"] = self.client_text
+            out["client_numeric"] = [round(v, 5) for v in self.client_numeric]
+        return out
 
     @staticmethod
-    def from_json(obj: Mapping[str, Any]) -> ModelInput | None:
-        """The inverse of ``to_json``; None when it was written by another feature version."""
-        if obj.get("feature_version") != FEATURE_VERSION:
+    def from_json(obj: Mapping[str, Any], version: str | None = None) -> ModelInput | None:
+        """The inverse of ``to_json``; None when it was written by a feature version this runtime does not read
+        (or by another one than ``version``, when given)."""
+        written = obj.get("feature_version")
+        if written not in SUPPORTED_VERSIONS or (version is not None and written != version):
             return None
         text, numeric = obj.get("text"), obj.get("numeric")
-        if not isinstance(text, str) or not isinstance(numeric, list) or len(numeric) != NUM_FEATURES:
+        widths = NUMERIC_WIDTHS[str(written)]
+        if not isinstance(text, str) or not _numbers(numeric, widths["numeric"]):
             return None
-        return ModelInput(text, encode(text), tuple(float(v) for v in numeric))
+        if written == V1_VERSION:
+            return ModelInput(text, encode(text), tuple(float(v) for v in numeric))
+        ctext, cnumeric = obj.get("client_text"), obj.get("client_numeric")
+        if not isinstance(ctext, str) or not _numbers(cnumeric, widths["client_numeric"]):
+            return None
+        return ModelInput(text, encode(text), tuple(float(v) for v in numeric), ctext, encode(ctext),
+                          tuple(float(v) for v in cnumeric), FEATURE_VERSION)
+
+
+def _numbers(value: Any, width: int) -> TypeGuard[list[Any]]:
+    # the values themselves are converted with float(): a broken one raises, and readers count the line as unreadable
+    return isinstance(value, list) and len(value) == width
 
 
 def cache_stats() -> dict[str, tuple[int, int, int, int]]:
     """The featurizer's bounded caches: name -> (entries, capacity, hits, misses) since the process started."""
     out = {}
-    for name, cached in (("header_lines", _coded_header_line), ("header_names", _name_facts), ("user_agents", _ua_facts)):
+    for name, cached in (("header_lines", _coded_header_line), ("header_names", _name_facts), ("user_agents", _ua_facts),
+                         ("client_agents", split.ua_facts)):
         info = cached.cache_info()
         out[name] = (info.currsize, info.maxsize or 0, info.hits, info.misses)
     return out
 
 
 def model_input(features: Features) -> ModelInput:
-    """Serialize, encode and vectorize one request (the only path from Features to the model)."""
+    """Serialize, encode and vectorize one request at feature version 1 (clef-flash 1.x)."""
     text = serialize(features)
     return ModelInput(text, encode(text), tuple(numeric_vector(features)))
+
+
+def split_input(features: Features) -> ModelInput:
+    """The payload and the client inputs of one request at feature version 2 (clef-flash 2.x)."""
+    text, decoded, values = split.payload_parts(features)
+    ctext = split.client_text(features)
+    return ModelInput(text, encode(text), tuple(split.payload_vector(features, values, decoded)), ctext, encode(ctext),
+                      tuple(split.client_vector(features)), FEATURE_VERSION)
+
+
+def featurize(features: Features, version: str = FEATURE_VERSION) -> ModelInput:
+    """The model input of one request for a model of feature ``version`` (the only path from Features to a model)."""
+    return split_input(features) if version == FEATURE_VERSION else model_input(features)
+
+
+def featurize_batch(batch: Sequence[Features], version: str = FEATURE_VERSION) -> list[ModelInput]:
+    """``featurize`` for a batch."""
+    return [split_input(f) for f in batch] if version == FEATURE_VERSION else model_inputs(batch)
 
 
 def model_inputs(batch: Sequence[Features]) -> list[ModelInput]:
@@ -108,6 +175,18 @@ def model_inputs(batch: Sequence[Features]) -> list[ModelInput]:
     ids = [encode(t) for t in texts]
     numeric = [tuple(numeric_vector(f)) for f in batch]
     return [ModelInput(t, i, n) for t, i, n in zip(texts, ids, numeric, strict=True)]
+
+
+def pad_ids(rows: Sequence[np.ndarray | None]) -> np.ndarray:
+    """Stack id rows into int64 [B, L], L the longest rounded up to the bucket (padding is PAD_ID; a None row is all padding)."""
+    if not rows:
+        return np.zeros((0, BUCKET), dtype=np.int64)
+    length = bucket_length(max(len(r) if r is not None else 0 for r in rows))
+    ids = np.zeros((len(rows), length), dtype=np.int64)
+    for row, item in enumerate(rows):
+        if item is not None:
+            ids[row, : len(item)] = item[:length]
+    return ids
 
 
 def pad_batch(inputs: Sequence[ModelInput]) -> tuple[np.ndarray, np.ndarray]:

@@ -47,7 +47,8 @@ import numpy as np
 
 from gateway import config as config_mod
 from gateway import features as feat
-from gateway.verdict import Action, ScoreRequest, Verdict, attack_probability
+from gateway.features.split import CLIENT_NUMERIC_NAMES
+from gateway.verdict import Action, ScoreRequest, Verdict, attack_probability, class_probabilities
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 ACTIONS = (Action.FORWARD, Action.CHALLENGE, Action.BLOCK)
@@ -259,14 +260,17 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         route = match_route(routes, f.host, f.path) if routes and request.policy is None else None
         return request if route is None or route.policy is None else dataclasses.replace(request, policy=route.policy)
 
-    fresh = iter(feat.model_inputs([r.features for r in rows if r.logged_input is None]))
-    inputs = [r.logged_input if r.logged_input is not None else next(fresh) for r in rows]
+    version = getattr(scorer, "feature_version", feat.V1_VERSION)
+    # a logged input is reused when the scorer reads its feature version; any other row is featurized for the scorer
+    logged = [r.logged_input if r.logged_input is not None and r.logged_input.version == version else None for r in rows]
+    fresh = iter(feat.featurize_batch([r.features for r, li in zip(rows, logged, strict=True) if li is None], version))
+    inputs = [li if li is not None else next(fresh) for li in logged]
     probs_rows: list[Mapping[str, Mapping[str, float]]] = []
     for lo in range(0, len(inputs), 256):
         probs_rows += scorer.run_inputs(inputs[lo:lo + 256])
     labels = np.array([r.label for r in rows], dtype=np.int64)
     verified = np.array([bool(r.verified) if r.verified is not None else r.label == 1 for r in rows])
-    cls = np.array([[p["class"][c] for c in CLASSES] for p in probs_rows], dtype=np.float64)
+    cls = np.array([[class_probabilities(p)[c] for c in CLASSES] for p in probs_rows], dtype=np.float64)
     actions = {s: np.zeros(len(rows), dtype=np.int64) for s in SYSTEMS}
     decided_by_rule = np.zeros(len(rows), dtype=bool)
     rule_hits: dict[str, int] = {}
@@ -317,8 +321,15 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     # what the gateway knew of the client: a first request (no window, or an empty one) versus one with history
     # (a decision-log row carries the client's window only inside the logged model input)
     requests_at = feat.NUMERIC_NAMES.index("client_requests")
-    history = np.array([bool(r.logged_input.numeric[requests_at]) if r.logged_input is not None
-                        else bool(r.features.client and r.features.client.requests) for r in rows])
+    client_requests_at = CLIENT_NUMERIC_NAMES.index("client_requests")
+
+    def had_history(r: Row) -> bool:
+        li = r.logged_input
+        if li is None:
+            return bool(r.features.client and r.features.client.requests)
+        return bool(li.client_numeric[client_requests_at] if li.version != feat.V1_VERSION else li.numeric[requests_at])
+
+    history = np.array([had_history(r) for r in rows])
     contexts = {name: {"n": int(sel.sum()), **{k: v for k, v in system_metrics(actions["rules_model"][sel], labels[sel], verified[sel]).items()
                                              if k in CONTEXT_KEYS}}
                 for name, sel in (("first_request", ~history), ("with_history", history))}
