@@ -1058,7 +1058,7 @@ def replay_under(cfg: Config, policy: Mapping[str, Any], entries: Sequence[Mappi
     ``policy:`` section replaced; the model is the running one when there is one (else replay
     loads the configured version). Raises ConfigError for a policy the config refuses.
     """
-    from gateway import replay
+    from gateway.tools import replay
 
     raw = configmod.redacted(cfg)
     raw["policy"] = dict(policy)

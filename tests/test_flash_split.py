@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gateway import evaluate
 from gateway import features as feat
 from gateway.decider import manifest as mf
 from gateway.decider.onnx import CLIENT_CACHE, DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, _ClientAnswers, describe
+from gateway.tools import evaluate
 from gateway.verdict import attack_probability, bot_probability, class_probabilities
 from tests.conftest import make_features
 from tests.test_features import CHROME_HEAD

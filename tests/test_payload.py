@@ -233,7 +233,7 @@ def test_shadow_mode_forwards_and_keeps_the_evidence() -> None:
 
 
 def test_replay_decides_with_the_detectors_and_tallies_them_by_detector() -> None:
-    from gateway.replay import LogRequest, Replayer
+    from gateway.tools.replay import LogRequest, Replayer
 
     replayer = Replayer(config(model={"enabled": False}), use_model=False)
     for i, target in enumerate(["/search?q=" + quote(SQLI), "/search?q=" + quote("1' or '2'='2' --"), "/search?q=shoes"]):
@@ -244,7 +244,7 @@ def test_replay_decides_with_the_detectors_and_tallies_them_by_detector() -> Non
 
 
 def test_eval_decides_with_the_detectors_as_the_pipeline_does(tmp_path: Path) -> None:
-    from gateway import evaluate as ev
+    from gateway.tools import evaluate as ev
     from tests.test_evaluate import FakeScorer  # answers "human" for /page
 
     rules = tmp_path / "rules.yaml"

@@ -55,7 +55,7 @@ python3 -c 'import secrets; print(secrets.token_hex(32))' > "$SECRETS/challenge-
 python3 -c 'import secrets; print(secrets.token_hex(32))' > "$SECRETS/admin-token"
 chmod 0644 "$SECRETS"/*
 PYTHON="${PYTHON:-python3}"
-"$PYTHON" -m gateway.demo --port "$ORIGIN_PORT" > "$WORK/origin.log" 2>&1 &
+"$PYTHON" -m gateway.tools.demo --port "$ORIGIN_PORT" > "$WORK/origin.log" 2>&1 &
 ORIGIN_PID=$!
 NAME="clefgate-image-check-$$"
 ARGS=(serve --config /etc/clefgate/clefgate.yaml --upstream "http://127.0.0.1:$ORIGIN_PORT"
