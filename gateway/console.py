@@ -543,7 +543,10 @@ class Console:
 
     def _action_refused(self, request: web.Request) -> web.Response | None:
         """Why a POST may not act: no session, no JSON, a foreign Origin, or a missing/wrong CSRF token."""
-        secret, _ = self.secret()
+        secret, configured = self.secret()
+        if not configured:  # state changes always need the admin secret, as POST /admin/* do
+            return web.json_response({"error": "actions need admin.token: set admin.token (env:NAME or file:PATH) and sign in"},
+                                     status=403)
         session = self.session(request)
         if secret is None or session is None:
             return web.json_response({"error": "sign in to the console first"}, status=401)
@@ -653,7 +656,7 @@ class Console:
         assert secret is not None and session is not None
         body = await build()
         if not configured:
-            body = ('<p class=warn role=alert>admin.token is not set: anyone who reaches this port can use the console and '
+            body = ('<p class=warn role=alert>admin.token is not set: anyone who reaches this port can read the console (its actions are refused until it is set) and '
                     "the admin API. Set it before exposing the admin listener.</p>") + body
         csrf = csrf_of(secret, session) if session != "bearer" else ""
         return _html(_layout(title, current, body, csrf=csrf))

@@ -374,3 +374,25 @@ async def test_lookup_and_the_decision_page(served: tuple[str, FakeControl]) -> 
         assert "Requests, last hour" in live and "block-sql-injection" in live and 'id=live-data' in live
         whatif = await (await session.get(base + "/console/whatif")).text()
         assert "shadow" in whatif and "r-4" in whatif
+
+
+async def test_without_an_admin_secret_the_console_reads_but_never_acts() -> None:
+    """State changes always need admin.token, from the console as from POST /admin/*."""
+    control = FakeControl(token="")
+    app = web.Application()
+    console.register(app, control)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with browser_session() as session:
+            page = await session.get(base + "/console/actions")
+            assert page.status == 200 and "admin.token is not set" in await page.text()
+            resp = await session.post(base + "/console/api/override", json={"network": "203.0.113.51", "action": "block", "minutes": 5},
+                                      headers={"Origin": base})
+            assert resp.status == 403 and "admin.token" in (await resp.json())["error"]
+            assert console.OVERRIDES.match(make_features(client_ip="203.0.113.51")) is None
+    finally:
+        await runner.cleanup()
