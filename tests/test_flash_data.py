@@ -371,13 +371,12 @@ def test_developer_questions_on_the_training_and_calibration_sides_only(monkeypa
 
 
 def test_settings_leave_the_shipped_models_data_as_it_was(tmp_path: Path) -> None:
-    """With both settings off the calibration file is 1.5.0's, and with both on the held-out file still is: the digests
-    recorded in its manifest (so ``make model`` rebuilds it and every evaluation reads the same rows)."""
+    """With both settings on, the held-out file is still the one the 1.7.0 rollback's manifest records (so its
+    evaluation reads the same rows), and settings that do not apply to a split are refused."""
     from models.data.generate import main
 
-    manifest = json.loads((Path(__file__).resolve().parents[1] / "models/repository/clef-flash/1.5.0/manifest.json").read_text())
+    manifest = json.loads((Path(__file__).resolve().parents[1] / "models/repository/clef-flash/1.7.0/manifest.json").read_text())
     data = manifest["training_data"]
-    assert write_jsonl(generate("calib", 16000, seed=2), tmp_path / "c.jsonl")[1] == data["calibration"]["sha256"]
     assert data["eval"]["generator"].endswith("--split eval --rows 16000 --seed 7")
     assert write_jsonl(generate("eval", 16000, seed=7, dev_questions=1.0, routes=True), tmp_path / "e.jsonl")[1] == data["eval"]["sha256"]
     for wrong in (["--split", "eval", "--dev-questions", "0.5"], ["--split", "calib", "--routes"], ["--dev-questions", "1.5"],

@@ -80,7 +80,7 @@ def browser(i: int) -> list[tuple[str, str]]:
 def test_one_attacker_among_200_browsers_behind_one_address_blocks_nobody_else(gateway: Gateway) -> None:
     ip = "198.51.100.160"
     status, head = send(gateway, "GET", SQLI, BOT_HEADERS, ip)
-    assert status == 403 and head["x-clefgate-verdict"] == "block" and "payload in query:q" in head["x-clefgate-reason"], head
+    assert status == 403 and head["x-clefgate-verdict"] == "block" and "query:q" in head["x-clefgate-reason"], head
     # its next suspicious request is blocked on that evidence
     status, head = send(gateway, "GET", "/probe/a", BOT_HEADERS, ip)
     assert status == 403 and head["x-clefgate-source"] == "client" and "attack evidence" in head["x-clefgate-reason"], head
