@@ -40,7 +40,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from gateway.server import ConfigSource, serve
+    from gateway.runtime import ConfigSource
+    from gateway.server import serve
 
     if not args.config and not args.upstream:
         print("clefgate serve: give --config FILE or --upstream URL (or run `clefgate demo`)", file=sys.stderr)
@@ -51,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     """Validate a config, every rule file it names and its model, without serving."""
     from gateway.arming import arming, disarms
-    from gateway.server import check_config
+    from gateway.runtime import check_config
 
     try:
         cfg = configmod.load(args.config, **_overrides(args))

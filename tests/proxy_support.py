@@ -26,7 +26,7 @@ from gateway import config as configmod
 from gateway.accesslog import AccessLog
 from gateway.backends import BackendSet
 from gateway.pipeline import Pipeline
-from gateway.server import Runtime, RuntimeRef
+from gateway.runtime import Runtime, RuntimeRef
 from tests.origin import OriginProcess, start_origin
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""The shape of gateway/: no import cycles, and no training stack in serving.
+"""The shape of gateway/: no import cycles, the proxy never reaches up to the server, and no training stack in serving.
 
 Imports are read from the source (nothing is executed). An import made only for type
 checking (inside ``if TYPE_CHECKING:``) runs nothing and may point anywhere; every other
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GATEWAY = ROOT / "gateway"
@@ -111,6 +113,12 @@ def test_gateway_has_no_import_cycles() -> None:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m == "gateway.proxy" or m.startswith("gateway.proxy.")))
+def test_the_proxy_reads_the_runtime_never_the_server(module: str) -> None:
+    above = {"gateway.server", "gateway.cli", "gateway.console", "gateway.tools"}
+    assert imports(module, type_only=True) & above == set()
 
 
 def test_serving_never_imports_training_stacks() -> None:

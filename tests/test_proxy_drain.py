@@ -117,7 +117,7 @@ def test_serve_on_a_given_socket_and_with_reuse_port(origin_a: OriginProcess, tm
     from gateway.accesslog import AccessLog
     from gateway.backends import BackendSet
     from gateway.pipeline import Pipeline
-    from gateway.server import Runtime, RuntimeRef
+    from gateway.runtime import Runtime, RuntimeRef
 
     cfg = make_config([origin_a.url], tmp_path)
 

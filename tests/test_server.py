@@ -313,7 +313,7 @@ def test_a_model_swap_gives_way_when_the_file_changes_its_model(tmp_path: Path) 
     once the operator edits it (the edit must take effect)."""
     import yaml
 
-    from gateway.server import ConfigSource
+    from gateway.runtime import ConfigSource
 
     path = tmp_path / "gw.yaml"
 
@@ -382,7 +382,8 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
     import yaml
 
     from gateway import config as configmod
-    from gateway.server import ConfigSource, LocalControl, RuntimeRef, Worker, build_runtime, close_runtime
+    from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
+    from gateway.server import LocalControl, Worker
 
     path = tmp_path / "gw.yaml"
     path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
@@ -406,7 +407,8 @@ async def test_a_reload_whose_clef_cannot_load_changes_nothing(tmp_path: Path) -
 
     from gateway import config as configmod
     from gateway.jev import DecisionApi
-    from gateway.server import ConfigSource, LocalControl, RuntimeRef, Worker, build_runtime, close_runtime
+    from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
+    from gateway.server import LocalControl, Worker
 
     for name in ("a", "b"):
         (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")
@@ -439,7 +441,8 @@ async def test_a_worker_goes_back_to_the_config_in_force(tmp_path: Path) -> None
 
     import yaml
 
-    from gateway.server import ConfigSource, RuntimeRef, Worker, build_runtime, close_runtime
+    from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
+    from gateway.server import Worker
 
     for name in ("a", "b"):
         (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")
@@ -467,7 +470,7 @@ async def test_a_worker_goes_back_to_the_config_in_force(tmp_path: Path) -> None
 def test_check_names_a_clef_version_that_does_not_exist(tmp_path: Path) -> None:
     from gateway import config as configmod
     from gateway.config import ConfigError
-    from gateway.server import check_config
+    from gateway.runtime import check_config
 
     path = tmp_path / "c.yaml"
     path.write_text("backends:\n  app:\n    servers: [http://127.0.0.1:8000]\nmodel: {enabled: false}\n"

@@ -16,7 +16,8 @@ import yaml
 from gateway import config as configmod
 from gateway import metrics
 from gateway.config import Config
-from gateway.server import ConfigSource, Supervisor
+from gateway.runtime import ConfigSource
+from gateway.server import Supervisor
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -22,7 +22,7 @@ from gateway.proxy.downstream import ClientConnection
 from gateway.proxy.settings import ProxySettings
 
 if TYPE_CHECKING:
-    from gateway.server import Runtime, RuntimeRef
+    from gateway.runtime import Runtime, RuntimeRef
 
 __all__ = ["DataPlane", "serve"]
 

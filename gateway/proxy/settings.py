@@ -17,7 +17,7 @@ from gateway.proxy.http1 import REQUEST_HOP_BY_HOP, RESPONSE_HOP_BY_HOP, Respons
 from gateway.verdict import Verdict
 
 if TYPE_CHECKING:
-    from gateway.server import Runtime
+    from gateway.runtime import Runtime
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 

@@ -204,7 +204,8 @@ def banner(listen: str, admin: str, upstream: str, cfg_path: Path, secret: str, 
 
 def run_demo(listen: str = "127.0.0.1:8080", admin: str = "127.0.0.1:9090", origin_port: int = 8000) -> int:
     """Start the demo origin (a child process) and serve the gateway in front of it, with the console and a decision log."""
-    from gateway.server import ConfigSource, serve
+    from gateway.runtime import ConfigSource
+    from gateway.server import serve
 
     upstream = f"http://127.0.0.1:{origin_port}"
     origin = subprocess.Popen([sys.executable, "-m", "gateway.tools.demo", "--port", str(origin_port)])

@@ -97,7 +97,7 @@ def _head_setup() -> dict[str, Any]:
     from gateway import config as configmod
     from gateway.proxy import DataPlane
     from gateway.proxy.downstream import ClientConnection
-    from gateway.server import RuntimeRef, build_runtime
+    from gateway.runtime import RuntimeRef, build_runtime
 
     loop = asyncio.new_event_loop()
     cfg = configmod.validate({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"default": "block"},
