@@ -6,6 +6,7 @@ a FEATURE_VERSION bump and a retrained model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import unquote, unquote_plus
 
 from gateway.features.request import Features
@@ -84,6 +85,19 @@ _PLAIN_LINES = (("user-agent", "u ", _MAX_UA), ("accept", "a ", _MAX_ACCEPT), ("
                 ("accept-encoding", "e ", _MAX_SHORT))
 
 
+def hint_lines(hm: Mapping[str, str]) -> list[str]:
+    """The client-hint line (``c ...``) and the Fetch Metadata line (``f ...``) of a request's header map, when it has them."""
+    get = hm.get
+    out = []
+    value = get("sec-ch-ua")
+    if value is not None or "sec-ch-ua-platform" in hm:
+        out.append(f"c {(value or '')[:_MAX_CH_UA]}|{get('sec-ch-ua-mobile', '')[:4]}|{get('sec-ch-ua-platform', '')[:16]}")
+    if "sec-fetch-mode" in hm or "sec-fetch-site" in hm or "sec-fetch-dest" in hm:
+        out.append(f"f {get('sec-fetch-site', '-')[:16]} {get('sec-fetch-mode', '-')[:16]} "
+                   f"{get('sec-fetch-dest', '-')[:16]} {get('sec-fetch-user', '-')[:4]}")
+    return out
+
+
 def serialize(features: Features) -> str:
     """The canonical text the model reads: one line per field, fixed order, bounded.
 
@@ -115,12 +129,7 @@ def serialize(features: Features) -> str:
         value = get(name)
         if value is not None:
             lines.append(prefix + value[:limit])
-    value = get("sec-ch-ua")
-    if value is not None or "sec-ch-ua-platform" in hm:
-        lines.append(f"c {(value or '')[:_MAX_CH_UA]}|{get('sec-ch-ua-mobile', '')[:4]}|{get('sec-ch-ua-platform', '')[:16]}")
-    if "sec-fetch-mode" in hm or "sec-fetch-site" in hm or "sec-fetch-dest" in hm:
-        lines.append(f"f {get('sec-fetch-site', '-')[:16]} {get('sec-fetch-mode', '-')[:16]} "
-                     f"{get('sec-fetch-dest', '-')[:16]} {get('sec-fetch-user', '-')[:4]}")
+    lines += hint_lines(hm)
     value = get("content-type")
     if value is not None:
         lines.append("t " + value[:_MAX_SHORT])

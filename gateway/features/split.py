@@ -25,7 +25,7 @@ import re
 
 from gateway.features.numeric import _BOT_RE, _LIBRARY_PREFIXES, _ch_major, _entropy, _log, _major, _suspicious
 from gateway.features.request import Features
-from gateway.features.serialization import _decode_target, body_text, decoded_target
+from gateway.features.serialization import _decode_target, body_text, decoded_target, hint_lines
 
 # Headers a front, a CDN or this gateway adds or rewrites: their names and values say nothing about the
 # client and differ per deployment. Exact names and name prefixes.
@@ -78,7 +78,6 @@ _MAX_NAMES = 32
 _MAX_NAMES_LINE = 480
 _MAX_UA = 160
 _MAX_ACCEPT = 80
-_MAX_CH_UA = 96
 
 PAYLOAD_NUMERIC_NAMES: tuple[str, ...] = (
     "method_get", "method_head", "method_post", "method_put_patch_delete", "method_options", "method_other",
@@ -241,12 +240,7 @@ def client_text(features: Features) -> str:
         value = get(name)
         if value is not None:
             lines.append(prefix + value[:limit])
-    value = get("sec-ch-ua")
-    if value is not None or "sec-ch-ua-platform" in hm:
-        lines.append(f"c {(value or '')[:_MAX_CH_UA]}|{get('sec-ch-ua-mobile', '')[:4]}|{get('sec-ch-ua-platform', '')[:16]}")
-    if "sec-fetch-mode" in hm or "sec-fetch-site" in hm or "sec-fetch-dest" in hm:
-        lines.append(f"f {get('sec-fetch-site', '-')[:16]} {get('sec-fetch-mode', '-')[:16]} "
-                     f"{get('sec-fetch-dest', '-')[:16]} {get('sec-fetch-user', '-')[:4]}")
+    lines += hint_lines(hm)
     flags = [f"{n}={get(n, '')[:24]}" for n in _FLAG_HEADERS if n in hm]
     if "origin" in hm:
         flags.append("origin")
