@@ -127,6 +127,24 @@ BENIGN = [
 ]
 
 
+# a name mentioned among words, as people ask about it, is not its use
+MENTIONS = ["what is document.cookie", "how do I read document.cookie in react", "information_schema.tables best practice",
+            "replace SUBSTRING() with <iframe>", "how to embed an <iframe> in a page"]
+BENIGN += [record("/search?q=" + quote(text)) for text in MENTIONS]
+BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application/json"]], body=json.dumps({"note": text})) for text in MENTIONS]
+# ... and the same names used, or alone where a value belongs, still are
+USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
+        "please show me how <iframe src=//evil.example> works", "see <iframe>x</iframe> here", "';document.cookie",
+        "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
+        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`"]
+
+
+@pytest.mark.parametrize("text", USES)
+def test_a_name_used_or_alone_is_still_a_hit(inspector: PayloadInspector, text: str) -> None:
+    hits = inspector.inspect(from_record(record("/search?q=" + quote(text))))
+    assert hits and hits[0].location == "query:q", text
+
+
 @pytest.mark.parametrize("rec", BENIGN, ids=range(len(BENIGN)))
 def test_benign_look_alikes_are_not_hits(inspector: PayloadInspector, rec: dict[str, Any]) -> None:
     assert inspector.inspect(from_record(rec)) == ()

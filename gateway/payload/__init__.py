@@ -30,7 +30,11 @@ Free text is where SQL detection misfires: libinjection reads ``admin or 1 = 1``
 SQL, and the same shape turns up in English (``we came at 2 or 3 = late``). SQL
 injection is therefore only taken from libinjection when the value breaks out of a
 string or a number context or reads as a statement (see :data:`SQLI_TEXT_FINGERPRINTS`);
-the value shapes it rejects for free text are documented there.
+the value shapes it rejects for free text are documented there. Likewise a name that a
+signature knows (``document.cookie``, ``information_schema``, an ``<iframe>`` with no
+attribute) mentioned among words with no code around it is a question about the thing,
+not its use (:func:`_mentioned`); libinjection XSS needs what runs or loads to come with
+the markup, not before it.
 
 Work per request is bounded: a value is inspected on its first ``max_value_bytes``,
 at most ``max_values`` values per request, bodies on their first ``max_body_bytes``
@@ -91,11 +95,18 @@ _QUOTE = re.compile(r"['\"`]")
 # a call
 _ACTIVE = re.compile(r"\bon[a-z]{3,}\s*=|(?:java|vb)script\s*:|<\s*script|\b(?:src|srcdoc|href|action|formaction|data)\s*=|"
                      r"\bdata:|expression\s*\(|[(`]", re.IGNORECASE)
+_ATTRIBUTE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:"
 # A value is prose when it holds a line break in a body field (a textarea) or at least PROSE_WORDS words: a post, a
 # review, a pasted snippet. HTML, shell lines, file paths, URLs and code are ordinary there on a developer forum, so
 # libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
 PROSE_WORDS = 16
 PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection"})
+# A signature that matched only a name (document.cookie, information_schema, <iframe> with no attribute) in a value of
+# words mentions the thing, as a question or a tutorial does ("what is document.cookie"); using it needs syntax around
+# the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
+_BARE_NAME = re.compile(r"<?\s*[a-z_][a-z0-9_.]*")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+MENTION_WORDS = 2
 # javascript:void(0) is the inert link target of countless pages, searched for and pasted by people; read as
 # "javascript:void" it still matches a signature when a call follows it (javascript:void(0);alert(1))
 _VOID = re.compile(r"void\s*\(\s*0\s*\)")
@@ -266,10 +277,13 @@ class PayloadInspector:
         prose = (body and "\n" in text) or (text.count(" ") >= PROSE_WORDS - 1 and len(text.split()) >= PROSE_WORDS)
         # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
         # percent-decoded, never HTML-decoded (the signatures still read that)
-        if self.xss and not prose and "html" not in decoding and ("<" in text or "=" in text) and _ACTIVE.search(text) \
-                and libinjection.is_xss(text)["is_xss"]:
-            start = min((i for i in (text.find("<"), text.find("=")) if i >= 0), default=0)
-            return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
+        if self.xss and not prose and "html" not in decoding and ("<" in text or "=" in text):
+            # what runs or loads must come with the markup or the attribute, not before it ("SUBSTRING() with <iframe>")
+            start = min(i for i in (text.find("<"), text.find("=")) if i >= 0)
+            if text[start] == "=":
+                start = len(text[:start].rstrip().rstrip(_ATTRIBUTE_CHARS))  # from the attribute's name (onerror=)
+            if _ACTIVE.search(text, start) and libinjection.is_xss(text)["is_xss"]:
+                return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
         if self._joined is not None:
             low = text.lower()
             if not low.isascii():
@@ -286,11 +300,29 @@ class PayloadInspector:
                     if prose and sig.kind in PROSE_SKIPPED:
                         continue
                     m = sig.regex.search(low)
-                    if m is not None:
+                    if m is not None and not _mentioned(low, m.start(), m.end()):
                         # show the text as sent when lower-casing kept its length (it nearly always does)
                         shown = text if len(text) == len(low) else low
                         return PayloadHit("signatures", sig.kind, location, fragment(shown, m.start(), m.end()), decoding)
         return None
+
+
+def _mentioned(low: str, start: int, end: int) -> bool:
+    """The match is a bare name (an identifier, or a tag closed right after its name) among at least MENTION_WORDS other
+    words, and nothing around it reads as code: no quote, ``=``, ``;``, ``+``, backquote, brace, angle bracket or
+    parenthesis in the value (an empty ``()``, as in "SUBSTRING()", is a name too)."""
+    if _BARE_NAME.fullmatch(low, start, end) is None:
+        return False
+    before, after = low[:start], low[end:]
+    if low[start] == "<":
+        # the tag closes right after its name (<iframe>) or the value ends there; content may not follow at once
+        close = after.find(">")
+        if after[:close if close >= 0 else len(after)].strip() or (close >= 0 and after[close + 1:close + 2].strip()):
+            return False
+        after = after[close + 1:] if close >= 0 else ""
+    if any(c in part.replace("()", " ") for part in (before, after) for c in "'\"()=;+`<>{}"):
+        return False
+    return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
 
 
 def _breaks_out(text: str) -> bool:
