@@ -246,3 +246,26 @@ def test_variants_keep_the_request_and_change_one_thing() -> None:
         v = generate.row(9, i, half, mix, 24, site_half="b")
         assert v["site_type"] in sites.HALF_SITES["b"] and v["payload_label"] == rec["payload_label"]
     assert kept == 60 * 5
+
+
+def test_a_good_crawler_naming_a_verifying_operator_comes_from_its_ranges(both: dict[str, list[dict[str, Any]]]) -> None:
+    """The shipped rules let such a crawler through by address; from anywhere else it is a spoofer, so a page request
+    from one is generated from the operator's published ranges, and marked verified."""
+    from gateway import config as configmod
+    from gateway.pipeline import build
+    from gateway.verdict import Action, Verdict
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = configmod.load(str(root / "gateway" / "default.yaml"), upstream="http://127.0.0.1:9")
+    rules = build(cfg).rules
+    assert rules is not None
+    verified = [r for rows in both.values() for r in rows if r.get("verified")]
+    assert verified, "no verified crawler in the sample"
+    for rec in verified:
+        assert rec["client_label"] == "good_bot" and rec["payload_label"] == "benign" and rec["client_kind"] == "crawler"
+        outcome = rules.evaluate(from_record(rec))
+        # let through by a rule: the verified-crawler rule, or one before it (robots.txt, sitemaps)
+        assert isinstance(outcome, Verdict) and outcome.action is Action.FORWARD and outcome.rule, rec
+    claims = re.compile(r"googlebot|bingbot|applebot|duckduckbot", re.IGNORECASE)
+    spoofed = [r for rows in both.values() for r in rows if r["payload_label"] == "attack" and claims.search(str(r["headers"]))]
+    assert all(not r.get("verified") for r in spoofed)

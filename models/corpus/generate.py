@@ -11,7 +11,8 @@ Record fields (one JSON object a line): ``method``, ``path`` (target with query)
 ``client_label``, ``label`` (the single class: attack when the payload is one, else the client label),
 ``source`` (the data source of the client's look), ``payload_source`` (the corpus or benign text source),
 ``site`` and ``site_type``, ``front``, ``browser_family`` (or the tool's name), ``client_kind``, ``group``,
-``verified`` (good bots: false; no rule here checks crawler ranges).
+``verified`` (good bots: true for a crawler naming an operator the shipped rules verify by address, which it then
+comes from; false for the rest).
 
 Halves split the sources for cross-source training: ``--half a`` and ``--half b`` share no browser data
 source, user-agent source, payload corpus, site type, site vocabulary, library, scanner or crawler.
@@ -455,6 +456,34 @@ def place_benign(rng: random.Random, req: Request, site: Site, half: str | None)
 
 # ---------------------------------------------------------------------------------------------- rows
 
+RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+
+
+@functools.cache
+def verifiable_crawlers() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """(user-agent pattern, published networks) of every crawler the shipped rules verify by address
+    (``rules/crawlers.yaml``: a rule with a ``user_agent`` and an ``ip: list:NAME``)."""
+    import yaml
+
+    out = []
+    for rule in yaml.safe_load((RULES_DIR / "crawlers.yaml").read_text())["rules"]:
+        ip = rule.get("ip")
+        if rule.get("action") == "allow" and rule.get("user_agent") and isinstance(ip, str) and ip.startswith("list:"):
+            lines = (RULES_DIR / "lists" / f"{ip.removeprefix('list:')}.txt").read_text().splitlines()
+            nets = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+            out.append((re.compile(rule["user_agent"].removeprefix("(?i)"), re.IGNORECASE), nets))
+    return tuple(out)
+
+
+def _operator_address(rng: random.Random, user_agent: str) -> str | None:
+    """An address inside the published ranges of the crawler ``user_agent`` names, or None when no rule verifies it."""
+    for pattern, nets in verifiable_crawlers():
+        if pattern.search(user_agent):
+            net = ipaddress.ip_network(rng.choice(nets), strict=False)
+            return str(net[rng.randrange(net.num_addresses)]) if net.num_addresses > 1 else str(net.network_address)
+    return None
+
+
 def _client_ip(rng: random.Random) -> str:
     if rng.random() < 0.2:
         return str(ipaddress.IPv6Address((0x2001 << 112) | (rng.getrandbits(16) << 96) | rng.getrandbits(64)))
@@ -589,6 +618,11 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
             at = max(1, len(headers) - r_payload.randint(0, 2))
             headers.insert(at, [name if client_wire == "h1" else name.lower(), value])
     client_ip = _client_ip(r_history)
+    # a good crawler that names an operator publishing its ranges comes from them (the claim is true) when it asks
+    # for a page; one carrying an attack made the claim up. Its own stream, so every other draw of the row stays
+    operator_ip = _operator_address(random.Random(f"{base}/operator"), headers[ua][1] if (ua := _find(headers, "user-agent")) >= 0 else "") \
+        if client_label == "good_bot" and look.client_kind == "crawler" and not payload else None
+    client_ip = operator_ip or client_ip
     headers, version = fronts.apply(chosen_front, r_front, headers, client_ip, site.host, "1.1")
     rec: dict[str, Any] = {"method": req.method, "path": _target(req, r_site), "http_version": version,
                            "headers": headers, "body": body, "client_ip": client_ip}
@@ -612,7 +646,7 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
         "half": half.name,
     })
     if client_label == "good_bot":
-        rec["verified"] = False
+        rec["verified"] = operator_ip is not None
     return rec
 
 
