@@ -1,4 +1,5 @@
-"""The shape of gateway/: no import cycles, the proxy never reaches up to the server, and no training stack in serving.
+"""The shape of gateway/: no import cycles, the proxy never reaches up to the server, serving split into its parts, and no
+training stack in serving.
 
 Imports are read from the source (nothing is executed). An import made only for type
 checking (inside ``if TYPE_CHECKING:``) runs nothing and may point anywhere; every other
@@ -117,8 +118,28 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m == "gateway.proxy" or m.startswith("gateway.proxy.")))
 def test_the_proxy_reads_the_runtime_never_the_server(module: str) -> None:
-    above = {"gateway.server", "gateway.cli", "gateway.console", "gateway.tools"}
+    above = {"gateway.server", "gateway.worker", "gateway.admin", "gateway.supervisor", "gateway.cli", "gateway.console",
+             "gateway.tools"}
     assert imports(module, type_only=True) & above == set()
+
+
+def _defines(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text())
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+
+
+@pytest.mark.parametrize(("module", "names"), [
+    ("gateway.worker", {"Worker", "configure_logging"}),
+    ("gateway.admin", {"Control", "LocalControl", "admin_app", "start_admin", "_refused"}),
+    ("gateway.supervisor", {"Supervisor", "_WorkerHandle", "WorkerStartError", "_worker_main", "_serve_supervised"}),
+    ("gateway.server", {"serve", "_serve_single"}),
+])
+def test_each_part_of_serving_has_its_module(module: str, names: set[str]) -> None:
+    """The request path reads from the names: ``server`` picks one process or a supervisor, ``worker`` serves,
+    ``admin`` answers the admin listener, ``supervisor`` runs worker processes; each part is defined in one place."""
+    assert names <= _defines(module)
+    for other in {"gateway.worker", "gateway.admin", "gateway.supervisor", "gateway.server"} - {module}:
+        assert names & _defines(other) == set(), other
 
 
 def test_serving_never_imports_training_stacks() -> None:

@@ -281,7 +281,7 @@ async def test_a_late_worker_answer_is_not_taken_for_the_next_one() -> None:
     """A request to a worker that timed out must not leave its answer to be read as the answer to the next one."""
     import multiprocessing
 
-    from gateway.server import _WorkerHandle
+    from gateway.supervisor import _WorkerHandle
 
     parent, child = multiprocessing.Pipe()
     delays = {"status": 0.5}
@@ -382,8 +382,9 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
     import yaml
 
     from gateway import config as configmod
+    from gateway.admin import LocalControl
     from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
-    from gateway.server import LocalControl, Worker
+    from gateway.worker import Worker
 
     path = tmp_path / "gw.yaml"
     path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
@@ -406,9 +407,10 @@ async def test_a_reload_whose_clef_cannot_load_changes_nothing(tmp_path: Path) -
     import yaml
 
     from gateway import config as configmod
+    from gateway.admin import LocalControl
     from gateway.jev import DecisionApi
     from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
-    from gateway.server import LocalControl, Worker
+    from gateway.worker import Worker
 
     for name in ("a", "b"):
         (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")
@@ -442,7 +444,7 @@ async def test_a_worker_goes_back_to_the_config_in_force(tmp_path: Path) -> None
     import yaml
 
     from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
-    from gateway.server import Worker
+    from gateway.worker import Worker
 
     for name in ("a", "b"):
         (tmp_path / f"{name}.yaml").write_text(f"rules:\n  - name: block-{name}\n    path: /{name}\n    action: block\n")

@@ -17,7 +17,7 @@ from gateway import config as configmod
 from gateway import metrics
 from gateway.config import Config
 from gateway.runtime import ConfigSource
-from gateway.server import Supervisor
+from gateway.supervisor import Supervisor
 
 pytestmark = pytest.mark.timeout(60)
 
