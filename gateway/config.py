@@ -290,7 +290,7 @@ class RulesConfig:
     lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules (ip: list:NAME); defaults to lists/ beside each rule file.")
     default: str = setting("score", "What happens when no rule matches: score (ask the model; forwarded when no model is configured), allow, challenge or block.",
                            check=one_of("score", "allow", "challenge", "block"))
-    disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. block-wordpress-probes when WordPress runs behind this gateway.",
+    disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. wordpress-paths when WordPress runs behind this gateway.",
                                   coerce=_csv_list)
     actions: dict[str, str] = setting(factory=dict, doc="Action overrides by rule name: {rule: allow/block/challenge/score}, e.g. {ai-training-crawlers: block}.")
 

@@ -93,9 +93,9 @@ SHIPPED_CASES = [
     ("japanese with full-width punctuation", req("/search?q=" + quote("東京／大阪（２０２５年）１．５倍、ｉＰｈｏｎｅ")), "score-everything-else", "score"),
     ("legacy escape() of cjk text", req("/search?q=%u6771%u4EAC%uFF08%uFF11%uFF09"), "score-everything-else", "score"),
     ("an ellipsis before a path", req("/search?q=" + quote("see… ／docs and ../lib")), "score-everything-else", "score"),
-    ("wordpress login", req("/wp-login.php"), "block-wordpress-probes", "block"),
-    ("wordpress nested", req("/blog/wp-admin/install.php"), "block-wordpress-probes", "block"),
-    ("phpmyadmin", req("/phpMyAdmin/index.php"), "block-phpmyadmin-probes", "block"),
+    ("wordpress login", req("/wp-login.php"), "wordpress-paths", "challenge"),
+    ("wordpress nested", req("/blog/wp-admin/install.php"), "wordpress-paths", "challenge"),
+    ("phpmyadmin", req("/phpMyAdmin/index.php"), "database-panel-paths", "challenge"),
     ("spring actuator", req("/actuator/env"), "block-java-admin-probes", "block"),
     ("actuator behind a segment parameter", req("/actuator;/env"), "block-java-admin-probes", "block"),
     ("tomcat manager through ..;", req("/app/..;/manager/html"), "block-java-admin-probes", "block"),
@@ -175,7 +175,7 @@ def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_6
 
 
 def test_rules_disabled_and_action_overrides() -> None:
-    opts = RuleOptions(disabled=["block-wordpress-probes"], actions={"ai-training-crawlers": "block", "block-crawler-spoofers": "challenge"})
+    opts = RuleOptions(disabled=["wordpress-paths"], actions={"ai-training-crawlers": "block", "block-crawler-spoofers": "challenge"})
     table = load([str(SHIPPED / "default.yaml")], opts, ClientState())
     assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
     assert outcome(table, req("/", ua=GPTBOT)) == ("ai-training-crawlers", "block")
@@ -183,12 +183,25 @@ def test_rules_disabled_and_action_overrides() -> None:
     assert isinstance(spoof, Verdict) and spoof.action is Action.CHALLENGE and spoof.difficulty == 16
 
 
+def test_a_renamed_rule_is_still_reached_by_its_old_name(caplog: pytest.LogCaptureFixture) -> None:
+    from gateway import config as configmod
+    from gateway.rules import from_config
+
+    raw = {"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": [str(SHIPPED / "default.yaml")],
+           "disabled": ["block-wordpress-probes"], "actions": {"block-phpmyadmin-probes": "block"}}}
+    with caplog.at_level("WARNING", logger="clefgate.rules"):
+        table = from_config(configmod.validate(raw, "<test>"), ClientState())
+    assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
+    assert outcome(table, req("/phpmyadmin/index.php")) == ("database-panel-paths", "block")
+    assert "block-wordpress-probes is now wordpress-paths" in caplog.text
+
+
 def test_unknown_names_in_overrides_are_reported() -> None:
-    opts = RuleOptions(disabled=["block-wordpres-probes"], actions={"ai-crawlers": "block", "allow-robots-txt": "route"})
+    opts = RuleOptions(disabled=["wordpres-paths"], actions={"ai-crawlers": "block", "allow-robots-txt": "route"})
     with pytest.raises(ConfigError) as err:
         load([str(SHIPPED / "default.yaml")], opts, ClientState())
     assert err.value.problems == [
-        "rules.disabled: unknown rule 'block-wordpres-probes' (did you mean 'block-wordpress-probes'?)",
+        "rules.disabled: unknown rule 'wordpres-paths' (did you mean 'wordpress-paths'?)",
         "rules.actions: unknown rule 'ai-crawlers' (did you mean 'ai-training-crawlers'?)",
         "rules.actions.allow-robots-txt: 'route' is not one of allow, block, challenge, score",
     ]

@@ -9,6 +9,7 @@ in its file); file-level problems as ``file: message``.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from gateway.rules.conditions import CONDITION_KEYS, Context, Emitter, compile_c
 from gateway.rules.iplist import NamedLists
 from gateway.rules.table import ACTIONS, CompiledRule, RuleTable
 from gateway.verdict import Action, ScoreRequest, Source, Verdict
+
+log = logging.getLogger("clefgate.rules")
 
 META_KEYS = ("name", "description")
 ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy")
@@ -63,14 +66,29 @@ class _Entry:
     folder: Path  # the folder of the file the rule is in: its lists/ is where list:NAME is looked up
 
 
+# shipped rules that changed name: a config naming the old one (rules.disabled, rules.actions) means the new one
+RENAMED = {"block-wordpress-probes": "wordpress-paths", "block-phpmyadmin-probes": "database-panel-paths"}
+
+
+def renamed(names: Sequence[str]) -> list[str]:
+    """``names`` with every old name of a shipped rule replaced by its current one (logged once per load)."""
+    old = [n for n in names if n in RENAMED]
+    if old:
+        log.warning("rules: %s renamed; configure %s", ", ".join(f"{n} is now {RENAMED[n]}" for n in old),
+                    ", ".join(RENAMED[n] for n in old))
+    return [RENAMED.get(n, n) for n in names]
+
+
 def from_config(cfg: Config, state: ClientState, *, fallback: bool = False) -> RuleTable:
     """Compile ``cfg.rules.files`` (or ``rules.fallback_files``); raises ConfigError listing every problem.
 
-    ``rules.disabled`` and ``rules.actions`` may name a rule of either set.
+    ``rules.disabled`` and ``rules.actions`` may name a rule of either set, by its current name or an old one
+    (:data:`RENAMED`).
     """
     files, other = (cfg.rules.fallback_files, cfg.rules.files) if fallback else (cfg.rules.files, cfg.rules.fallback_files)
+    actions = dict(zip(renamed(list(cfg.rules.actions)), cfg.rules.actions.values(), strict=True))
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
-                       disabled=cfg.rules.disabled, actions=cfg.rules.actions, difficulty=cfg.challenge.difficulty,
+                       disabled=renamed(cfg.rules.disabled), actions=actions, difficulty=cfg.challenge.difficulty,
                        block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other))
     return load(files, opts, state)
 
