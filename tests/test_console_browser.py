@@ -90,7 +90,7 @@ def test_the_console_in_chromium_after_mixed_traffic(origin: Origin, tmp_path: P
                 page.wait_for_selector(".tile")
                 tiles = {page.inner_text(f".tile:nth-child({i}) span"): page.inner_text(f".tile:nth-child({i}) b") for i in range(1, 7)}
                 assert int(tiles["Requests, last hour"].replace(",", "")) >= 48 + 3 + 3 + 1
-                assert int(tiles["Blocked"]) >= 4 and int(tiles["Challenged"]) >= 3
+                assert int(tiles["Blocked"]) >= 3 and int(tiles["Challenged"]) >= 4  # /wp-login.php is challenged
                 page.wait_for_selector("#chart .uplot canvas")  # the vendored chart drew
                 assert "block-sql-injection" in page.inner_text("main") or "sql" in page.inner_text("main").lower()
                 SHOTS.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def test_the_console_in_chromium_after_mixed_traffic(origin: Origin, tmp_path: P
                 page.click("#filters button")
                 page.wait_for_url(re.compile(r"verdict=block"))
                 cells = page.locator("table.decisions tbody tr td:nth-child(2)")
-                assert cells.count() >= 4
+                assert cells.count() >= 3  # two probes and the injection
                 assert all(t.startswith("block") for t in cells.all_inner_texts())
                 page.fill("input[name=client]", "198.51.100.66")
                 page.click("#filters button")
