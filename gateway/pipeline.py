@@ -1,21 +1,52 @@
-"""The compiled decision chain: rules -> (model -> policy) -> verdict, and its composition root.
+"""The compiled decision chain: one ordered tuple of named stages, and its composition root.
 
 A ``Pipeline`` is immutable once built; a reload builds a new one and swaps it in
 whole, so a request decides with exactly one version of rules, model and policy.
-``decide`` is synchronous whenever the rules settle the request (the common case,
-and the one the proxy handles without creating a task) or the decision cache already
-knows the request; only a request that needs the model returns an awaitable.
+
+The chain is ``Pipeline.stages``, compiled once when the pipeline is made, in this order
+(a stage that is not configured is left out)::
+
+    overrides -> rules -> payload -> default -> model
+
+Each :class:`Stage` is ``run(features, pending)``, where ``pending`` is the
+``ScoreRequest`` an earlier stage asked for (a ``score`` rule, ``rules.default: score``)
+or None. It answers with a ``Verdict`` (decided: no later stage runs), an awaitable of
+one (the model: decided once awaited), a ``ScoreRequest`` (the model is to decide: it
+becomes ``pending`` for the stages after it), or None (not its call). ``decide`` only
+runs them in order, so it is synchronous whenever a stage before the model settles the
+request (the common case, and the one the proxy handles without creating a task) or the
+decision cache already knows it; only a request the model must score returns an
+awaitable. The last stage always answers.
+
+What each stage does:
+
+- ``overrides``: the console's temporary allows and blocks (their verdict stands as it is);
+- ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``;
+- ``payload``: the payload detectors, on what the rules left open: attack evidence
+  blocks with or without the model, under the request's policy mode (shadow, rollout);
+- ``default``: ``rules.default`` for a request no rule matched, counted by outcome;
+- ``model``: the score stage (decider + policy, ``ScoreStage``) under the route's named
+  policy, its cache answering synchronously; a verdict short of a block that a fallback
+  rule corroborates is blocked (``Policy.corroborate``), and when the model cannot
+  answer (or there is none) the fallback rules (``rules.fallback_files``) decide.
+
+A challenge decided by the rules, the default or the model is turned into a forward for
+a client holding a valid pass, and into a block for a client that earned one
+(``Policy.escalate``). ``serve``, ``clefgate eval`` and ``clefgate replay`` all drive a
+pipeline made by :func:`build`, so they cannot disagree about the order.
 
 :func:`build` is where the chain is put together from a ``Config``: it compiles the
-rule files, the policy and the challenge service, checks everything that spans
-sections (rule backends, route policies, challenge keys), and raises one
-``ConfigError`` listing every problem. Per-client state (windows, rate buckets, solved
-challenge nonces) is handed from the previous pipeline to the next on reload.
+rule files, the one ``Policy`` of the runtime (handed to the model stage as well) and
+the challenge service, checks everything that spans sections (rule backends, route
+policies, challenge keys), and raises one ``ConfigError`` listing every problem.
+Per-client state (windows, rate buckets, solved challenge nonces) is handed from the
+previous pipeline to the next on reload.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -50,6 +81,10 @@ class ScoreStage(Protocol):
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict: ...
 
 
+# the model stage for a pipeline's policy (``gateway.decider.Decider.stage``): :func:`build` calls it once, with the one Policy it compiled
+ScoreStageMaker = Callable[[Policy], ScoreStage]
+
+
 class LocalEndpoints(Protocol):
     """Requests under the reserved prefix (``/.clefgate/``), e.g. the challenge verify endpoint."""
 
@@ -73,6 +108,20 @@ class OverrideStage(Protocol):
 
 
 ResponseObserver = Callable[[Features, Verdict, int], None]
+# what a stage answers: decided (a verdict, or the model's awaitable one), "ask the model", or not its call
+StageOutcome = Verdict | Awaitable[Verdict] | ScoreRequest | None
+StageRun = Callable[[Features, ScoreRequest | None], StageOutcome]
+# the last stage (the model's) always decides
+FinalRun = Callable[[Features, ScoreRequest | None], Verdict | Awaitable[Verdict]]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One named step of the decision chain (see the module docstring for what it may answer)."""
+
+    name: str
+    run: StageRun
+
 
 NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwarded")
 FALLBACK_RULED = metrics.counter("clefgate_fallback_rule_decisions_total",
@@ -86,6 +135,8 @@ DEFAULTS = metrics.counter("clefgate_rule_defaults_total", "Requests no rule mat
 class Pipeline:
     """One compiled version of everything that decides.
 
+    The fields are the parts; ``stages`` is the decision chain compiled from them when
+    the pipeline is made (``dataclasses.replace`` makes a new pipeline, compiled anew).
     ``default`` is what happens when no rule matches: a named, counted verdict or a
     ``ScoreRequest`` (ask the model). ``observers`` are told each response status
     (per-client windows, challenge bookkeeping); they must be cheap and never raise.
@@ -107,6 +158,7 @@ class Pipeline:
     description: str = "allow-all"
     passes: ChallengeService | None = None
     state: ClientState | None = None
+    # the runtime's one Policy: the model stage decides with it too (build hands it to the stage's maker)
     policy: Policy | None = None
     route_policies: tuple[CompiledRoute, ...] = ()
     # payload detectors (gateway.payload), run on what the rules leave open, before the model; block_status: their block's status
@@ -114,108 +166,49 @@ class Pipeline:
     block_status: int = 403
     # temporary allows and blocks set in the console (gateway.console.Overrides): consulted before anything else
     overrides: OverrideStage | None = None
-    # the metric label of the default outcome, computed once (an enum's .value costs a call per request)
-    _default_label: str = field(init=False, repr=False, compare=False, default="")
-    # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
-    _cached: Callable[[Features, ScoreRequest, ClientStats | None], Verdict | None] | None = field(
-        init=False, repr=False, compare=False, default=None)
+    # the decision chain, in order (compiled from the fields above)
+    stages: tuple[Stage, ...] = field(init=False, repr=False, compare=False)
+    # what decide calls: the runs of the stages before the last, and the last (the model's, which always decides)
+    _runs: tuple[StageRun, ...] = field(init=False, repr=False, compare=False)
+    _last: FinalRun = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        label = self.default.action.value if isinstance(self.default, Verdict) else "score"
-        object.__setattr__(self, "_default_label", label)
-        object.__setattr__(self, "_cached", getattr(self.scorer, "decide_cached", None))
+        first, last = _compile(self)
+        object.__setattr__(self, "stages", (*first, last))
+        object.__setattr__(self, "_runs", tuple(stage.run for stage in first))
+        object.__setattr__(self, "_last", last.run)
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
-        """The verdict for a request: a ``Verdict`` when the rules settle it, else an awaitable (the model)."""
-        if self.overrides is not None and (held := self.overrides.match(features)) is not None:
-            return held
-        outcome = self.rules.evaluate(features) if self.rules is not None else None
-        if self.inspector is not None and not isinstance(outcome, Verdict):
-            # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stands
-            hits = self.inspector.inspect(features)
-            if hits:
-                return self.detected(features, outcome, hits)
-        if outcome is None:
-            outcome = self.default
-            DEFAULTS.inc(self._default_label)
-        if isinstance(outcome, Verdict):
-            return self._honoured(outcome, features)
-        if self.scorer is None:
-            forward = NO_MODEL if outcome.backend is None else dataclasses.replace(NO_MODEL, backend=outcome.backend)
-            return forward if self.fallback_rules is None else self._honoured(self._without_model(features, forward), features)
-        request = outcome
-        if request.policy is None and self.route_policies:
-            policy = self.policy_for(features)
-            if policy is not None:
-                request = dataclasses.replace(request, policy=policy)
-        client = features.client
-        if client is None and self.state is not None:
-            # the model reads the client's window (address + fingerprint) as it was before this request
-            client = self.state.stats(self.state.key(features))
-        cached = self._cached
-        if cached is not None:
-            # a repeated request is answered here, without a task (the flood's common case)
-            verdict = cached(features, request, client)
-            if verdict is not None:
-                return self._honoured(self._corroborated(verdict, features), features)
-        if client is not features.client:
-            features = dataclasses.replace(features, client=client)
-        return self._score(features, request)
+        """The verdict for a request: a ``Verdict`` when a stage before the model settles it, else an awaitable (the model)."""
+        pending: ScoreRequest | None = None
+        for run in self._runs:
+            outcome = run(features, pending)
+            if outcome is None:
+                continue
+            if isinstance(outcome, ScoreRequest):
+                pending = outcome
+                continue
+            return outcome
+        return self._last(features, pending)
 
-    async def _score(self, features: Features, request: ScoreRequest) -> Verdict:
-        assert self.scorer is not None
-        verdict = await self.scorer.decide(features, request)
-        if verdict.source is Source.FALLBACK:
-            if self.fallback_rules is not None:
-                verdict = self._without_model(features, verdict)
-        else:
-            verdict = self._corroborated(verdict, features)
-        return self._honoured(verdict, features)
+    def stage(self, name: str) -> Stage:
+        """The stage called ``name`` (KeyError when this pipeline has none)."""
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(name)
 
     def detected(self, features: Features, outcome: ScoreRequest | None, hits: tuple[PayloadHit, ...]) -> Verdict:
         """A block for the payload detectors' hits, under the request's policy mode (shadow, rollout)."""
-        named = outcome.policy if outcome is not None else None
-        verdict = Verdict(Action.BLOCK, Source.DETECTOR, f"attack payload: {hits[0].describe()}", backend=outcome.backend if outcome else None,
-                          status=self.block_status, explanation=tuple(h.describe() for h in hits), payload=hits,
-                          policy=named or (self.policy_for(features) if self.route_policies else None))
-        if self.policy is None:
-            return verdict
-        applied = self.policy.as_configured(features, verdict)
-        return applied if applied.payload == hits else dataclasses.replace(applied, payload=hits)
-
-    def _honoured(self, verdict: Verdict, features: Features) -> Verdict:
-        """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
-        (``Policy.escalate``); other verdicts stand."""
-        if verdict.action is Action.CHALLENGE:
-            if self.passes is not None:
-                verdict = self.passes.honour(verdict, features)
-            if verdict.action is Action.CHALLENGE and self.policy is not None and self.state is not None:
-                return self.policy.escalate(features, verdict, self.state)
-        return verdict
-
-    def _corroborated(self, verdict: Verdict, features: Features) -> Verdict:
-        """A model verdict short of a block, blocked when a fallback rule corroborates it (``Policy.corroborate``)."""
-        if self.fallback_rules is None or self.policy is None:
-            return verdict
-        return self.policy.corroborate(features, verdict, self.fallback_rules.evaluate)
-
-    def _without_model(self, features: Features, fallback: Verdict) -> Verdict:
-        """``fallback`` unless a fallback rule decides the request the model could not score."""
-        assert self.fallback_rules is not None
-        outcome = self.fallback_rules.evaluate(features)
-        if not isinstance(outcome, Verdict) or outcome.action is Action.FORWARD:
-            return fallback
-        FALLBACK_RULED.inc(outcome.rule or "?", outcome.action.value)
-        backend = outcome.backend or fallback.backend
-        ruled = dataclasses.replace(outcome, reason=f"{outcome.reason} (model unavailable: fallback rule)", backend=backend,
-                                    model=fallback.model, decision_ms=fallback.decision_ms, policy=fallback.policy)
-        # the rule stands in for the model, so the request's policy decides whether it is enforced (shadow, rollout)
-        return ruled if self.policy is None else self.policy.as_configured(features, ruled)
+        return _detected(self.policy, self.route_policies, self.block_status, features, outcome, hits)
 
     def policy_for(self, features: Features) -> str | None:
         """The named policy of the route a request falls under: the route that also picks its backend."""
-        route = match_route(self.route_policies, features.host, features.path)
-        return None if route is None else route.policy
+        return _route_policy(self.route_policies, features)
+
+    def routed(self, features: Features, request: ScoreRequest) -> ScoreRequest:
+        """``request`` under the named policy of its route, unless it names one of its own (a ``score`` rule's)."""
+        return _routed(self.route_policies, features, request)
 
     def observe(self, features: Features, verdict: Verdict, status: int) -> None:
         """Tell every observer how a request ended (call once per answered request)."""
@@ -231,6 +224,153 @@ class Pipeline:
         """Stop background work, unless ``successor`` (the pipeline replacing this one on reload) took the state over."""
         if self.state is not None and (successor is None or successor.state is not self.state):
             await self.state.close()
+
+
+def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
+    """The stages of ``p`` in order (see the module docstring): those before the model's, and the model's.
+
+    Each stage is a closure over the parts it reads, fetched here once rather than on every
+    request (and never over the pipeline itself, so a replaced pipeline is freed when the
+    last request holding it ends); a challenge goes through ``honoured`` only when one is decided.
+    """
+    policy, passes, state, fallback_rules = p.policy, p.passes, p.state, p.fallback_rules
+    routes, block_status = p.route_policies, p.block_status
+    challenge = Action.CHALLENGE
+    honour = passes.honour if passes is not None else None
+    escalate = functools.partial(policy.escalate, state=state) if policy is not None and state is not None else None
+
+    def honoured(verdict: Verdict, features: Features) -> Verdict:
+        """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
+        (``Policy.escalate``); other verdicts stand."""
+        if verdict.action is challenge:
+            if honour is not None:
+                verdict = honour(verdict, features)
+            if escalate is not None and verdict.action is challenge:
+                return escalate(features, verdict)
+        return verdict
+
+    def without_model(features: Features, fallback: Verdict) -> Verdict:
+        """``fallback`` unless a fallback rule decides the request the model could not score."""
+        outcome = fallback_rules.evaluate(features) if fallback_rules is not None else None
+        if not isinstance(outcome, Verdict) or outcome.action is Action.FORWARD:
+            return fallback
+        FALLBACK_RULED.inc(outcome.rule or "?", outcome.action.value)
+        backend = outcome.backend or fallback.backend
+        ruled = dataclasses.replace(outcome, reason=f"{outcome.reason} (model unavailable: fallback rule)", backend=backend,
+                                    model=fallback.model, decision_ms=fallback.decision_ms, policy=fallback.policy)
+        # the rule stands in for the model, so the request's policy decides whether it is enforced (shadow, rollout)
+        return ruled if policy is None else policy.as_configured(features, ruled)
+
+    stages: list[Stage] = []
+    if p.overrides is not None:
+        match = p.overrides.match
+
+        def overrides(features: Features, pending: ScoreRequest | None) -> Verdict | None:
+            return match(features)
+        stages.append(Stage("overrides", overrides))
+
+    if p.rules is not None:
+        evaluate = p.rules.evaluate
+
+        def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | None:
+            outcome = evaluate(features)
+            if isinstance(outcome, Verdict) and outcome.action is challenge:
+                return honoured(outcome, features)
+            return outcome
+        stages.append(Stage("rules", rules))
+
+    if p.inspector is not None:
+        inspect = p.inspector.inspect
+
+        def payload(features: Features, pending: ScoreRequest | None) -> Verdict | None:
+            # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stood before this
+            hits = inspect(features)
+            return _detected(policy, routes, block_status, features, pending, hits) if hits else None
+        stages.append(Stage("payload", payload))
+
+    otherwise = p.default
+    count = DEFAULTS.inc
+    label = otherwise.action.value if isinstance(otherwise, Verdict) else "score"  # an enum's .value costs a call per request
+    challenged = otherwise if isinstance(otherwise, Verdict) and otherwise.action is challenge else None
+
+    def default(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | None:
+        if pending is not None:
+            return None
+        count(label)
+        return otherwise if challenged is None else honoured(challenged, features)
+    stages.append(Stage("default", default))
+
+    if p.scorer is None:
+        def no_model(features: Features, pending: ScoreRequest | None) -> Verdict:
+            """No model: forwarded (``NO_MODEL``), unless a fallback rule decides."""
+            backend = pending.backend if pending is not None else None
+            forward = NO_MODEL if backend is None else dataclasses.replace(NO_MODEL, backend=backend)
+            return forward if fallback_rules is None else honoured(without_model(features, forward), features)
+        return tuple(stages), Stage("model", no_model)
+
+    scorer = p.scorer
+    # the score stage's synchronous cache lookup, when it has one (ScoreStage.decide_cached)
+    cached: Callable[[Features, ScoreRequest, ClientStats | None], Verdict | None] | None = getattr(scorer, "decide_cached", None)
+    # a model verdict short of a block, blocked when a fallback rule corroborates it
+    corroborate = (functools.partial(policy.corroborate, rules=fallback_rules.evaluate)
+                   if policy is not None and fallback_rules is not None else None)
+
+    async def score(features: Features, request: ScoreRequest) -> Verdict:
+        """The scorer's verdict, corroborated (the fallback rules' when the model could not answer), honoured."""
+        verdict = await scorer.decide(features, request)
+        if verdict.source is Source.FALLBACK:
+            if fallback_rules is not None:
+                verdict = without_model(features, verdict)
+        elif corroborate is not None:
+            verdict = corroborate(features, verdict)
+        return honoured(verdict, features)
+
+    def model(features: Features, pending: ScoreRequest | None) -> Verdict | Awaitable[Verdict]:
+        """The route's policy, the client's window, the cache's synchronous answer, else the scorer (awaited)."""
+        request = pending if pending is not None else ScoreRequest()
+        if routes:
+            request = _routed(routes, features, request)
+        client = features.client
+        if client is None and state is not None:
+            # the model reads the client's window (address + fingerprint) as it was before this request
+            client = state.stats(state.key(features))
+        if cached is not None:
+            # a repeated request is answered here, without a task (the flood's common case)
+            verdict = cached(features, request, client)
+            if verdict is not None:
+                if corroborate is not None:
+                    verdict = corroborate(features, verdict)
+                return honoured(verdict, features) if verdict.action is challenge else verdict
+        if client is not features.client:
+            features = dataclasses.replace(features, client=client)
+        return score(features, request)
+    return tuple(stages), Stage("model", model)
+
+
+def _detected(policy: Policy | None, routes: tuple[CompiledRoute, ...], status: int, features: Features, outcome: ScoreRequest | None,
+              hits: tuple[PayloadHit, ...]) -> Verdict:
+    """A block for the payload detectors' hits, under the request's policy mode (shadow, rollout)."""
+    named = outcome.policy if outcome is not None else None
+    verdict = Verdict(Action.BLOCK, Source.DETECTOR, f"attack payload: {hits[0].describe()}", backend=outcome.backend if outcome else None,
+                      status=status, explanation=tuple(h.describe() for h in hits), payload=hits,
+                      policy=named or (_route_policy(routes, features) if routes else None))
+    if policy is None:
+        return verdict
+    applied = policy.as_configured(features, verdict)
+    return applied if applied.payload == hits else dataclasses.replace(applied, payload=hits)
+
+
+def _route_policy(routes: tuple[CompiledRoute, ...], features: Features) -> str | None:
+    route = match_route(routes, features.host, features.path)
+    return None if route is None else route.policy
+
+
+def _routed(routes: tuple[CompiledRoute, ...], features: Features, request: ScoreRequest) -> ScoreRequest:
+    if request.policy is None and routes:
+        policy = _route_policy(routes, features)
+        if policy is not None:
+            return dataclasses.replace(request, policy=policy)
+    return request
 
 
 def client_recorder(state: ClientState) -> ResponseObserver:
@@ -284,19 +424,22 @@ def _default(cfg: Config) -> Verdict | ScoreRequest:
     return ScoreRequest(rule=None, reason="no rule matched; scored by the model")
 
 
-def check(cfg: Config, scorer: ScoreStage | None = None) -> list[str]:
+def check(cfg: Config, model: ScoreStageMaker | None = None) -> list[str]:
     """Every problem :func:`build` would raise, as a list (for ``clefgate check``)."""
     try:
-        build(cfg, scorer)
+        build(cfg, model)
     except ConfigError as exc:
         return exc.problems
     return []
 
 
-def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline | None = None) -> Pipeline:
+def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeline | None = None) -> Pipeline:
     """Compile the decision chain for ``cfg``; raise ConfigError listing every problem.
 
-    ``scorer`` is the model stage (decider + policy) when a model is configured.
+    ``model`` makes the model stage (decider + policy) when a model is configured
+    (``Decider.stage``; ``clefgate eval`` and ``replay`` pass their own): it is called
+    once, with the Policy compiled here, so the pipeline and its model stage decide
+    with one and the same policy.
     ``previous`` is the running pipeline on a reload: its per-client windows, rate
     buckets and solved-challenge nonces carry over (when ``clients``/``redis`` did not
     change), so a reload forgets nobody. Call ``await pipeline.start()`` before
@@ -337,7 +480,7 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
         why.append(f"rule(s) {', '.join(challengers[:3])}{' and others' if len(challengers) > 3 else ''} challenge")
     if cfg.rules.default == "challenge":
         why.append("rules.default is challenge")
-    if scorer is not None and policy.can_challenge:
+    if model is not None and policy.can_challenge:
         why.append("the model policy can challenge")
     signer: Signer | None
     if previous is not None and previous.passes is not None and not cfg.challenge.keys and cfg.challenge.dev_generate_secret:
@@ -358,6 +501,7 @@ def build(cfg: Config, scorer: ScoreStage | None = None, *, previous: Pipeline |
     routes = compile_routes(cfg.routes)
     default = _default(cfg)
     inspector = PayloadInspector(cfg, signatures_for(cfg)) if cfg.payload.enabled else None
+    scorer = model(policy) if model is not None else None  # the model stage decides with the pipeline's own policy
     # the proxy reads this much body before deciding: what the model reads, and what the detectors inspect
     body_prefix = max(cfg.limits.body_prefix_bytes if scorer is not None else 0, cfg.payload.max_body_bytes if inspector is not None else 0)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",

@@ -26,7 +26,6 @@ from gateway.decisionlog import DecisionLog
 from gateway.jev import ClefRuntime
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
-from gateway.policy import Policy
 
 log = logging.getLogger("clefgate.server")
 
@@ -115,7 +114,7 @@ def check_config(cfg: Config) -> tuple[Pipeline, tuple[str, ...]]:
                 decider.close()
             raise ConfigError([f"clef: {p}" for p in exc.problems], cfg.source) from exc
     try:
-        pipeline = build_pipeline(cfg, decider.stage(Policy(cfg.policy)) if decider is not None else None)
+        pipeline = build_pipeline(cfg, decider.stage if decider is not None else None)
         return pipeline, decider.notes if decider is not None else ()
     finally:
         if decider is not None:
@@ -139,8 +138,8 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         for note in decider.notes:
             log.warning(note, extra={"fields": {"model": decider.label}})
     try:
-        stage = decider.stage(Policy(cfg.policy)) if decider is not None else None
-        pipeline = build_pipeline(cfg, stage, previous=previous.pipeline if previous else None)
+        # one Policy per runtime: the pipeline compiles it and hands it to the decider's stage
+        pipeline = build_pipeline(cfg, decider.stage if decider is not None else None, previous=previous.pipeline if previous else None)
     except ConfigError:
         if decider is not None and (previous is None or previous.decider is None):
             decider.close()

@@ -275,3 +275,52 @@ def test_decision_log_rows_are_split_by_the_history_their_logged_input_had(tmp_p
     assert all(r.logged_input is not None for r in rows)
     out = ev.evaluate(rows, ev.load_config(None), FakeScorer())
     assert {k: c["n"] for k, c in out["by_client_context"].items()} == {"first_request": 1, "with_history": 2}
+
+
+def test_eval_decides_with_the_pipeline_serve_builds(setup: dict[str, Path]) -> None:
+    """A request no rule matched meets the payload detectors before ``rules.default``, as in serve: an injection is
+    blocked, not answered by a default challenge (eval once put the default first)."""
+    rules = setup["config"].parent / "rules.yaml"
+    rules.write_text("rules:\n  - name: block-env\n    path: ['/**/.env']\n    action: block\n")
+    setup["config"].write_text(setup["config"].read_text().replace("rules:\n", "rules:\n  default: challenge\n"))
+    data = setup["config"].parent / "injections.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in (record("/inject?q=1%27%20union%20select%20password%20from%20users--", "attack"),
+                                                      record("/page/1", "human"), record("/weak/.env", "attack"))) + "\n")
+    out = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(setup["config"]), FakeScorer())
+    for system in ("rules_model", "rules_only"):
+        assert out["systems"][system]["matrix"]["attack"] == {"forward": 0, "challenge": 0, "block": 2}
+        assert out["systems"][system]["matrix"]["human"] == {"forward": 0, "challenge": 1, "block": 0}
+    assert out["rule_hits"] == {"detector": 1, "default": 1, "block-env": 1}
+    assert out["payload_hits"] == {"libinjection/sqli": 1}
+
+
+def test_rows_are_independent_a_clients_history_never_carries_over(setup: dict[str, Path]) -> None:
+    """Eval tells no observer how a row ended: a client that was blocked for an attack, or challenged again and again,
+    is not blocked on a later row for it (serve would escalate: ``Policy.escalate``)."""
+    setup["config"].write_text(setup["config"].read_text().replace("policy:\n", "policy:\n  block_ignored_challenges: 2\n"))
+    rows = [record("/inject?q=1", "attack")] + [record("/odd/1", "human")] * 5 + [record("/weak/1", "attack")]
+    data = setup["config"].parent / "one-client.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")  # one address and browser throughout
+    out = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(setup["config"]), FakeScorer())
+    assert out["systems"]["rules_model"]["matrix"]["human"] == {"forward": 0, "challenge": 5, "block": 0}
+    assert out["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 1}
+    assert out["policy_blocks"]["p_attack"] == 1
+
+
+def test_rules_only_forwards_what_no_rule_settles_whatever_the_fallback_mode(setup: dict[str, Path]) -> None:
+    """Rules only is the gateway with its model down and ``decider.fallback: rules-only``; a served fallback of
+    ``challenge`` does not turn it into a challenge-everything column, and no challenge key is needed to evaluate."""
+    text = setup["config"].read_text()
+    setup["config"].write_text(text + "decider:\n  fallback: challenge\nchallenge:\n  keys: [{id: k1, secret: 'env:CLEFGATE_UNSET_IN_TESTS'}]\n")
+    s = run(setup)["systems"]
+    assert s["rules_only"]["matrix"]["human"] == {"forward": 8, "challenge": 0, "block": 0}
+    assert s["rules_only"]["matrix"]["attack"] == {"forward": 2, "challenge": 0, "block": 1}
+    assert s["rules_model"]["matrix"]["human"] == {"forward": 6, "challenge": 2, "block": 0}
+
+
+def test_the_model_stage_eval_builds_decides_with_the_pipelines_policy(setup: dict[str, Path]) -> None:
+    from gateway.pipeline import build
+
+    pipeline = build(ev.offline(ev.load_config(setup["config"])), ev.PrecomputedStage)
+    assert isinstance(pipeline.scorer, ev.PrecomputedStage) and pipeline.scorer.policy is pipeline.policy
+    assert [s.name for s in pipeline.stages] == ["rules", "payload", "default", "model"]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -71,8 +73,9 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
                  routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
                  policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
-    scorer = FakeScorer(Policy(cfg.policy), bad=0.3)
-    p = build(cfg, scorer)
+    p = build(cfg, partial(FakeScorer, bad=0.3))
+    scorer = p.scorer
+    assert isinstance(scorer, FakeScorer) and scorer.policy is p.policy  # one Policy: the pipeline's, handed to its model stage
     assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
     p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     pending = p.decide(make_features(target="/checkout/pay"))
@@ -84,6 +87,63 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     assert features.client is not None and features.client.requests == 1 and features.client.error_ratio == 1.0
     forwarded = await p.decide(make_features(target="/shop"))  # type: ignore[misc]
     assert forwarded.action is Action.FORWARD and scorer.seen[-1][1].policy is None
+
+
+def test_the_chain_is_one_ordered_tuple_of_named_stages(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - path: /x\n    action: block\n")]}, payload={"enabled": True},
+                 challenge={"keys": [KEY]})
+    p = build(cfg, FakeScorer)
+    assert [s.name for s in p.stages] == ["rules", "payload", "default", "model"]
+    assert p.stage("rules") is p.stages[0] and p.scorer is not None and p.policy is not None
+    with pytest.raises(KeyError):
+        p.stage("overrides")
+    # a part added to a built pipeline (the console's overrides, by the runtime) is compiled into a new chain, first
+    held = Verdict(Action.FORWARD, Source.RULE, "allowed in the console", rule="console-allow")
+
+    class Allow:
+        def match(self, features: Features) -> Verdict | None:
+            return held if features.path == "/x" else None
+
+    overridden = dataclasses.replace(p, overrides=Allow())
+    assert [s.name for s in overridden.stages] == ["overrides", "rules", "payload", "default", "model"]
+    assert overridden.decide(make_features(target="/x")) is held
+    assert p.decide(make_features(target="/x")).action is Action.BLOCK  # type: ignore[union-attr]  # the built one is unchanged
+    assert [s.name for s in Pipeline().stages] == ["default", "model"] and Pipeline().decide(make_features()).action is Action.FORWARD  # type: ignore[union-attr]
+
+
+def test_a_replaced_pipeline_is_freed_at_once(tmp_path: Path) -> None:
+    """The stages hold the pipeline's parts, never the pipeline: an old one goes when its last reference does, not at
+    the cycle collector's next pass."""
+    import gc
+    import weakref
+
+    cfg = cfg_of(rules={**SHIPPED_WITH_FALLBACK, "default": "challenge"}, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, CachedScorer)
+    gone = weakref.ref(p)
+    gc.disable()
+    try:
+        del p
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+async def test_each_stage_answers_a_verdict_a_score_request_or_none(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: blocked\n    path: /x\n    action: block\n  - name: scored\n    path: /s\n    action: score\n")
+    p = build(cfg_of(rules={"files": [rules]}, challenge={"keys": [KEY]}, payload={"enabled": True}), partial(FakeScorer, bad=0.7))
+    run = {s.name: s.run for s in p.stages}
+    assert isinstance(run["rules"](make_features(target="/x"), None), Verdict)
+    asked = run["rules"](make_features(target="/s"), None)
+    assert isinstance(asked, ScoreRequest) and asked.rule == "scored"
+    assert run["rules"](make_features(target="/other"), None) is None
+    assert run["payload"](make_features(target="/s"), asked) is None
+    hit = run["payload"](make_features(target=SQLI), asked)
+    assert isinstance(hit, Verdict) and hit.source is Source.DETECTOR
+    assert run["default"](make_features(target="/s"), asked) is None  # a rule asked for the model: the default stays out of it
+    assert run["default"](make_features(target="/other"), None) is p.default
+    scored = run["model"](make_features(target="/s"), asked)
+    assert inspect.isawaitable(scored)
+    assert (await scored).action is Action.CHALLENGE
 
 
 class CachingFakeScorer(FakeScorer):
@@ -108,8 +168,9 @@ async def test_a_request_the_cache_knows_is_decided_synchronously(tmp_path: Path
     cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
                  routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
                  policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
-    scorer = CachingFakeScorer(Policy(cfg.policy), bad=0.3)
-    p = build(cfg, scorer)
+    p = build(cfg, partial(CachingFakeScorer, bad=0.3))
+    scorer = p.scorer
+    assert isinstance(scorer, CachingFakeScorer)
     p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     first = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(first)
@@ -168,7 +229,7 @@ def test_rule_problems_alone_name_the_rule_file_as_source(tmp_path: Path) -> Non
 
 def test_a_model_that_can_challenge_needs_a_key() -> None:
     with pytest.raises(ConfigError, match="the model policy can challenge"):
-        build(cfg_of(), FakeScorer(Policy()))
+        build(cfg_of(), FakeScorer)
 
 
 def _pass_cookie(p: Pipeline, f: Features, difficulty: int = 4) -> str:
@@ -188,7 +249,7 @@ async def test_a_pass_turns_rule_and_model_challenges_into_forwards(tmp_path: Pa
     rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /gated\n    action: challenge\n    difficulty: 4\n"
                                  "  - name: rest\n    action: score\n")
     cfg = cfg_of(rules={"files": [rules]}, challenge={"keys": [KEY]}, policy={"difficulty_min": 4, "difficulty_max": 4})
-    p = build(cfg, FakeScorer(Policy(cfg.policy), bad=0.7))
+    p = build(cfg, partial(FakeScorer, bad=0.7))
     f = make_features(target="/gated")
     assert p.decide(f).action is Action.CHALLENGE  # type: ignore[union-attr]
     cookie = _pass_cookie(p, f)
@@ -287,13 +348,13 @@ SQLI = "/search?q=1%27%20UNION%20SELECT%20username,password%20FROM%20users--"
 
 async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> None:
     cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
-    down = build(cfg, FailingScorer(Policy(cfg.policy)))
+    down = build(cfg, FailingScorer)
     assert "fallback rules" in down.description
     v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
     clean = await down.decide(make_features(target="/search?q=walnut+desk"))  # type: ignore[misc]
     assert clean.action is Action.FORWARD and clean.source is Source.FALLBACK  # decider.fallback as configured
-    up = build(cfg, FakeScorer(Policy(cfg.policy), attack=0.01))
+    up = build(cfg, partial(FakeScorer, attack=0.01))
     v = await up.decide(make_features(target=SQLI))  # type: ignore[misc]
     assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that finds it harmless is not overruled by them
 
@@ -302,13 +363,13 @@ async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> No
 async def test_shadow_mode_and_rollout_hold_while_fallback_rules_stand_in_for_the_model(mode: str) -> None:
     for policy in ({"shadow": True}, {"rollout_percent": 0}):
         cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy=policy)
-        down = build(cfg, FailingScorer(Policy(cfg.policy), mode))
+        down = build(cfg, partial(FailingScorer, mode=mode))
         v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
         assert v.action is Action.FORWARD and v.source is Source.SHADOW, (policy, mode, v)
         assert v.shadow_action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
     # enforced as before when the policy enforces
     cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
-    v = await build(cfg, FailingScorer(Policy(cfg.policy), mode)).decide(make_features(target=SQLI))  # type: ignore[misc]
+    v = await build(cfg, partial(FailingScorer, mode=mode)).decide(make_features(target=SQLI))  # type: ignore[misc]
     assert v.action is Action.BLOCK and v.shadow_action is None
 
 
@@ -323,7 +384,7 @@ class CachedScorer(FakeScorer):
 @pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
 async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: type[FakeScorer]) -> None:
     cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
-    leaning = build(cfg, stage(Policy(cfg.policy), bad=0.2, attack=0.5))
+    leaning = build(cfg, partial(stage, bad=0.2, attack=0.5))
     assert "P(attack)>=0.4 with a fallback rule" in leaning.description
 
     async def decided(p: Pipeline, target: str) -> Verdict:
@@ -335,10 +396,10 @@ async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: 
     assert v.source is (Source.CACHE if stage is CachedScorer else Source.MODEL)
     assert "P(attack)=0.50 >= 0.4 and fallback rule block-sql-injection matched" in v.reason
     assert (await decided(leaning, "/search?q=walnut+desk")).action is Action.CHALLENGE  # no signature: the model's verdict
-    unsure = build(cfg, stage(Policy(cfg.policy), bad=0.3, attack=0.35))
+    unsure = build(cfg, partial(stage, bad=0.3, attack=0.35))
     assert (await decided(unsure, SQLI)).action is Action.CHALLENGE  # below the floor the signature is not consulted
     off = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy={"block_attack_corroborated": None})
-    assert (await decided(build(off, stage(Policy(off.policy), bad=0.2, attack=0.5)), SQLI)).action is Action.CHALLENGE
+    assert (await decided(build(off, partial(stage, bad=0.2, attack=0.5)), SQLI)).action is Action.CHALLENGE
 
 
 def test_fallback_rules_apply_without_a_model_and_overrides_reach_both_sets() -> None:
@@ -399,7 +460,7 @@ async def decided(p: Pipeline, f: Features, status: int | None = None) -> Verdic
 
 async def test_one_attacker_behind_a_shared_address_never_gets_the_others_blocked(tmp_path: Path) -> None:
     cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
-    p = build(cfg, PayloadScorer(Policy(cfg.policy)))
+    p = build(cfg, PayloadScorer)
     assert p.state is not None
     attack = await decided(p, browser_number(0, target="/search?q=1%27%20union%20select%201--"))
     assert attack.action is Action.BLOCK and "payload in query:q" in attack.reason
@@ -414,7 +475,7 @@ async def test_one_attacker_behind_a_shared_address_never_gets_the_others_blocke
 
 async def test_a_client_that_ignores_five_challenges_in_a_minute_is_blocked(tmp_path: Path) -> None:
     cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
-    p = build(cfg, PayloadScorer(Policy(cfg.policy)))
+    p = build(cfg, PayloadScorer)
     assert p.state is not None
     clock = p.state.history.clock = Ticking()
     bot, neighbour = browser_number(1), browser_number(2)
@@ -445,11 +506,11 @@ async def test_a_client_that_ignores_five_challenges_in_a_minute_is_blocked(tmp_
 async def test_earned_blocks_respect_shadow_mode_and_can_be_turned_off(tmp_path: Path) -> None:
     rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
     off = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"block_ignored_challenges": 0, "block_after_attack_s": 0})
-    p = build(off, PayloadScorer(Policy(off.policy)))
+    p = build(off, PayloadScorer)
     await decided(p, browser_number(0, target="/search?q=%27--"))
     assert (await decided(p, browser_number(0))).action is Action.CHALLENGE
     shadow = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"shadow": True})
-    p = build(shadow, PayloadScorer(Policy(shadow.policy)))
+    p = build(shadow, PayloadScorer)
     first = await decided(p, browser_number(0, target="/search?q=%27--"))
     assert first.action is Action.FORWARD and first.shadow_action is Action.BLOCK
     assert (await decided(p, browser_number(0))).action is Action.FORWARD

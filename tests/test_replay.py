@@ -328,3 +328,17 @@ def test_clefgate_access_log_lines_are_refused_with_the_reason(tmp_path: Path, c
     assert result["skipped_lines"] == {"clefgate_access_log": 5}
     replay.main(["--config", str(write_config(tmp_path)), "--no-model", str(path)])
     assert "replay the decision log" in capsys.readouterr().out
+
+
+def test_the_replay_drives_the_pipeline_build_makes_with_one_policy(tmp_path: Path) -> None:
+    """The model stage the replay hands to ``pipeline.build`` decides with the pipeline's own Policy, as in serve."""
+    from types import SimpleNamespace
+
+    from gateway.decider.stage import ModelStage
+
+    cfg, _ = replay.load_config(str(write_config(tmp_path, model={"enabled": True}, policy={"shadow": True})), replay.DEFAULT_HOST)
+    replayer = replay.Replayer(cfg, model_loader=lambda cfg: SimpleNamespace(label="toy@1"))
+    pipeline = replayer.pipeline
+    assert isinstance(pipeline.scorer, ModelStage) and pipeline.scorer.policy is pipeline.policy
+    assert [s.name for s in pipeline.stages] == ["rules", "payload", "default", "model"]
+    assert pipeline.state is replayer.state  # the windows and rate buckets run on the log's clock

@@ -74,7 +74,7 @@ class Decider:
         return self.model.label
 
     def stage(self, policy: PolicyLike) -> ModelStage:
-        """The pipeline's score stage for this model and ``policy``."""
+        """The pipeline's score stage for this model and ``policy`` (``pipeline.build`` calls it with the runtime's one Policy)."""
         return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain,
                           cache=self.cache, featurize=self.model.model_input)
 

@@ -11,17 +11,31 @@ people each setup blocks (``render_comparison``).
 Reads one request per line — ``{"method", "path" (with query), "http_version",
 "headers": [[name, value], …], "body", "client_ip", "label"}`` (``attack_kind``,
 ``verified``, ``client`` and ``source`` are used when present; decision-log lines
-with a ``label`` work too) — and decides each one three ways, in one run:
+with a ``label`` work too) — scores every row with the model in batches first, and
+then decides each one three ways, in one run, with the pipeline ``clefgate serve``
+would compile from the config (``gateway.pipeline.build``: the same stages in the
+same order), its model stage answering from the batch (:class:`PrecomputedStage`):
 
-- **rules + model**: the configured pipeline — the rule table first, then the payload
-  detectors (``gateway.payload``, counted with the rules' decisions); what they leave
-  to the model (a ``score`` rule, or ``rules.default: score``) is scored and turned
-  into an action by the configured policy, a fallback rule corroborating a block
-  where ``policy.block_attack_corroborated`` says so;
-- **model alone**: every request scored and decided by the policy, no rules;
-- **rules only**: the gateway when the model cannot answer: the rule table and the
-  payload detectors, then the fallback rules (``rules.fallback_files``, the injection signatures in the shipped
-  config) for what it leaves open, the rest forwarded (the ``rules-only`` fallback).
+- **rules + model**: ``Pipeline.decide``: the rule table, then the payload detectors
+  (``gateway.payload``, counted with the rules' decisions), then ``rules.default``;
+  what they leave to the model (a ``score`` rule, or ``rules.default: score``) is
+  scored and turned into an action by the configured policy, a fallback rule
+  corroborating a block where ``policy.block_attack_corroborated`` says so;
+- **model alone**: the model stage alone: every request scored and decided by the
+  policy (under its route's named policy), no rules;
+- **rules only**: the gateway when the model cannot answer: what a stage before the
+  model decided stands, and the same pipeline's model stage, asked the same question
+  with the model unavailable, lets the fallback rules (``rules.fallback_files``, the
+  injection signatures in the shipped config) decide, the rest forwarded (the
+  ``rules-only`` fallback, whatever ``decider.fallback`` says).
+
+The counts by stage (the rules, the default and the payload detectors that decided,
+which of the policy's blocks stopped what the model scored, the fallback rules that
+corroborated one) are read off the verdicts. Rows are independent: no observer is told
+how a row ended, so no client's window or history (and no block it would earn) carries
+from one row to the next (a rate-limit rule counts each row once against its client's
+limit); the pipeline runs with an eval-only challenge key (no pass cookie in the data
+is valid) and its client state in the process (no Redis).
 
 For shadow-mode or partial-rollout policies the action that *would* be enforced is
 counted, and the model is evaluated even when ``model.enabled`` is false (the report
@@ -36,19 +50,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import secrets
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gateway import config as config_mod
 from gateway import features as feat
 from gateway.features.split import CLIENT_NUMERIC_NAMES
-from gateway.verdict import Action, ScoreRequest, Verdict, attack_probability, class_probabilities
+from gateway.verdict import Action, Probabilities, ScoreRequest, Verdict, attack_probability, class_probabilities
+
+if TYPE_CHECKING:
+    from gateway.policy import Policy
 
 CLASSES = ("human", "good_bot", "bad_bot", "attack")
 ACTIONS = (Action.FORWARD, Action.CHALLENGE, Action.BLOCK)
@@ -229,36 +247,70 @@ def _effective(verdict: Verdict) -> int:
     return ACTIONS.index(action)
 
 
-def _rules_outcome(table: Any, default: Verdict | ScoreRequest, f: feat.Features) -> Verdict | ScoreRequest:
-    outcome = table.evaluate(f) if table is not None else None
-    return default if outcome is None else outcome
+class PrecomputedStage:
+    """The model stage eval builds its pipeline with: each row's probabilities, scored for every row in one batch
+    beforehand, made a verdict by the pipeline's policy (the ``ScoreStage`` that ``Decider.stage`` is in serve).
+
+    ``probabilities`` is the current row's; with None it answers as a model that cannot (the ``rules-only``
+    fallback: forwarded, unless a fallback rule decides). ``answered`` is the last question it answered with
+    them (the features, with the client's window, and the request under its route's policy) and its answer;
+    None while it has not been asked about the current row.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.probabilities: Probabilities | None = None
+        self.answered: tuple[feat.Features, ScoreRequest, Verdict] | None = None
+
+    def row(self, probabilities: Probabilities | None) -> None:
+        """Answer the next questions with ``probabilities`` (None: unavailable), forgetting the last row's."""
+        self.probabilities, self.answered = probabilities, None
+
+    async def decide(self, features: feat.Features, request: ScoreRequest) -> Verdict:
+        if self.probabilities is None:
+            return self.policy.fallback_verdict(features, request, "rules-only")
+        verdict = self.policy.verdict(features, self.probabilities, request)
+        self.answered = (features, request, verdict)
+        return verdict
+
+
+def _settled(outcome: Verdict | Awaitable[Verdict] | ScoreRequest | None) -> Verdict:
+    """The verdict a pipeline (or its model stage) answered: eval's model stage never waits, so an awaitable ends at its first step."""
+    if isinstance(outcome, Verdict):
+        return outcome
+    if outcome is None or isinstance(outcome, ScoreRequest):
+        raise RuntimeError(f"a deciding stage answered {outcome!r}, not a verdict")
+    steps = outcome.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    steps.close()
+    raise RuntimeError("the pipeline waited for something other than eval's model stage")
+
+
+def offline(cfg: config_mod.Config) -> config_mod.Config:
+    """``cfg`` as eval compiles it: client state kept in this process (no Redis), and a challenge key of eval's own.
+
+    Eval answers no challenge, so it needs none of the servers' keys (a config whose keys live in their
+    environment evaluates as it is), and under a key no client ever held no pass cookie in the data is
+    valid: every row is decided as a client without a pass.
+    """
+    key = config_mod.ChallengeKeyConfig(id="eval", secret=secrets.token_urlsafe(48))
+    return dataclasses.replace(cfg, redis=config_mod.RedisConfig(),
+                               challenge=dataclasses.replace(cfg.challenge, keys=[key], dev_generate_secret=False))
 
 
 def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[str, Any]:
     """Decide every row three ways and measure each (see the module docstring)."""
-    from gateway.backends import compile_routes, match_route
-    from gateway.clients import ClientState
     from gateway.decider import policy_notes
-    from gateway.payload import PayloadInspector, signatures_for
-    from gateway.pipeline import Pipeline, _default
-    from gateway.policy import Policy
-    from gateway.rules import from_config
+    from gateway.pipeline import build
 
-    policy = Policy(cfg.policy)
-    state = ClientState(cfg.clients)
-    table = from_config(cfg, state) if cfg.rules.files else None
-    fallback = from_config(cfg, state, fallback=True) if cfg.rules.fallback_files else None
-    default = _default(cfg)
-    routes = compile_routes(cfg.routes) if any(r.policy for r in cfg.routes) else ()
-    # the payload detectors, deciding what the rules leave open before the model, as Pipeline.decide does
-    detecting = Pipeline(policy=policy, inspector=PayloadInspector(cfg, signatures_for(cfg)), block_status=cfg.challenge.block_status,
-                         route_policies=routes) if cfg.payload.enabled else None
-    payload_hits: dict[str, int] = {}  # by detector/kind
-
-    def scoring(f: feat.Features, request: ScoreRequest) -> ScoreRequest:
-        """The request with its route's named policy, as the pipeline scores it (``Pipeline.policy_for``)."""
-        route = match_route(routes, f.host, f.path) if routes and request.policy is None else None
-        return request if route is None or route.policy is None else dataclasses.replace(request, policy=route.policy)
+    # the pipeline serve would compile from cfg, its model stage answering from the batch below; no observer is
+    # told how a row ended, so no client's window or history carries from one row to the next
+    pipeline = build(offline(cfg), PrecomputedStage)
+    stage, model, policy = pipeline.scorer, pipeline.stage("model"), pipeline.policy
+    assert isinstance(stage, PrecomputedStage) and policy is not None
 
     version = getattr(scorer, "feature_version", feat.V1_VERSION)
     # a logged input is reused when the scorer reads its feature version; any other row is featurized for the scorer
@@ -273,36 +325,40 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     cls = np.array([[class_probabilities(p)[c] for c in CLASSES] for p in probs_rows], dtype=np.float64)
     actions = {s: np.zeros(len(rows), dtype=np.int64) for s in SYSTEMS}
     decided_by_rule = np.zeros(len(rows), dtype=bool)
+    # what decided, read off the verdicts: the rule (or the default, or a detector) before the model, and the payload
+    # detectors' hits by detector/kind; which of the policy's blocks stopped what the model scored, and the fallback
+    # rules that corroborated a model verdict short of a block (rules + model)
     rule_hits: dict[str, int] = {}
-    # which of the policy's blocks stopped what the model scored (rules + model)
+    payload_hits: dict[str, int] = {}
     policy_blocks = {"p_attack": 0, "combined_risk": 0}
-    corroborating: dict[str, int] = {}  # by rule
+    corroborating: dict[str, int] = {}
+    block = ACTIONS.index(Action.BLOCK)
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
         f = row.features
-        outcome = _rules_outcome(table, default, f)
-        model_verdict = policy.verdict(f, probs, scoring(f, ScoreRequest()))
-        actions["model"][i] = _effective(model_verdict)
-        hits = detecting.inspector.inspect(f) if detecting is not None and detecting.inspector is not None and not isinstance(outcome, Verdict) else ()
-        if hits:
-            assert detecting is not None and not isinstance(outcome, Verdict)
-            outcome = detecting.detected(f, outcome, hits)
-            key = f"{hits[0].detector}/{hits[0].kind}"
-            payload_hits[key] = payload_hits.get(key, 0) + 1
-        if isinstance(outcome, Verdict):
+        stage.row(probs)
+        verdict = _settled(pipeline.decide(f))  # rules + model
+        answered = stage.answered
+        actions["rules_model"][i] = _effective(verdict)
+        actions["model"][i] = _effective(_settled(stage.decide(f, pipeline.routed(f, ScoreRequest()))))  # the model stage alone
+        if answered is None:
+            # a stage before the model decided, as it would with the model unavailable
             decided_by_rule[i] = True
-            actions["rules_only"][i] = actions["rules_model"][i] = _effective(outcome)
-            rule_hits[outcome.rule or outcome.source.value] = rule_hits.get(outcome.rule or outcome.source.value, 0) + 1
-        else:
-            ruled = fallback.evaluate(f) if fallback is not None else None
-            # what the rules leave open: a fallback rule's verdict, else forwarded (the rules-only fallback)
-            actions["rules_only"][i] = _effective(ruled) if isinstance(ruled, Verdict) else 0
-            said = policy.verdict(f, probs, scoring(f, outcome))
-            verdict = policy.corroborate(f, said, fallback.evaluate) if fallback is not None else said  # as the pipeline does
-            actions["rules_model"][i] = _effective(verdict)
-            if verdict is not said:
-                corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
-            elif ACTIONS[actions["rules_model"][i]] is Action.BLOCK:
-                policy_blocks["p_attack" if attack_probability(probs) >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
+            actions["rules_only"][i] = actions["rules_model"][i]
+            rule_hits[verdict.rule or verdict.source.value] = rule_hits.get(verdict.rule or verdict.source.value, 0) + 1
+            if verdict.payload and verdict.rule is None:  # before the model, only the payload detectors' blocks name a payload
+                key = f"{verdict.payload[0].detector}/{verdict.payload[0].kind}"
+                payload_hits[key] = payload_hits.get(key, 0) + 1
+            continue
+        # rules only: the same pipeline's model stage, asked the same question with the model unavailable
+        asked, request, said = answered
+        stage.row(None)
+        actions["rules_only"][i] = _effective(_settled(model.run(asked, request)))
+        if verdict is not said:
+            # changed after the model answered: in eval only a corroborating fallback rule does that (no pass
+            # cookie is valid under eval's key, and no client earns a block without observers feeding its history)
+            corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
+        elif actions["rules_model"][i] == block:
+            policy_blocks["p_attack" if attack_probability(probs) >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])

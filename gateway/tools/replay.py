@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import functools
 import gzip
 import io
 import json
@@ -435,7 +436,7 @@ class Replayer:
         self.model: Any = None
         self.model_error = ""
         self.use_model = use_model
-        stage = None
+        stage: Callable[[Policy], ModelStage] | None = None
         if use_model and cfg.model.enabled:
             try:
                 self.model = (model_loader or load_model)(cfg)
@@ -443,8 +444,8 @@ class Replayer:
                 problems = getattr(exc, "problems", None)
                 self.model_error = "; ".join(problems) if problems else (str(exc) or repr(exc))
         if self.model is not None:
-            stage = ModelStage(DeferredScorer(self.model.label), Policy(cfg.policy), fallback=cfg.decider.fallback,
-                               model_label=self.model.label)
+            # the model stage as the server makes it, deciding with the pipeline's policy; only its scorer waits for the replay's batches
+            stage = functools.partial(ModelStage, DeferredScorer(self.model.label), fallback=cfg.decider.fallback, model_label=self.model.label)
         # the state is handed over as if from a previous pipeline, so rules and windows run on the log's clock
         self.pipeline: Pipeline = build_pipeline(cfg, stage, previous=Pipeline(state=self.state))
         self.batch = max(1, batch)
