@@ -1,7 +1,8 @@
 """One request and its response: decide, forward or answer locally, account.
 
 An :class:`Exchange` is created by the client connection when a request head is
-complete, and lives until both the request body has been read and a response
+complete (judged by :func:`gateway.proxy.head.parse_head`, whose
+:class:`~gateway.proxy.head.RequestHead` it keeps in ``request``), and lives until both the request body has been read and a response
 has been sent. Only the oldest exchange of a connection is *active* (pipelined
 ones wait their turn), so responses leave in request order.
 
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from gateway import metrics
 from gateway.features import Features
 from gateway.proxy.errors import GatewayError, render_error
+from gateway.proxy.head import CHUNKED, LENGTH, NO_BODY, RequestHead
 from gateway.proxy.http1 import (
     IDEMPOTENT_METHODS,
     LAST_CHUNK,
@@ -43,9 +45,6 @@ if TYPE_CHECKING:
     from gateway.proxy.settings import ProxySettings
 
 log = logging.getLogger("clefgate.proxy")
-
-# body kinds of the request
-NO_BODY, LENGTH, CHUNKED = 0, 1, 2
 
 # what the exchange is doing with request body bytes as they arrive
 B_BUFFER, B_FORWARD, B_DISCARD = 0, 1, 2
@@ -105,10 +104,8 @@ class Exchange:
 
     __slots__ = (
         "accounted",
-        "add_host",
         "added",
         "backend",
-        "body",
         "body_left",
         "buffered",
         "bytes_in",
@@ -124,17 +121,15 @@ class Exchange:
         "fwd",
         "head_pending",
         "head_request",
-        "host_b",
         "keep_alive",
         "local",
-        "method",
-        "method_b",
         "mode",
         "out_chunked",
         "outstanding",
         "pending",
         "rejected",
         "req_done",
+        "request",
         "request_id",
         "resp_done",
         "resp_started",
@@ -147,36 +142,29 @@ class Exchange:
         "t_head",
         "t_sent",
         "t_uphead",
-        "target",
         "task",
         "tried",
         "tunnel_rest",
         "up",
         "upgrade",
         "verdict",
-        "version",
         "xff",
         "xfh",
         "xfp",
     )
 
-    def __init__(self, conn: ClientConnection, st: ProxySettings, method_b: bytes, target: bytes, version: str,
-                 keep_alive: bool) -> None:
+    def __init__(self, conn: ClientConnection, st: ProxySettings, request: RequestHead, keep_alive: bool) -> None:
         self.conn = conn
         self.st = st
-        self.method_b = method_b
-        self.method = method_b.decode("ascii")
-        self.target = target
-        self.version = version
+        self.request = request
         self.keep_alive = keep_alive
-        self.head_request = method_b == b"HEAD"
+        self.head_request = request.method_b == b"HEAD"
         self.scan = st.response_scan
-        self.decode_chunks = version == "1.0"
-        self.upgrade = False
+        self.decode_chunks = request.version == "1.0"
+        self.upgrade = request.upgrade
         self.local = False
-        self.body = NO_BODY
-        self.body_left = 0
-        self.expect_continue = False
+        self.body_left = request.content_length or 0
+        self.expect_continue = request.expect_continue
         self.mode = B_BUFFER
         self.pending: list[bytes] = []
         self.buffered = 0
@@ -187,8 +175,7 @@ class Exchange:
         self.close_after = False
         self.features: Features | None = None
         self.request_id = ""
-        self.fwd = b""  # forwarded header block, every field behind CRLF
-        self.host_b = b""
+        self.fwd = request.fwd  # the forwarded header block, every field behind CRLF (a trusted Forwarded is added)
         self.xff = b""
         self.xfp = b""
         self.xfh = b""
@@ -214,7 +201,6 @@ class Exchange:
         self.deadline_kind = D_NONE
         self.outstanding = False
         self.accounted = False
-        self.add_host = False
         # set when the head was refused; the error is the answer when the exchange's turn comes
         self.rejected: GatewayError | None = None
 
@@ -223,20 +209,20 @@ class Exchange:
     def start(self) -> None:
         """The exchange became the active one of its connection: decide and act."""
         self.started = True
-        if self.rejected is None and not self.local and not self.body:
+        if self.rejected is None and not self.local and not self.request.body:
             self._decide()  # the common case: a request without a body, decided on its head
             return
         if self.rejected is not None:
             self.fail(self.rejected)
             return
-        if self.body == CHUNKED and self.bytes_in > self.st.max_body:
+        if self.request.body == CHUNKED and self.bytes_in > self.st.max_body:
             self._body_too_large()
             return
         if self.local:
             self._start_local()
             return
         body_prefix = self.st.body_prefix
-        if body_prefix and self.body != NO_BODY and not self.req_done and self.buffered < body_prefix:
+        if body_prefix and self.request.body != NO_BODY and not self.req_done and self.buffered < body_prefix:
             # the decision needs the start of the body: read it first
             self._send_continue()
             return
@@ -308,7 +294,7 @@ class Exchange:
     # ================================================================== local endpoints
 
     def _start_local(self) -> None:
-        if self.bytes_in + (self.body_left if self.body == LENGTH else 0) > LOCAL_BODY_MAX:
+        if self.bytes_in + (self.body_left if self.request.body == LENGTH else 0) > LOCAL_BODY_MAX:
             self.fail(GatewayError(413, "local_body_too_large", "Gateway endpoints accept at most 64 KiB."))
             return
         if not self.req_done:
@@ -417,7 +403,7 @@ class Exchange:
         backend = self.backend
         assert backend is not None
         # nothing has been sent for this request yet: another server may take it
-        if self.method in IDEMPOTENT_METHODS and len(self.tried) <= backend.retries and not self.upgrade:
+        if self.request.method in IDEMPOTENT_METHODS and len(self.tried) <= backend.retries and not self.upgrade:
             # the server picked here is the one tried: a second pick would spend another turn of the round-robin
             server = backend.select(time.monotonic(), self.tried)
             if server is not None:
@@ -431,15 +417,15 @@ class Exchange:
         verdict = self.verdict
         assert server is not None and verdict is not None
         self.up = up
-        parts = [self.method_b, b" ", server.path_prefix, self.target, b" HTTP/1.1", self.fwd,
+        parts = [self.request.method_b, b" ", server.path_prefix, self.request.target, b" HTTP/1.1", self.fwd,
                  b"\r\nx-forwarded-for: ", self.xff, b"\r\nx-forwarded-proto: ", self.xfp, b"\r\nx-forwarded-host: ",
-                 self.xfh, st.via_id_10 if self.version == "1.0" else st.via_id_11, self.request_id.encode("latin-1"),
+                 self.xfh, st.via_id_10 if self.request.version == "1.0" else st.via_id_11, self.request_id.encode("latin-1"),
                  b"\r\n", st.verdict_headers(verdict)[0]]
-        if self.add_host:
+        if self.request.add_host:
             parts += (b"host: ", server.hostport.encode("latin-1"), b"\r\n")
-        if self.body == LENGTH:
-            parts.append(b"content-length: %d\r\n" % (self.features.content_length or 0))  # type: ignore[union-attr]
-        elif self.body == CHUNKED:
+        if self.request.body == LENGTH:
+            parts.append(b"content-length: %d\r\n" % (self.request.content_length or 0))
+        elif self.request.body == CHUNKED:
             parts.append(b"transfer-encoding: chunked\r\n")
         if self.upgrade:
             parts.append(b"connection: upgrade\r\nupgrade: websocket\r\n")
@@ -447,7 +433,7 @@ class Exchange:
         head = b"".join(parts)
         if self.pending:
             out = [head]
-            if self.body == CHUNKED:
+            if self.request.body == CHUNKED:
                 for piece in self.pending:
                     out += chunk(piece)
             else:
@@ -456,7 +442,7 @@ class Exchange:
             self.buffered = 0
         else:
             out = [head]
-        if self.req_done and self.body == CHUNKED:
+        if self.req_done and self.request.body == CHUNKED:
             out.append(LAST_CHUNK)
         self.mode = B_FORWARD
         self.t_sent = _perf()
@@ -480,14 +466,14 @@ class Exchange:
         """Body bytes of this request, de-chunked by the parser."""
         n = len(data)
         self.bytes_in += n
-        if self.body == LENGTH:
+        if self.request.body == LENGTH:
             self.body_left -= n
         mode = self.mode
         if mode == B_FORWARD:
             self._request_moved()
             up = self.up
             if up is not None and up.transport is not None:
-                if self.body == CHUNKED:
+                if self.request.body == CHUNKED:
                     if self.bytes_in > self.st.max_body:
                         self._body_too_large()
                         return
@@ -504,7 +490,7 @@ class Exchange:
             if self.buffered > BUFFER_MAX:
                 self.conn.pause(P_BUFFER)
             return
-        if self.body == CHUNKED and self.bytes_in > self.st.max_body:
+        if self.request.body == CHUNKED and self.bytes_in > self.st.max_body:
             self._body_too_large()
             return
         if self.local:
@@ -541,7 +527,7 @@ class Exchange:
         if self.mode == B_FORWARD:
             self._request_moved()
             up = self.up
-            if self.body == CHUNKED and up is not None and up.transport is not None:
+            if self.request.body == CHUNKED and up is not None and up.transport is not None:
                 up.transport.write(LAST_CHUNK)
         elif self.started and self.mode == B_BUFFER:
             if self.local:
@@ -556,7 +542,7 @@ class Exchange:
 
     def on_interim(self, head: ResponseHead) -> None:
         """A 1xx response: 100 is ours to send (Expect is not forwarded); others pass to HTTP/1.1 clients."""
-        if head.status == 100 or self.version == "1.0":
+        if head.status == 100 or self.request.version == "1.0":
             return
         self.conn.transport.write(b"HTTP/1.1 " + head.status_text + head.block + b"\r\n\r\n")  # type: ignore[union-attr]
 
@@ -595,7 +581,7 @@ class Exchange:
         if close:
             self.close_after = True
             parts.append(b"connection: close\r\n\r\n")
-        elif self.version == "1.0":
+        elif self.request.version == "1.0":
             parts.append(b"connection: keep-alive\r\n\r\n")
         else:
             parts.append(b"\r\n")
@@ -683,8 +669,8 @@ class Exchange:
         assert backend is not None
         _UPSTREAM_ERRORS.inc(backend.name, kind)
         self._server_done()
-        if (kind == "reset" and nothing_received and up is not None and up.reused and self.body == NO_BODY
-                and self.method in IDEMPOTENT_METHODS and not self.resp_started):
+        if (kind == "reset" and nothing_received and up is not None and up.reused and self.request.body == NO_BODY
+                and self.request.method in IDEMPOTENT_METHODS and not self.resp_started):
             # a pooled connection the server closed while idle: the request never got there
             # in a way that could have been processed; one more try on a new connection
             self.tried.pop()
@@ -770,12 +756,12 @@ class Exchange:
         """Whether the connection closes after a response sent before the body was read."""
         if not self.keep_alive or self.conn.closes_after(self) or self.upgrade:
             return True
-        if self.req_done or self.body == NO_BODY:
+        if self.req_done or self.request.body == NO_BODY:
             return False
         if self.expect_continue and self.bytes_in == 0:
             return True  # the client waits for 100 Continue; it will not send the body now
         # a short remaining body is read and dropped; a long or unknown one ends the connection
-        return self.body != LENGTH or self.body_left > DISCARD_MAX
+        return self.request.body != LENGTH or self.body_left > DISCARD_MAX
 
     def _write_final(self, status: int, data: bytes, body_len: int, close: bool) -> None:
         if self.up is not None:
@@ -840,8 +826,8 @@ class Exchange:
             server = self.server
             log_.write(
                 features.received_at if features is not None else time.time(), self.request_id,
-                features.client_ip if features is not None else self.conn.peer, self.method,
-                self.target.decode("latin-1"), status, self.bytes_in, self.bytes_out, route_name, backend_name,
+                features.client_ip if features is not None else self.conn.peer, self.request.method,
+                self.request.target.decode("latin-1"), status, self.bytes_in, self.bytes_out, route_name, backend_name,
                 server.url if server is not None else "", action, source,
                 verdict.rule if verdict is not None else None, verdict.score if verdict is not None else None,
                 _perf() - self.t_head, upstream_s, self.added,
