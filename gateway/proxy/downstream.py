@@ -23,14 +23,15 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import httptools
 
 from gateway import metrics
 from gateway.proxy.errors import GatewayError
-from gateway.proxy.exchange import P_EXCHANGE, P_PIPELINE, P_UPGRADE, Exchange
+from gateway.proxy.exchange import Exchange
 from gateway.proxy.head import CHUNKED, HeadError, RequestHead, line_only, parse_head
+from gateway.proxy.reply import P_EXCHANGE, P_PIPELINE, P_UPGRADE, Reply
 from gateway.proxy.requestid import REQUEST_IDS
 from gateway.proxy.tunnel import Tunnel
 from gateway.proxy.wirefeatures import new_features
@@ -373,13 +374,13 @@ class ClientConnection(asyncio.Protocol):
 
     # ================================================================== exchange lifecycle
 
-    def exchange_done(self, ex: Exchange) -> None:
+    def exchange_done(self, ex: Reply) -> None:
         """An exchange sent its response and read its request: start the next one."""
         queue = self.queue
         if queue and queue[0] is ex:
             queue.popleft()
         elif ex in queue:
-            queue.remove(ex)
+            queue.remove(cast("Exchange", ex))  # every Reply is an Exchange's
         self.resume(P_EXCHANGE)
         if self.gone:
             return
@@ -412,12 +413,12 @@ class ClientConnection(asyncio.Protocol):
         if not self.gone and queue and not queue[0].started:
             queue[0].start()
 
-    def closes_after(self, ex: Exchange) -> bool:
+    def closes_after(self, ex: Reply) -> bool:
         """Whether the connection drains and ``ex`` is the last request it has read (whole head) or is reading: a
         draining connection answers every one up to it and says ``Connection: close`` on that one's response."""
         return self.draining and all(other is ex for other in self.queue)
 
-    def close_after_response(self, ex: Exchange) -> None:
+    def close_after_response(self, ex: Reply) -> None:
         """``ex`` answered before its request body was read: account it, then close."""
         ex.account()
         if self.queue and self.queue[0] is ex:
@@ -486,7 +487,7 @@ class ClientConnection(asyncio.Protocol):
         self.pause(P_UPGRADE)
         return b""
 
-    def start_tunnel(self, ex: Exchange, up: UpstreamConnection, rest: bytes) -> None:
+    def start_tunnel(self, ex: Reply, up: UpstreamConnection, rest: bytes) -> None:
         """101 from the upstream: this connection becomes a byte tunnel."""
         tunnel = Tunnel(self, up, ex, self.st.tunnel_idle_s)
         self.tunnel = tunnel
