@@ -219,17 +219,17 @@ def test_new_features_equals_the_dataclass_constructor() -> None:
 
 
 def test_local_response_header_lines_are_kept_per_field_set() -> None:
-    from gateway.proxy import exchange
+    from gateway.proxy import reply
 
     fields = (("Cache-Control", "no-store"), ("X-Bad", "a\r\nb"), ("X-Clefgate-Challenge", "pow; difficulty=16"))
-    first = b"".join(exchange._local_header_lines("text/html; charset=utf-8", fields, 8179))
+    first = b"".join(reply._local_header_lines("text/html; charset=utf-8", fields, 8179))
     assert first == (b"\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: 8179\r\n"
                      b"Cache-Control: no-store\r\nX-Clefgate-Challenge: pow; difficulty=16\r\n")  # the CR/LF field is never written
-    again = b"".join(exchange._local_header_lines("text/html; charset=utf-8", tuple(fields), 12))
+    again = b"".join(reply._local_header_lines("text/html; charset=utf-8", tuple(fields), 12))
     assert again == first.replace(b"8179", b"12")
     for i in range(600):  # per-client fields (cookies) never grow the kept set without bound
-        exchange._local_header_lines("text/plain", (("Set-Cookie", f"p={i}"),), 0)
-    assert len(exchange._LOCAL_HEADERS) <= 512
+        reply._local_header_lines("text/plain", (("Set-Cookie", f"p={i}"),), 0)
+    assert len(reply._LOCAL_HEADERS) <= 512
 
 
 def _reference_clean(addr: str) -> str:

@@ -1,9 +1,11 @@
 """The client side: one ``asyncio.Protocol`` per client connection, parsed by llhttp.
 
-httptools calls back per header; the head is validated and turned into
-``Features`` in one pass (:meth:`ClientConnection.on_headers_complete`), which
-also collects the header block forwarded upstream as raw bytes (never
-re-encoded). Requests are queued in arrival order and answered in that order;
+httptools calls back per header; the complete head is judged by the pure
+:func:`gateway.proxy.head.parse_head` (validation, framing, target and Host, the
+header block forwarded upstream as raw bytes, never re-encoded), and
+:meth:`ClientConnection.on_headers_complete` acts on its answer: it queues the
+exchange (or the refusal), adds who is asking (client address, trusted proxies)
+and builds ``Features``. Requests are queued in arrival order and answered in that order;
 only the oldest is active. Reading pauses while the pipeline awaits the model,
 while a new upstream connection opens, when too many pipelined requests wait,
 and when the upstream cannot take more body bytes.
@@ -21,31 +23,15 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, cast
 
 import httptools
 
 from gateway import metrics
-from gateway.features import make_header_map
 from gateway.proxy.errors import GatewayError
-from gateway.proxy.exchange import (
-    CHUNKED,
-    LENGTH,
-    NO_BODY,
-    P_EXCHANGE,
-    P_PIPELINE,
-    P_UPGRADE,
-    Exchange,
-)
-from gateway.proxy.http1 import (
-    CONNECTION_OPTIONS,
-    check_host,
-    check_transfer_encoding,
-    header_stripper,
-    protected_from_connection,
-    underscore_twin,
-    without_cookie,
-)
+from gateway.proxy.exchange import Exchange
+from gateway.proxy.head import CHUNKED, HeadError, RequestHead, line_only, parse_head
+from gateway.proxy.reply import P_EXCHANGE, P_PIPELINE, P_UPGRADE, Reply
 from gateway.proxy.requestid import REQUEST_IDS
 from gateway.proxy.tunnel import Tunnel
 from gateway.proxy.wirefeatures import new_features
@@ -68,13 +54,22 @@ _HttpParserCallbackError = httptools.HttpParserCallbackError
 _time = time.time
 _new_id = REQUEST_IDS.new
 _accept_id = REQUEST_IDS.accept
-_HOST_FIELD = header_stripper({"host"})
-_ONLY_CONNECTION = frozenset({"connection"})
 HEADER_ABUSE = metrics.counter(
     "clefgate_request_header_abuse_total",
     "Requests whose head tried to remove or shadow a field the origin relies on, by kind (connection_listed: a "
     "protected field named in Connection, kept; underscore: an underscore twin of a guarded field) and action "
     "(kept, refused, dropped).", ("kind", "action"))
+
+
+def _count_abuse(head: RequestHead | HeadError, request_id: str) -> None:
+    """Count (and log) what a head tried to remove or shadow: fields named in Connection, underscore twins dropped."""
+    kept = head.kept
+    if kept:
+        HEADER_ABUSE.inc("connection_listed", "kept")
+        log.info("a client's Connection header named fields the origin relies on; they are kept",
+                 extra={"fields": {"request_id": request_id, "fields": sorted(kept)[:8]}})
+    if head.twins_dropped:
+        HEADER_ABUSE.inc("underscore", "dropped")
 
 
 class ClientConnection(asyncio.Protocol):
@@ -271,150 +266,32 @@ class ClientConnection(asyncio.Protocol):
         self.raw_head = None
         self.in_head = False
         self.head_seen = 0
-        version = parser.get_http_version()
         method_b = parser.get_method()
-        target = self.url
-        headers = self.headers
-        ex = Exchange(self, st, method_b, target, version, parser.should_keep_alive())
+        version = parser.get_http_version()
+        head = parse_head(st.head_rules, method_b, self.url, version, self.headers, raw_head, parser.should_upgrade(),
+                          self.last_host)
+        if isinstance(head, HeadError):
+            self._refuse_head(head, method_b, version)
+        ex = Exchange(self, st, head, parser.should_keep_alive())
         self.queue.append(ex)
         self.reading = ex
-        if len(headers) > st.max_headers:
-            raise GatewayError(431, "too_many_headers", "The request has more header fields than limits.max_headers.")
-        if version != "1.1" and version != "1.0":
-            raise GatewayError(505 if version[0] == "2" else 400, "bad_version", f"HTTP/{version} is not served here.")
-        # ---- the fields as Features wants them: wire order and a lower-case map
-        fheaders = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers]
-        hmap = {n.lower(): v for n, v in fheaders}
-        if len(hmap) != len(fheaders):
-            hmap = make_header_map(tuple(fheaders))
-            if sum(1 for n, _ in headers if n.lower() == b"host") > 1:
-                raise GatewayError(400, "bad_host", "More than one Host header.")
-        get = hmap.get
-        rid = get(st.id_header)
-        ex.request_id = _new_id() if rid is None else _accept_id(rid)
-        # ---- the header block forwarded upstream (every field behind CRLF)
-        conn_hdr = get("connection")
-        listed = None
-        if conn_hdr is not None and conn_hdr.lower() not in CONNECTION_OPTIONS:
-            listed = {t.strip(" \t").lower() for t in conn_hdr.split(",")} - CONNECTION_OPTIONS
-            kept = {n for n in listed if protected_from_connection(n, st.id_header)}
-            if kept:
-                # Connection may remove hop-by-hop fields, not Host, the framing or what the gateway adds
-                listed -= kept
-                HEADER_ABUSE.inc("connection_listed", "kept")
-                log.info("a client's Connection header named fields the origin relies on; they are kept",
-                         extra={"fields": {"request_id": ex.request_id, "fields": sorted(kept)[:8]}})
-        if any(b"_" in n for n, _ in headers):
-            twins = {t for t in (n.lower() for n, _ in fheaders if "_" in n) if underscore_twin(t, st.id_header)}
-            if twins:
-                if st.underscore_refuse:
-                    HEADER_ABUSE.inc("underscore", "refused")
-                    raise GatewayError(400, "ambiguous_header_name",
-                                       f"The header field {sorted(twins)[0][:64]!r} reads as "
-                                       f"{sorted(twins)[0][:64].replace('_', '-')!r} to origins that fold '_' and '-'.")
-                HEADER_ABUSE.inc("underscore", "dropped")
-                listed = (listed or set()) | twins
-        cookie = get("cookie")
-        pass_cookie = cookie is not None and st.pass_cookie in cookie
-        if raw_head is not None and not listed and not pass_cookie:
-            if len(raw_head) > st.max_header_bytes + len(target) + 16:
-                raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
-            eol = raw_head.find(b"\r\n")
-            block = raw_head[eol:] if eol > 0 else b""
-            present = st.forward_drop.intersection(hmap)
-            if b"\r\nx-clefgate-" in block.lower():
-                ex.fwd = st.request_strip.sub(b"", block)
-            elif not present:
-                ex.fwd = block  # nothing to drop (the field names were checked via the header map)
-            elif present == _ONLY_CONNECTION and len(hmap) == len(fheaders):
-                # the usual browser head: cut the one Connection line
-                start = block.lower().find(b"\r\nconnection:")
-                end = block.find(b"\r\n", start + 13)
-                ex.fwd = block[:start] + block[end:] if end > 0 else block[:start]
-            else:
-                ex.fwd = st.request_strip.sub(b"", block)
-        else:
-            # the head arrived in pieces (or names more hop-by-hop fields): build the block
-            if sum(len(n) + len(v) + 4 for n, v in headers) > st.max_header_bytes:
-                raise GatewayError(431, "header_too_large", "The request header fields exceed limits.max_header_bytes.")
-            drop = st.forward_drop | listed if listed else st.forward_drop
-            pieces: list[bytes] = []
-            for (name, value), (text, _) in zip(headers, fheaders, strict=True):
-                key = text.lower()
-                if key not in drop and not key.startswith("x-clefgate-"):
-                    if pass_cookie and key == "cookie":
-                        # the visitor's pass cookie is the gateway's: the origin gets the other cookies
-                        value = without_cookie(value, st.pass_cookie_b)
-                        if not value:
-                            continue
-                    pieces += (b"\r\n", name, b": ", value)
-            ex.fwd = b"".join(pieces)
-        # ---- framing
-        content_length = None
-        te = get("transfer-encoding")
-        if te is not None:
-            why = check_transfer_encoding(te, version)
-            if why:
-                raise GatewayError(400, "bad_transfer_encoding", why[0].upper() + why[1:] + ".")
-            ex.body = CHUNKED
+        rid = head.client_id
+        request_id = ex.request_id = _new_id() if rid is None else _accept_id(rid)
+        if head.kept or head.twins_dropped:
+            _count_abuse(head, request_id)
+        if head.body:
             self.deadline_kind = C_BODY
             self.deadline = self.plane.now + st.client_body_s
-        else:
-            cl = get("content-length")
-            if cl is not None:
-                content_length = int(cl)  # llhttp checked the digits and duplicates
-                if content_length > st.max_body:
-                    raise GatewayError(413, "body_too_large", "The request body is larger than limits.max_body_bytes.")
-                if content_length:
-                    ex.body = LENGTH
-                    ex.body_left = content_length
-                    self.deadline_kind = C_BODY
-                    self.deadline = self.plane.now + st.client_body_s
-        # ---- target and host
-        if target[:1] == b"/":  # origin-form, the common case
-            path, _, query = target.decode("latin-1").partition("?")
-            host = get("host")
-        else:
-            if method_b == b"CONNECT":
-                raise GatewayError(501, "connect_unsupported", "CONNECT is not supported by this reverse proxy.")
-            if target[:7].lower() == b"http://" or target[:8].lower() == b"https://":
-                # absolute-form: the authority in the target wins over Host (RFC 9112 3.2.2)
-                rest = target.decode("latin-1").split("://", 1)[1]
-                slash = rest.find("/")
-                host, origin = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
-                path, _, query = origin.partition("?")
-                ex.target = origin.encode("latin-1")
-                ex.fwd = _HOST_FIELD.sub(b"", ex.fwd) + b"\r\nhost: " + host.encode("latin-1")
-            elif target == b"*" and method_b == b"OPTIONS":
-                path, query, host = "*", "", get("host")
-            else:
-                raise GatewayError(400, "bad_target", "The request target is not in origin or absolute form.")
-        if host is None:
-            if version == "1.1":
-                raise GatewayError(400, "bad_host", "HTTP/1.1 requests need a Host header.")
-            host = ""
-            ex.add_host = True  # HTTP/1.0 without Host: the upstream gets the server's authority
-        elif host != self.last_host:
-            if not check_host(host):
-                raise GatewayError(400, "bad_host", "The Host header is not a valid authority.")
+        host = head.host
+        if not head.add_host:
             self.last_host = host
-        # ---- expectations and upgrades
-        expect = get("expect")
-        if expect is not None:
-            if expect.strip(" \t").lower() != "100-continue":
-                raise GatewayError(417, "bad_expect", "Only Expect: 100-continue is supported.")
-            ex.expect_continue = version == "1.1" and ex.body != NO_BODY
-        if ex.body != NO_BODY and parser.should_upgrade():
-            # llhttp ends an Upgrade request at its head and hands back what follows as the new protocol's bytes:
-            # a body here would be forwarded as nothing and then parsed as the next request (a desync)
-            raise GatewayError(400, "upgrade_with_body", "A request that asks to upgrade the connection cannot carry a body.")
-        upgrade = get("upgrade")
-        if upgrade is not None and method_b == b"GET" and "websocket" in upgrade.lower() and parser.should_upgrade():
-            ex.upgrade = True
+        if head.upgrade:
             self.upgrade_ex = ex
         # ---- who is asking, and how they reached the proxies in front of us
         peer = self.peer
-        host_b = ex.host_b = host.encode("latin-1")
+        hmap = head.header_map
+        get = hmap.get
+        host_b = host.encode("latin-1")
         if st.has_trusted and peer in st.trusted:
             xff_in = get("x-forwarded-for")
             client_ip = st.trusted.client_ip(peer, xff_in, get("forwarded"))
@@ -432,9 +309,10 @@ class ClientConnection(asyncio.Protocol):
             scheme = st.scheme
             ex.xfh = host_b
             ex.xfp = st.scheme_b
+        path = head.path
         ex.features = new_features(
-            ex.method, path, query, version, tuple(fheaders), hmap, client_ip, peer, host, get("user-agent", ""),
-            content_length, ex.body == CHUNKED, scheme, ex.request_id, _time(), st.client_key(client_ip, hmap),
+            head.method, path, head.query, version, head.headers, hmap, client_ip, peer, host, get("user-agent", ""),
+            head.content_length, head.body == CHUNKED, scheme, request_id, _time(), st.client_key(client_ip, hmap),
         )
         local = st.local_prefix
         if local is not None and path.startswith(local):
@@ -445,6 +323,23 @@ class ClientConnection(asyncio.Protocol):
             ex.start()
         elif len(self.queue) > st.max_pipelined:
             self.pause(P_PIPELINE)
+
+    def _refuse_head(self, error: HeadError, method_b: bytes, version: str) -> NoReturn:
+        """Queue the refused request and raise its error out of the parser: ``reject`` answers it in its turn."""
+        st = self.st
+        ex = Exchange(self, st, line_only(method_b, error.target or self.url, version), self.parser.should_keep_alive())
+        self.queue.append(ex)
+        self.reading = ex
+        rid = error.client_id
+        ex.request_id = _new_id() if rid is None else _accept_id(rid)
+        _count_abuse(error, ex.request_id)
+        if error.reason == "ambiguous_header_name":
+            HEADER_ABUSE.inc("underscore", "refused")
+        if error.body:
+            # refused after its framing was read: the connection waits for a body, not for a head
+            self.deadline_kind = C_BODY
+            self.deadline = self.plane.now + st.client_body_s
+        raise GatewayError(error.status, error.reason, error.detail)
 
     def on_body(self, body: bytes) -> None:
         ex = self.reading
@@ -479,13 +374,13 @@ class ClientConnection(asyncio.Protocol):
 
     # ================================================================== exchange lifecycle
 
-    def exchange_done(self, ex: Exchange) -> None:
+    def exchange_done(self, ex: Reply) -> None:
         """An exchange sent its response and read its request: start the next one."""
         queue = self.queue
         if queue and queue[0] is ex:
             queue.popleft()
         elif ex in queue:
-            queue.remove(ex)
+            queue.remove(cast("Exchange", ex))  # every Reply is an Exchange's
         self.resume(P_EXCHANGE)
         if self.gone:
             return
@@ -518,12 +413,12 @@ class ClientConnection(asyncio.Protocol):
         if not self.gone and queue and not queue[0].started:
             queue[0].start()
 
-    def closes_after(self, ex: Exchange) -> bool:
+    def closes_after(self, ex: Reply) -> bool:
         """Whether the connection drains and ``ex`` is the last request it has read (whole head) or is reading: a
         draining connection answers every one up to it and says ``Connection: close`` on that one's response."""
         return self.draining and all(other is ex for other in self.queue)
 
-    def close_after_response(self, ex: Exchange) -> None:
+    def close_after_response(self, ex: Reply) -> None:
         """``ex`` answered before its request body was read: account it, then close."""
         ex.account()
         if self.queue and self.queue[0] is ex:
@@ -565,7 +460,7 @@ class ClientConnection(asyncio.Protocol):
             self.abort()
             return
         if ex is None:
-            ex = Exchange(self, self.st, b"-", self.url, "1.1", False)
+            ex = Exchange(self, self.st, line_only(b"-", self.url, "1.1"), False)
             self.queue.append(ex)
         if not ex.request_id:
             ex.request_id = REQUEST_IDS.new()
@@ -592,7 +487,7 @@ class ClientConnection(asyncio.Protocol):
         self.pause(P_UPGRADE)
         return b""
 
-    def start_tunnel(self, ex: Exchange, up: UpstreamConnection, rest: bytes) -> None:
+    def start_tunnel(self, ex: Reply, up: UpstreamConnection, rest: bytes) -> None:
         """101 from the upstream: this connection becomes a byte tunnel."""
         tunnel = Tunnel(self, up, ex, self.st.tunnel_idle_s)
         self.tunnel = tunnel

@@ -13,16 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from gateway.proxy.clientaddr import TrustedProxies
-from gateway.proxy.http1 import REQUEST_HOP_BY_HOP, RESPONSE_HOP_BY_HOP, ResponseScan, header_stripper
+from gateway.proxy.head import HeadRules
+from gateway.proxy.http1 import RESPONSE_HOP_BY_HOP, ResponseScan, header_stripper
 from gateway.verdict import Verdict
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-
-# headers the proxy rewrites itself; the client's copies are not forwarded as received
-_REWRITTEN = frozenset({"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"})
 
 
 class ProxySettings:
@@ -40,8 +38,6 @@ class ProxySettings:
         self.has_trusted = bool(cfg.trusted_proxies)
         limits = cfg.limits
         self.max_request_line = limits.max_request_line_bytes
-        self.max_header_bytes = limits.max_header_bytes
-        self.max_headers = limits.max_headers
         self.max_body = limits.max_body_bytes or (1 << 62)
         self.max_pipelined = limits.max_pipelined
         # bytes of an unparsed head we hold before answering 431 (line + fields + slack)
@@ -61,14 +57,12 @@ class ProxySettings:
                                               t.upstream_idle_s, t.upstream_connect_s) / 4))
         self.id_header = cfg.request_id_header.lower()
         self.id_header_out = cfg.request_id_header.encode("latin-1")
-        self.special = REQUEST_HOP_BY_HOP | _REWRITTEN | {self.id_header}
-        # removes, in one pass over a raw request head, every field the proxy rewrites or drops
-        # (Host is forwarded as the client sent it, so it stays in the block)
-        self.forward_drop = self.special - {"host"}
-        self.request_strip = header_stripper(self.forward_drop, ("x-clefgate-",))
-        self.underscore_refuse = limits.underscore_headers == "refuse"
-        self.pass_cookie = cfg.challenge.cookie_name  # any spelling of the pair (name=v, name =v, a bare name) is found
-        self.pass_cookie_b = cfg.challenge.cookie_name.encode("latin-1")
+        # what a request head is judged by (gateway.proxy.head.parse_head)
+        self.head_rules = HeadRules(
+            id_header=self.id_header, max_headers=limits.max_headers, max_header_bytes=limits.max_header_bytes,
+            max_body=self.max_body, underscore_refuse=limits.underscore_headers == "refuse",
+            pass_cookie=cfg.challenge.cookie_name,  # any spelling of the pair (name=v, name =v, a bare name) is found
+        )
 
         self.response_scan = ResponseScan(self.id_header)
         self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})

@@ -15,7 +15,7 @@ from gateway import metrics
 
 if TYPE_CHECKING:
     from gateway.proxy.downstream import ClientConnection
-    from gateway.proxy.exchange import Exchange
+    from gateway.proxy.reply import Reply
     from gateway.proxy.upstream import UpstreamConnection
 
 _OPEN = metrics.OPEN_CONNECTIONS
@@ -26,7 +26,7 @@ class Tunnel:
 
     __slots__ = ("client", "closed", "deadline", "exchange", "idle_s", "upstream")
 
-    def __init__(self, client: ClientConnection, upstream: UpstreamConnection, exchange: Exchange, idle_s: float) -> None:
+    def __init__(self, client: ClientConnection, upstream: UpstreamConnection, exchange: Reply, idle_s: float) -> None:
         self.client = client
         self.upstream = upstream
         self.exchange = exchange

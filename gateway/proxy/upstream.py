@@ -37,7 +37,7 @@ _OPEN = metrics.OPEN_CONNECTIONS
 
 
 class ResponseSink(Protocol):
-    """What an upstream connection tells about the response it reads (an Exchange)."""
+    """What an upstream connection tells about the response it reads (an exchange: its Reply half, gateway.proxy.reply)."""
 
     head_request: bool
     upgrade: bool
