@@ -21,7 +21,9 @@ feature contract: a change here needs a FEATURE_VERSION bump and a retrained mod
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from typing import NamedTuple
 
 from gateway.features.numeric import _BOT_RE, _LIBRARY_PREFIXES, _ch_major, _entropy, _log, _major, _suspicious
 from gateway.features.request import Features
@@ -140,22 +142,70 @@ def _cookie_values(cookie: str) -> str:
     return " ".join(parts)[:_MAX_COOKIE]
 
 
+# How a header's value can reach the payload input (``_payload_values``): always, when it is not a plain host name,
+# or when it carries payload characters (a client-describing header)
+_ALWAYS, _NOT_HOSTNAME, _CARRYING = 0, 1, 2
+_NAME = operator.itemgetter(0)
+# the longest header-name sequence (its characters) whose facts are kept; a longer one is computed afresh every time,
+# so a client sending kilobytes of names cannot fill the cache with them
+_CACHED_NAMES_CHARS = 1024
+
+
+class _HeaderFacts(NamedTuple):
+    """What depends on a request's header names alone, in wire order (the same client sends the same names)."""
+
+    front: bool  # a front added forwarding headers (``forwarded_by_front``)
+    client_names: tuple[str, ...]  # ``client_names``
+    names_line: str  # the client names as the ``h`` line shows them
+    # the headers whose values may reach the payload input, in wire order: (index, ``name=`` as written, _ALWAYS | ...)
+    payload_plan: tuple[tuple[int, str, int], ...]
+
+
+def _header_facts_of(names: tuple[str, ...]) -> _HeaderFacts:
+    front = False
+    client: list[str] = []
+    plan: list[tuple[int, str, int]] = []
+    for i, name in enumerate(names):
+        key = name.lower()
+        infra = is_front(key)
+        front = front or infra
+        if key not in HOP_HEADERS and not infra:
+            client.append(key)
+        if key in PAYLOAD_OWN or key in HOP_HEADERS:
+            continue
+        if key in HOST_HEADERS:
+            kind = _NOT_HOSTNAME
+        elif infra:
+            continue
+        else:
+            kind = _CARRYING if key in CLIENT_HEADERS else _ALWAYS
+        plan.append((i, key[:_MAX_NAME] + "=", kind))
+    line = " ".join(n[:_MAX_NAME] for n in client[:_MAX_NAMES])[:_MAX_NAMES_LINE]
+    return _HeaderFacts(front, tuple(client), line, tuple(plan))
+
+
+_header_facts_cached = functools.lru_cache(maxsize=4096)(_header_facts_of)
+
+
+def _header_facts(headers: tuple[tuple[str, str], ...]) -> _HeaderFacts:
+    names = tuple(map(_NAME, headers))
+    if sum(map(len, names)) <= _CACHED_NAMES_CHARS:
+        return _header_facts_cached(names)
+    return _header_facts_of(names)
+
+
 def _payload_values(headers: tuple[tuple[str, str], ...]) -> str:
     """``name=value`` of every header that carries data, bounded each and all."""
     parts: list[str] = []
     total = 0
-    for name, value in headers:
-        key = name.lower()
-        if key in PAYLOAD_OWN or key in HOP_HEADERS:
-            continue
-        if key in HOST_HEADERS:
-            if _HOSTNAME_RE.fullmatch(value):
+    for i, prefix, kind in _header_facts(headers).payload_plan:
+        value = headers[i][1]
+        if kind == _CARRYING:
+            if _PAYLOAD_CHARS.search(value) is None:
                 continue
-        elif is_front(key):
+        elif kind == _NOT_HOSTNAME and _HOSTNAME_RE.fullmatch(value):
             continue
-        elif key in CLIENT_HEADERS and not _carries_payload(value):
-            continue
-        part = f"{key[:_MAX_NAME]}={value[:_MAX_OTHER_VALUE]}"
+        part = prefix + value[:_MAX_OTHER_VALUE]
         parts.append(part)
         total += len(part) + 1
         if total >= _MAX_OTHER_TOTAL:
@@ -207,18 +257,12 @@ def payload_parts(features: Features) -> tuple[str, str, str]:
 
 def client_names(features: Features) -> list[str]:
     """The client's header names in wire order, lower-case, without front, hop-by-hop and ``Host`` headers."""
-    out = []
-    for name, _ in features.headers:
-        key = name.lower()
-        if key in HOP_HEADERS or is_front(key):
-            continue
-        out.append(key)
-    return out
+    return list(_header_facts(features.headers).client_names)
 
 
 def forwarded_by_front(features: Features) -> bool:
     """Did a front add forwarding headers (so the HTTP version and connection headers are the front's)?"""
-    return any(is_front(name.lower()) for name, _ in features.headers)
+    return _header_facts(features.headers).front
 
 
 _CLIENT_LINES = (("user-agent", "u ", _MAX_UA), ("accept", "a ", _MAX_ACCEPT), ("accept-language", "l ", _MAX_SHORT),
@@ -232,10 +276,9 @@ def client_text(features: Features) -> str:
     ``k`` the small client flags (priority, DNT, …, origin and credential presence)."""
     hm = features.header_map
     get = hm.get
-    front = forwarded_by_front(features)
-    version = "front" if front else features.http_version[:8]
-    names = " ".join(n[:_MAX_NAME] for n in client_names(features)[:_MAX_NAMES])
-    lines = [f"h {version} {names[:_MAX_NAMES_LINE]}"]
+    facts = _header_facts(features.headers)
+    version = "front" if facts.front else features.http_version[:8]
+    lines = [f"h {version} {facts.names_line}"]
     for name, prefix, limit in _CLIENT_LINES:
         value = get(name)
         if value is not None:
@@ -301,9 +344,10 @@ def client_vector(features: Features) -> list[float]:
     """The client's numeric features, in ``CLIENT_NUMERIC_NAMES`` order, each roughly within [0, 1]."""
     hm = features.header_map
     ua = hm.get("user-agent", "")
-    front = forwarded_by_front(features)
+    facts = _header_facts(features.headers)
+    front = facts.front
     version = features.http_version
-    names = client_names(features)
+    names = facts.client_names
     chromium_major, is_chromium, is_firefox, is_safari, mobile, is_library, is_botlike, is_headless = (
         ua_facts(ua) if len(ua) <= 1024 else ua_facts.__wrapped__(ua))
     ch = hm.get("sec-ch-ua")
