@@ -7,6 +7,7 @@ length group's logits passed on as they are) must not move a single bit.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -122,3 +123,18 @@ def test_kept_client_answers_are_the_ones_computed(fresh: OnnxScorer) -> None:
         assert np.array_equal(first["client"], computed)
         first["client"][:] = 0.0  # a caller's edit of what it was given does not reach the kept answers
         assert np.array_equal(scorer.probabilities(batch)["client"], computed)
+
+
+def test_decision_keys_round_as_before() -> None:
+    from gateway.decider.cache import _tenths, decision_key
+
+    values = (0.0, -0.0, 0.05, 0.15, 0.25, 0.95, 1.0, 1e-12, 123456.789, float("inf"), float("nan"), 2.5e300, True, 3)
+    assert _tenths(len(values)) % values == ",".join(f"{v:.1f}" for v in values)
+    base = feat.split_input(make_features("GET", "/c/men", headers=CHROME_HEAD))
+    same_tenth = dataclasses.replace(base, numeric=tuple(v + 0.01 if v in (0.0, 1.0) else v for v in base.numeric),
+                                     client_numeric=tuple(v + 0.01 if v in (0.0, 1.0) else v for v in base.client_numeric))
+    other_client = dataclasses.replace(base, client_text=base.client_text + "x")
+    other_window = dataclasses.replace(base, client_numeric=(*base.client_numeric[:-1], base.client_numeric[-1] + 0.5))
+    one_input = feat.model_input(make_features("GET", "/c/men", headers=CHROME_HEAD))
+    assert decision_key(same_tenth) == decision_key(base)
+    assert len({decision_key(i) for i in (base, other_client, other_window, one_input)}) == 4
