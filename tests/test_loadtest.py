@@ -451,6 +451,13 @@ def test_model_bench_compares_the_tuned_runtime_with_the_plain_one(tmp_path: Pat
     assert "unknown runtime fast" in capsys.readouterr().err
 
 
+def test_model_bench_prices_a_client_never_seen_against_a_kept_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kept, uncached = run_model_bench(tmp_path, "--variants", "fp32", "--runtimes", "tuned,uncached")["cells"]
+    assert (kept["runtime"], uncached["runtime"]) == ("tuned", "uncached") and uncached["single_p50_ms"] > 0
+    assert re.search(r"uncached / tuned runtime \(a client never seen / its answer kept\), cpu fp32: single p50 \d+\.\d\dx, "
+                     r"b1 tok\+inf \d+\.\d\dx, b8 tok\+inf \d+\.\d\dx", capsys.readouterr().out)
+
+
 def _cuda_device_present() -> bool:
     return gpu_check.cuda_devices()[0] > 0
 
