@@ -636,7 +636,7 @@ class OnnxScorer:
                 cache.put(key, answer, now)
             client = answers.copy()  # the kept rows are views of ``answers``: a caller's edit must not reach them
         else:
-            client = np.zeros((n, len(self.questions["client"])), dtype=np.float64)
+            client = np.zeros((n, self._output_width[self._half_outputs["client"][0]]), dtype=np.float64)
             for i, answer in kept:
                 client[i] = answer
             if missing:
