@@ -81,11 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeit = subprocess.run([sys.executable, "-m", "timeit", "sum(range(1000))"], capture_output=True, text=True, check=False)
         (out / f"timeit-r{r}.txt").write_text(timeit.stdout, encoding="utf-8")
         for version, (variants, runtimes) in VERSIONS.items():
-            stem = out / f"clef-flash-{version}-r{r}"
+            stem = out / f"clef-flash-{version}-r{r}"  # no with_suffix: the version's dots are not a suffix
             bench = subprocess.run([sys.executable, "-m", "loadtest.modelbench", "--version", version, "--variants", variants,
                                     "--batches", "1,64", "--runtimes", runtimes, "--json", f"{stem}.json"],
                                    cwd=ROOT, capture_output=True, text=True, check=False)
-            stem.with_suffix(".txt").write_text(bench.stdout + bench.stderr, encoding="utf-8")
+            Path(f"{stem}.txt").write_text(bench.stdout + bench.stderr, encoding="utf-8")
             print(f"round {r}/{args.rounds}: clef-flash {version} exit {bench.returncode}", file=sys.stderr)
     timeits = [(out / f"timeit-r{r}.txt").read_text(encoding="utf-8").strip() for r in range(1, args.rounds + 1)]
     text = "\n".join([*summary_lines(out), *timeits, *host_lines()]) + "\n"
