@@ -4,11 +4,12 @@
 
 One run writes, into ``--out``: ``host.txt`` (CPU vendor and model, AVX-512 and VNNI, the commit), per round
 ``timeit-rN.txt`` (``python -m timeit "sum(range(1000))"``: how fast plain Python ran on the host at that moment) and
-``clef-flash-V-rN.txt`` / ``.json`` for each version (int8 and fp32 for the shipped one, int8 for the rollback; batch 1
-and 64; the gateway's tuned CPU runtime and the plain one), then ``summary.txt``: batch-64 tokenize + infer
-decisions/s and single-request p50 per version, variant and runtime, round by round, with their median. The rounds
-alternate the versions so that a host getting slower or faster during the run touches both alike: compare the
-versions within one run, not across runs.
+``clef-flash-V-rN.txt`` / ``.json`` for each version (the file each serves on the CPU: fp32 for the shipped 2.0.0,
+int8 for the rollback 1.7.0; batch 1 and 64; the gateway's tuned CPU runtime and the plain one, and for the two-input
+2.0.0 also ``uncached``: every request a client never seen, both halves run), then ``summary.txt``: batch-64
+tokenize + infer decisions/s and single-request p50 per version, variant and runtime, round by round, with their
+median. The rounds alternate the versions so that a host getting slower or faster during the run touches both alike:
+compare the versions within one run, not across runs.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# version -> variants measured: the shipped version in both CPU variants, the rollback in the one it serves
-VERSIONS: dict[str, str] = {"1.5.0": "int8", "1.7.0": "int8,fp32"}
+# version -> (variants, runtimes) measured: each version in the file it serves on the CPU; the shipped two-input version
+# also with no client answer kept (a client never seen)
+VERSIONS: dict[str, tuple[str, str]] = {"2.0.0": ("fp32", "tuned,uncached,plain"), "1.7.0": ("int8", "tuned,plain")}
 
 
 def host_lines() -> list[str]:
@@ -60,7 +62,7 @@ def summary_lines(out: Path) -> list[str]:
     for (model, variant, runtime), values in sorted(rows.items()):
         b64 = [x for x, _ in values]
         p50 = [y for _, y in values]
-        lines.append(f"{model} {variant} {runtime:5s}: b64 tok+inf " + " / ".join(f"{x:,.0f}" for x in b64)
+        lines.append(f"{model} {variant} {runtime:8s}: b64 tok+inf " + " / ".join(f"{x:,.0f}" for x in b64)
                      + f"  median {statistics.median(b64):,.0f}; single tok+inf p50 ms " + " / ".join(f"{y:.3f}" for y in p50))
     return lines
 
@@ -78,12 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in range(1, args.rounds + 1):
         timeit = subprocess.run([sys.executable, "-m", "timeit", "sum(range(1000))"], capture_output=True, text=True, check=False)
         (out / f"timeit-r{r}.txt").write_text(timeit.stdout, encoding="utf-8")
-        for version, variants in VERSIONS.items():
-            stem = out / f"clef-flash-{version}-r{r}"
+        for version, (variants, runtimes) in VERSIONS.items():
+            stem = out / f"clef-flash-{version}-r{r}"  # no with_suffix: the version's dots are not a suffix
             bench = subprocess.run([sys.executable, "-m", "loadtest.modelbench", "--version", version, "--variants", variants,
-                                    "--batches", "1,64", "--runtimes", "tuned,plain", "--json", f"{stem}.json"],
+                                    "--batches", "1,64", "--runtimes", runtimes, "--json", f"{stem}.json"],
                                    cwd=ROOT, capture_output=True, text=True, check=False)
-            stem.with_suffix(".txt").write_text(bench.stdout + bench.stderr, encoding="utf-8")
+            Path(f"{stem}.txt").write_text(bench.stdout + bench.stderr, encoding="utf-8")
             print(f"round {r}/{args.rounds}: clef-flash {version} exit {bench.returncode}", file=sys.stderr)
     timeits = [(out / f"timeit-r{r}.txt").read_text(encoding="utf-8").strip() for r in range(1, args.rounds + 1)]
     text = "\n".join([*summary_lines(out), *timeits, *host_lines()]) + "\n"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from gateway.challenge.tokens import pow_ok
-from loadtest import bench, compare, gpu_check, modelbench, report, scenario, setups
+from loadtest import bench, compare, gpu_check, modelbench, modelrounds, report, scenario, setups
 from loadtest.behaviours import KINDS, kind_of_request_id, truth_of_request_id
 from loadtest.client import ConnectionPool, CookieJar, RequestFailed, Response
 from loadtest.identities import AddressBook, AddressPool, random_browser, read_list
@@ -449,6 +449,37 @@ def test_model_bench_compares_the_tuned_runtime_with_the_plain_one(tmp_path: Pat
     with pytest.raises(SystemExit):
         modelbench.main(["--runtimes", "tuned,fast"])
     assert "unknown runtime fast" in capsys.readouterr().err
+
+
+def test_model_bench_prices_a_client_never_seen_against_a_kept_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kept, uncached = run_model_bench(tmp_path, "--variants", "fp32", "--runtimes", "tuned,uncached")["cells"]
+    assert (kept["runtime"], uncached["runtime"]) == ("tuned", "uncached") and uncached["single_p50_ms"] > 0
+    assert re.search(r"uncached / tuned runtime \(a client never seen / its answer kept\), cpu fp32: single p50 \d+\.\d\dx, "
+                     r"b1 tok\+inf \d+\.\d\dx, b8 tok\+inf \d+\.\d\dx", capsys.readouterr().out)
+
+
+def test_model_rounds_write_one_report_per_version_and_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        if "loadtest.modelbench" not in cmd:
+            return subprocess.CompletedProcess(cmd, 0, stdout="20000 loops, best of 5: 10.0 usec per loop\n", stderr="")
+        version, runtimes = cmd[cmd.index("--version") + 1], cmd[cmd.index("--runtimes") + 1].split(",")
+        cells = [{"variant": cmd[cmd.index("--variants") + 1], "runtime": r, "single_p50_ms": 0.25,
+                  "batches": {"64": {"tokenize_infer_decisions_per_s": 6000.0}}} for r in runtimes]
+        Path(cmd[cmd.index("--json") + 1]).write_text(json.dumps({"model": f"clef-flash@{version}", "cells": cells}))
+        return subprocess.CompletedProcess(cmd, 0, stdout=f"table of {version}\n", stderr="")
+
+    (tmp_path / "clef-flash-1.5.0-r3.txt").write_text("an earlier report")
+    monkeypatch.setattr(modelrounds.subprocess, "run", fake_run)
+    assert modelrounds.main(["--out", str(tmp_path), "--rounds", "2"]) == 0
+    versions = list(modelrounds.VERSIONS)
+    assert sorted(p.name for p in tmp_path.glob("clef-flash-*")) == sorted(
+        f"clef-flash-{v}-r{r}.{ext}" for v in versions for r in (1, 2) for ext in ("json", "txt"))
+    assert (tmp_path / f"clef-flash-{versions[0]}-r2.txt").read_text() == f"table of {versions[0]}\n"
+    summary = (tmp_path / "summary.txt").read_text()
+    assert f"clef-flash@{versions[0]} fp32 uncached: b64 tok+inf 6,000 / 6,000  median 6,000" in summary
 
 
 def _cuda_device_present() -> bool:

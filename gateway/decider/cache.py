@@ -49,13 +49,23 @@ CACHE_EVICTIONS = metrics.counter("clefgate_decision_cache_evictions_total",
 CACHE_ENTRIES = metrics.gauge("clefgate_decision_cache_entries", "Entries in the decision cache.")
 
 
+@functools.lru_cache(maxsize=16)
+def _tenths(width: int) -> str:
+    """A %-format writing ``width`` numbers to one decimal, comma-separated (one C call for a whole vector)."""
+    return ",".join(["%.1f"] * width)
+
+
 def decision_key(item: ModelInput) -> bytes:
-    """The cache key of a model input: its text and its numeric vector rounded to one decimal."""
+    """The cache key of a model input: its text and its numeric vector rounded to one decimal (at feature version 2,
+    the client's text and vector too, the text framed by its length)."""
+    numeric = tuple(item.numeric)
     h = hashlib.blake2b(item.text.encode("utf-8", "surrogatepass"), digest_size=16)
-    h.update(",".join(f"{v:.1f}" for v in item.numeric).encode())
+    h.update((_tenths(len(numeric)) % numeric).encode())
     if item.client_numeric or item.client_text:
         # a two-input model: the client input is part of what is answered
-        h.update(b"\0" + item.client_key())
+        client = tuple(item.client_numeric)
+        text = item.client_text.encode("utf-8", "surrogatepass")
+        h.update(b"\0" + len(text).to_bytes(8, "big") + text + (_tenths(len(client)) % client).encode())
     return h.digest()
 
 

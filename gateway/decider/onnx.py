@@ -188,12 +188,42 @@ class OnnxOptions:
                    on_warmup_failure=getattr(model_cfg, "on_warmup_failure", "refuse"))
 
 
+_ROW_MAX = np.maximum.reduce
+_ROW_SUM = np.add.reduce
+
+
 def _softmax(logits: np.ndarray, temperature: float) -> np.ndarray:
-    z = logits.astype(np.float64) / temperature
-    z -= z.max(axis=1, keepdims=True)
+    # the ufuncs' reduce, not ndarray.max / .sum: the same C reductions without their Python wrappers (a request
+    # pays three of these; the values are bit-identical)
+    z = logits.astype(np.float64)
+    z /= temperature
+    z -= _ROW_MAX(z, axis=1, keepdims=True)
     np.exp(z, out=z)
-    z /= z.sum(axis=1, keepdims=True)
+    z /= _ROW_SUM(z, axis=1, keepdims=True)
     return z
+
+
+def _session_run(session: ort.InferenceSession, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """``session.run(outputs, feeds)``, less the checks InferenceSession.run makes in Python on every call (input names,
+    OrtValue ownership, graph capture): the feeds here are always the session's own inputs as numpy arrays, so an
+    InferenceSession's C++ run is called directly (its ``_sess``). Anything else (a wrapped session, an onnxruntime
+    without that attribute) is run through its public ``run``."""
+    inner = getattr(session, "_sess", None) if type(session) is ort.InferenceSession else None
+    return (inner if inner is not None else session).run(outputs, feeds, None)
+
+
+# one session run: the session, its feeds, the outputs asked for and the rows expected in each
+_Run = tuple[ort.InferenceSession, dict[str, np.ndarray], list[str], int]
+
+
+def _pad_one(ids: np.ndarray | None) -> np.ndarray:
+    """``feat.pad_ids([ids])`` for one row, without the batch bookkeeping."""
+    if ids is None:
+        return np.zeros((1, feat.BUCKET), dtype=np.int64)
+    n = len(ids)
+    out = np.zeros((1, feat.bucket_length(n)), dtype=np.int64)
+    out[0, :n] = ids
+    return out
 
 
 class _ClientAnswers:
@@ -259,6 +289,10 @@ class OnnxScorer:
         # two-input models: the outputs of each half (the client question's and the rest)
         self._half_outputs = {"client": [o for o in self._outputs if self._by_output[o] == "client"],
                               "payload": [o for o in self._outputs if self._by_output[o] != "client"]}
+        # per output: its question and its number of options (what each run's outputs are checked against)
+        self._output_width = {o.name: len(self.questions[o.question]) for o in self.manifest.outputs}
+        self._payload_questions = [self._by_output[o] for o in self._half_outputs["payload"]]
+        self._temperature = {q: t for q, _, t in self._questions}
         self._io_binding = self.provider == "cuda"
         flush = self.provider == "cpu" and self.options.flush_denormals
         self._flush_denormals = flush and fpenv.AVAILABLE
@@ -450,32 +484,47 @@ class OnnxScorer:
         return self._run_feeds(self.session, {"ids": ids, "numeric": numeric}, self._outputs, len(ids))
 
     def _run_feeds(self, session: ort.InferenceSession, feeds: dict[str, np.ndarray], outputs: list[str], rows: int) -> list[np.ndarray]:
+        return self._run_all([(session, feeds, outputs, rows)])[0]
+
+    def _run_all(self, runs: Sequence[_Run]) -> list[list[np.ndarray]]:
+        """Run sessions one after the other (``(session, feeds, outputs, rows)`` each) and check their outputs' shapes.
+
+        On the CPU they share one denormal-flushing block: the two halves of a request pay for entering it once. The
+        block holds onnxruntime's runs alone (numpy's softmax after it keeps IEEE denormals, as before).
+        """
         try:
             if self._io_binding:
-                binding = session.io_binding()
-                for name, value in feeds.items():
-                    binding.bind_cpu_input(name, value)
-                for name in outputs:
-                    binding.bind_output(name, "cpu")
-                session.run_with_iobinding(binding)
-                results = binding.copy_outputs_to_cpu()
+                results = []
+                for session, feeds, outputs, _ in runs:
+                    binding = session.io_binding()
+                    for name, value in feeds.items():
+                        binding.bind_cpu_input(name, value)
+                    for name in outputs:
+                        binding.bind_output(name, "cpu")
+                    session.run_with_iobinding(binding)
+                    results.append(binding.copy_outputs_to_cpu())
             else:
                 with fpenv.flush_denormals() if self._flush_denormals else contextlib.nullcontext():
-                    results = session.run(outputs, feeds)
+                    results = [_session_run(session, outputs, feeds) for session, feeds, outputs, _ in runs]
         except Exception as exc:
             raise ModelError(f"onnxruntime run failed ({self.provider}): {exc}") from exc
-        for name, out in zip(outputs, results, strict=True):
-            options = self.questions[self._by_output[name]]
-            if out.shape != (rows, len(options)):
-                raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(rows, len(options))}")
-        return [np.asarray(o) for o in results]
+        width = self._output_width
+        for (_, _, outputs, rows), result in zip(runs, results, strict=True):
+            for name, out in zip(outputs, result, strict=True):
+                if out.shape != (rows, width[name]):
+                    raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(rows, width[name])}")
+        return [[np.asarray(o) for o in result] for result in results]
+
+    def _half_run(self, half: str, ids: np.ndarray, numeric: np.ndarray) -> _Run:
+        """One half of a two-input model, in its own session, as ``_run_all`` takes it."""
+        if half == "payload":
+            return self.session, {"ids": ids, "numeric": numeric}, self._half_outputs[half], len(ids)
+        assert self.client_session is not None
+        return self.client_session, {"client_ids": ids, "client_numeric": numeric}, self._half_outputs[half], len(ids)
 
     def _run_half(self, half: str, ids: np.ndarray, numeric: np.ndarray) -> list[np.ndarray]:
         """One half of a two-input model, in its own session."""
-        if half == "payload":
-            return self._run_feeds(self.session, {"ids": ids, "numeric": numeric}, self._half_outputs[half], len(ids))
-        assert self.client_session is not None
-        return self._run_feeds(self.client_session, {"client_ids": ids, "client_numeric": numeric}, self._half_outputs[half], len(ids))
+        return self._run_all([self._half_run(half, ids, numeric)])[0]
 
     def logits(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
         """Raw logits per question (rows in input order), before temperature."""
@@ -484,10 +533,12 @@ class OnnxScorer:
         if n == 0:
             return out
         if self.two_inputs:
-            self._payload_logits(inputs, out)
+            payload_runs = self._payload_groups(inputs)
             client_rows = [i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in inputs]
-            (client,) = self._run_half("client", feat.pad_ids(client_rows),
-                                       np.array([i.client_numeric for i in inputs], dtype=np.float32))
+            client_run = self._half_run("client", feat.pad_ids(client_rows),
+                                        np.array([i.client_numeric for i in inputs], dtype=np.float32))
+            *payload, (client,) = self._run_all([run for _, run in payload_runs] + [client_run])
+            self._scatter_payload(payload_runs, payload, out)
             out["client"][:] = client
             return out
         groups: dict[int, list[int]] = {}
@@ -503,56 +554,96 @@ class OnnxScorer:
                 out[self._by_output[name]][rows] = values
         return out
 
-    def _payload_logits(self, inputs: Sequence[ModelInput], out: dict[str, np.ndarray]) -> None:
+    def _payload_groups(self, inputs: Sequence[ModelInput]) -> list[tuple[list[int] | None, _Run]]:
+        """The payload half's runs: one per padded length (one in all without grouping); rows None: every row, in order."""
+        if len(inputs) == 1:
+            item = inputs[0]
+            return [(None, self._half_run("payload", _pad_one(item.ids), np.array([item.numeric], dtype=np.float32)))]
         groups: dict[int, list[int]] = {}
-        for i, item in enumerate(inputs):
-            groups.setdefault(feat.bucket_length(len(item.ids)) if self.options.group_by_length else 0, []).append(i)
-        outputs = self._half_outputs["payload"]
-        for rows in groups.values():
-            ids = feat.pad_ids([inputs[i].ids for i in rows])
-            numeric = np.array([inputs[i].numeric for i in rows], dtype=np.float32)
-            for name, values in zip(outputs, self._run_half("payload", ids, numeric), strict=True):
-                out[self._by_output[name]][rows] = values
+        if self.options.group_by_length:
+            for i, item in enumerate(inputs):
+                groups.setdefault(feat.bucket_length(len(item.ids)), []).append(i)
+        else:
+            groups[0] = list(range(len(inputs)))
+        if len(groups) == 1:
+            return [(None, self._half_run("payload", feat.pad_ids([i.ids for i in inputs]),
+                                          np.array([i.numeric for i in inputs], dtype=np.float32)))]
+        return [(rows, self._half_run("payload", feat.pad_ids([inputs[i].ids for i in rows]),
+                                      np.array([inputs[i].numeric for i in rows], dtype=np.float32)))
+                for rows in groups.values()]
+
+    def _scatter_payload(self, groups: Sequence[tuple[list[int] | None, _Run]], results: Sequence[list[np.ndarray]],
+                         out: dict[str, np.ndarray]) -> None:
+        for (rows, _), result in zip(groups, results, strict=True):
+            for q, values in zip(self._payload_questions, result, strict=True):
+                if rows is None:
+                    out[q][:] = values
+                else:
+                    out[q][rows] = values
 
     def probabilities(self, inputs: Sequence[ModelInput]) -> dict[str, np.ndarray]:
         """Calibrated probabilities per question (temperature applied, rows sum to 1).
 
         Two-input models answer the client question from the kept answers where they can (``client_answers``),
-        running the client half once per distinct client key among the rest.
+        running the client half once per distinct client key among the rest, in the same flushing block as the
+        payload half.
         """
         if not self.two_inputs:
             raw = self.logits(inputs)
             return {q: _softmax(raw[q], t) for q, _, t in self._questions}
         n = len(inputs)
-        out = {q: np.zeros((n, len(opts)), dtype=np.float32) for q, opts, _ in self._questions}
         if n == 0:
-            return {q: v.astype(np.float64) for q, v in out.items()}
-        self._payload_logits(inputs, out)
-        probs = {q: _softmax(out[q], t) for q, _, t in self._questions if q != "client"}
-        client = np.zeros((n, len(self.questions["client"])), dtype=np.float64)
+            return {q: np.zeros((0, len(opts)), dtype=np.float64) for q, opts, _ in self._questions}
         now = time.monotonic()
         cache = self.client_answers
+        kept: list[tuple[int, np.ndarray]] = []
         missing: dict[bytes, list[int]] = {}
         for i, item in enumerate(inputs):
             key = item.client_key()
-            kept = cache.get(key, now)
-            if kept is not None:
-                client[i] = kept
+            answer = cache.get(key, now)
+            if answer is not None:
+                kept.append((i, answer))
             else:
                 missing.setdefault(key, []).append(i)
-        if n - sum(map(len, missing.values())):
-            CLIENT_CACHE.inc("hit", amount=n - sum(map(len, missing.values())))
+        if kept:
+            CLIENT_CACHE.inc("hit", amount=len(kept))
+        groups = self._payload_groups(inputs)
+        runs = [run for _, run in groups]
         if missing:
             CLIENT_CACHE.inc("miss", amount=len(missing))
-            first = [rows[0] for rows in missing.values()]
-            ids = feat.pad_ids([inputs[i].client_ids if inputs[i].client_ids is not None else np.zeros(0, dtype=np.int64)
-                                for i in first])
-            numeric = np.array([inputs[i].client_numeric for i in first], dtype=np.float32)
-            (logits,) = self._run_half("client", ids, numeric)
-            answers = _softmax(logits, self.manifest.temperature.get("client", 1.0))
-            for (key, rows), answer in zip(missing.items(), answers, strict=True):
-                client[rows] = answer
+            if n == 1:
+                item = inputs[0]
+                ids = _pad_one(item.client_ids)
+                numeric = np.array([item.client_numeric], dtype=np.float32)
+            else:
+                first = [inputs[rows[0]] for rows in missing.values()]
+                ids = feat.pad_ids([i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in first])
+                numeric = np.array([i.client_numeric for i in first], dtype=np.float32)
+            runs.append(self._half_run("client", ids, numeric))
+        results = self._run_all(runs)
+        temperature = self._temperature
+        if len(groups) == 1:
+            probs = {q: _softmax(values, temperature[q]) for q, values in zip(self._payload_questions, results[0], strict=True)}
+        else:
+            out = {q: np.zeros((n, self._output_width[o]), dtype=np.float32)
+                   for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=True)}
+            self._scatter_payload(groups, results[:len(groups)], out)
+            probs = {q: _softmax(values, temperature[q]) for q, values in out.items()}
+        if missing and not kept and len(missing) == n:
+            # every row a client of its own, in row order: the answers are the client column as they are
+            answers = _softmax(results[-1][0], temperature.get("client", 1.0))
+            for key, answer in zip(missing, answers, strict=True):
                 cache.put(key, answer, now)
+            client = answers.copy()  # the kept rows are views of ``answers``: a caller's edit must not reach them
+        else:
+            client = np.zeros((n, self._output_width[self._half_outputs["client"][0]]), dtype=np.float64)
+            for i, answer in kept:
+                client[i] = answer
+            if missing:
+                answers = _softmax(results[-1][0], temperature.get("client", 1.0))
+                for (key, rows), answer in zip(missing.items(), answers, strict=True):
+                    client[rows] = answer
+                    cache.put(key, answer, now)
         probs["client"] = client
         return probs
 

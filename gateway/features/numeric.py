@@ -43,10 +43,10 @@ _LIBRARY_PREFIXES = ("curl/", "wget/", "python-", "python/", "go-http-client", "
                      "http.rb", "faraday", "dart", "rest-client", "restsharp", "winhttp", "libcurl")
 _BOT_RE = re.compile(r"bot|crawl|spider|slurp|scan|fetch|https?://|archiv|monitor|preview|feed|rss|check")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
-# Characters that carry injections; on ASCII text counted as what str.translate deletes (one C pass), otherwise with
-# str.count per character (translate takes a slow path on non-ASCII text, which a percent-encoded target decodes to).
+# Characters that carry injections, counted by one character-class scan (str.translate with deletions, or a
+# str.count per character, cost 2-4 times as much on a target or a user agent).
 _SUSPICIOUS = "'\"<>;|`$(){}\\*"
-_DROP_SUSPICIOUS = str.maketrans("", "", _SUSPICIOUS)
+_SUSPICIOUS_RE = re.compile("[" + re.escape(_SUSPICIOUS) + "]")
 
 NUMERIC_NAMES: tuple[str, ...] = (
     "http_1.0", "http_1.1", "http_2+",
@@ -87,9 +87,7 @@ def _entropy(text: str) -> float:
 def _suspicious(text: str) -> float:
     if not text:
         return 0.0
-    if text.isascii():
-        return (len(text) - len(text.translate(_DROP_SUSPICIOUS))) / len(text)
-    return sum(map(text.count, _SUSPICIOUS)) / len(text)
+    return len(_SUSPICIOUS_RE.findall(text)) / len(text)
 
 
 def _order_score(ranks: list[int]) -> float:
