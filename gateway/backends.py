@@ -31,7 +31,6 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway import metrics
-from gateway.proxy.http1 import split_host
 from gateway.proxy.upstream import ConnectionPool
 from gateway.rules.patterns import normalize_path
 
@@ -187,6 +186,14 @@ def compile_routes(routes: list[RouteConfig]) -> tuple[CompiledRoute, ...]:
     # longest prefix first; for equal prefixes an exact host beats a wildcard beats any host
     compiled.sort(key=lambda r: (-len(r.prefix), 0 if r.host and not r.host.startswith("*.") else 1 if r.host else 2))
     return tuple(compiled)
+
+
+def split_host(host: str) -> str:
+    """Lower-case host name without the port (IPv6 brackets kept)."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1].lower() if end > 0 else host.lower()
+    return host.partition(":")[0].lower()
 
 
 def match_route(routes: tuple[CompiledRoute, ...], host: str, path: str) -> Route | None:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from gateway import metrics
-from gateway.backends import EJECTIONS, UP, BackendSet, Route
+from gateway.backends import EJECTIONS, UP, BackendSet, Route, split_host
 from tests.origin import OriginProcess
 from tests.proxy_support import (
     RawClient,
@@ -46,6 +46,11 @@ def routed() -> BackendSet:
                               {"host": "shop.example", "path_prefix": "/api", "backend": "shop"},
                               {"host": "*.example.org", "path_prefix": "/", "backend": "any"}])
     return BackendSet.build(cfg)
+
+
+def test_split_host() -> None:
+    assert split_host("Example.COM:8080") == "example.com"
+    assert split_host("[2001:DB8::1]:443") == "[2001:db8::1]"
 
 
 @pytest.mark.parametrize(("host", "path", "route"), [
