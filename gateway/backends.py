@@ -1,9 +1,13 @@
 """Backends: named pools of upstream servers, routes to them, health and selection.
 
+Backends choose a server and know nothing of connections: the proxy keeps a
+connection pool per server (:mod:`gateway.proxy.pools`), and this module imports
+nothing of the proxy.
+
 A :class:`BackendSet` is compiled from one config and swapped whole on reload;
-servers whose URL did not change keep their connection pool and health state
-(``BackendSet.build(cfg, previous)``), so a reload neither drops warm
-connections nor forgets that a server is down.
+servers whose URL did not change are the same objects in the new set, with their
+health state (``BackendSet.build(cfg, previous)``), so a reload does not forget
+that a server is down, and the proxy keeps their connection pools.
 
 Health has two sources. *Active* checks (an aiohttp client, one session per
 backend) probe ``health_check.path`` every ``interval_s`` and flip a server after
@@ -31,8 +35,6 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway import metrics
-from gateway.proxy.http1 import split_host
-from gateway.proxy.upstream import ConnectionPool
 from gateway.rules.patterns import normalize_path
 
 if TYPE_CHECKING:
@@ -51,14 +53,14 @@ def _status_set(spec: str) -> frozenset[int]:
 
 
 class Server:
-    """One upstream server of a backend, with its connection pool and health state."""
+    """One upstream server of a backend: where it is, and its health and selection state."""
 
     __slots__ = (
         "backend", "check_failures", "check_successes", "ejected_until", "failures", "healthy", "host", "hostport",
-        "outstanding", "path_prefix", "pool", "port", "refs", "rr_weight", "tls", "url", "weight",
+        "outstanding", "path_prefix", "port", "rr_weight", "tls", "url", "weight",
     )
 
-    def __init__(self, backend: str, url: str, weight: int, cfg: BackendConfig) -> None:
+    def __init__(self, backend: str, url: str, weight: int) -> None:
         parts = urlsplit(url)
         self.backend = backend
         self.url = url
@@ -69,8 +71,6 @@ class Server:
         self.hostport = parts.netloc
         # forwarded paths are prefix + raw target; a bare "/" adds nothing
         self.path_prefix = parts.path.rstrip("/").encode("latin-1")
-        self.pool = ConnectionPool(self.host, self.port, tls=self.tls, max_idle=cfg.max_idle_connections,
-                                   max_connections=cfg.max_connections)
         # active health (optimistic start: a new server gets traffic until a probe fails)
         self.healthy = True
         self.check_failures = 0
@@ -80,7 +80,6 @@ class Server:
         self.ejected_until = 0.0
         self.outstanding = 0
         self.rr_weight = 0  # smooth weighted round-robin state
-        self.refs = 0  # BackendSets using this server (pools close at zero)
 
     def available(self, now: float) -> bool:
         """True when the server may take a request (``now`` from time.monotonic)."""
@@ -189,6 +188,14 @@ def compile_routes(routes: list[RouteConfig]) -> tuple[CompiledRoute, ...]:
     return tuple(compiled)
 
 
+def split_host(host: str) -> str:
+    """Lower-case host name without the port (IPv6 brackets kept)."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1].lower() if end > 0 else host.lower()
+    return host.partition(":")[0].lower()
+
+
 def match_route(routes: tuple[CompiledRoute, ...], host: str, path: str) -> Route | None:
     """The first route for ``host`` as received (case and port are ignored) and ``path``; None when none.
 
@@ -230,17 +237,15 @@ class BackendSet:
             for scfg in bcfg.servers:
                 server = old.pop((name, scfg.url), None)
                 if server is None:
-                    server = Server(name, scfg.url, scfg.weight, bcfg)
+                    server = Server(name, scfg.url, scfg.weight)
                 else:
                     server.weight = scfg.weight
-                    server.pool.configure(bcfg.max_idle_connections, bcfg.max_connections)
                     if checks.get(name) != bcfg.health_check:
                         # the old checks' verdict and counts mean nothing under new checks; with none, nothing could
                         # ever mark the server healthy again, so it starts healthy (as a new server does)
                         server.check_failures = server.check_successes = 0
                         if not bcfg.health_check.enabled:
                             server.healthy = True
-                server.refs += 1
                 servers.append(server)
             backends[name] = Backend(name, bcfg, servers)
         default = Route("default", cfg.default_backend or next(iter(cfg.backends), ""))
@@ -288,13 +293,8 @@ class BackendSet:
                                            name=f"health:{backend.name}:{server.url}")
                 self._tasks.append(task)
 
-    async def close(self, keep: BackendSet | None = None) -> None:
-        """Stop health checks; close the pools of servers no newer BackendSet adopted.
-
-        Adoption is counted per server (``build(cfg, previous)``), so ``keep`` (the
-        set that replaced this one) is only a second guard: its servers stay open.
-        """
-        kept = set(keep.servers()) if keep is not None else set()
+    async def close(self) -> None:
+        """Stop health checks and close their sessions (the servers' connection pools are the proxy's)."""
         global _CURRENT
         if self._closed:
             return
@@ -311,10 +311,6 @@ class BackendSet:
             if backend.session is not None:
                 await backend.session.close()
                 backend.session = None
-        for server in self.servers():
-            server.refs -= 1
-            if server.refs <= 0 and server not in kept:
-                server.pool.close()
 
     async def _probe_loop(self, session: aiohttp.ClientSession, server: Server, hc: HealthCheckConfig,
                           accept: frozenset[int]) -> None:
@@ -373,19 +369,9 @@ def _outstanding() -> Iterator[tuple[tuple[str, ...], float]]:
         yield (s.backend, s.url), float(s.outstanding)
 
 
-def _idle() -> Iterator[tuple[tuple[str, ...], float]]:
-    current = _CURRENT
-    if current is None:
-        return
-    for s in current.servers():
-        yield (s.backend, s.url), float(len(s.pool.idle))
-
-
 UP = metrics.gauge("clefgate_backend_up", "1 when a server takes traffic (active health check passing and not ejected), else 0.",
                    ("backend", "server"), callback=_up, merge="min")
 OUTSTANDING = metrics.gauge("clefgate_backend_outstanding_requests", "Requests in flight to each server.",
                             ("backend", "server"), callback=_outstanding)
-IDLE_CONNECTIONS = metrics.gauge("clefgate_upstream_idle_connections", "Idle keep-alive connections pooled per server.",
-                                 ("backend", "server"), callback=_idle)
 CHECKS = metrics.counter("clefgate_health_checks_total", "Active health probes by result (ok, fail).", ("backend", "server", "result"))
 EJECTIONS = metrics.counter("clefgate_backend_ejections_total", "Servers ejected by passive health checking.", ("backend", "server"))

@@ -26,6 +26,7 @@ from gateway.decisionlog import DecisionLog
 from gateway.jev import ClefRuntime
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
+from gateway.proxy.pools import UpstreamPools
 
 log = logging.getLogger("clefgate.server")
 
@@ -36,6 +37,7 @@ class Runtime:
     config: Config
     pipeline: Pipeline
     backends: BackendSet
+    pools: UpstreamPools  # the proxy's connection pool of each server of ``backends``
     access_log: AccessLog
     generation: int
     decider: Decider | None = None
@@ -162,7 +164,10 @@ async def build_runtime(cfg: Config, previous: Runtime | None = None) -> Runtime
         access_log = previous.access_log
     else:
         access_log = AccessLog.from_config(cfg.logging)
-    return Runtime(cfg, pipeline, backends, access_log, (previous.generation + 1) if previous else 1, decider, decision_log)
+    # built last: nothing in here fails after the pools of the previous runtime are taken over (and held)
+    pools = UpstreamPools(backends, previous.pools if previous else None)
+    return Runtime(cfg, pipeline, backends, pools, access_log, (previous.generation + 1) if previous else 1, decider,
+                   decision_log)
 
 
 def _same_access_log(a: Config, b: Config) -> bool:
@@ -178,7 +183,8 @@ async def start_runtime(runtime: Runtime) -> None:
 
 async def close_runtime(old: Runtime, successor: Runtime | None = None) -> None:
     """Release what ``old`` holds and ``successor`` (if any) did not take over."""
-    await old.backends.close(keep=successor.backends if successor else None)
+    await old.backends.close()
+    old.pools.close()  # the pools the successor took over stay open: it holds them too
     await old.pipeline.close(successor=successor.pipeline if successor else None)
     if old.decider is not None:
         old.decider.close(successor=successor.decider if successor else None)

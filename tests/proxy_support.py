@@ -26,6 +26,7 @@ from gateway import config as configmod
 from gateway.accesslog import AccessLog
 from gateway.backends import BackendSet
 from gateway.pipeline import Pipeline
+from gateway.proxy.pools import UpstreamPools
 from gateway.runtime import Runtime, RuntimeRef
 from tests.origin import OriginProcess, start_origin
 
@@ -120,7 +121,8 @@ class GatewayThread:
     async def _start(self) -> None:
         from gateway import proxy
 
-        runtime = Runtime(self.cfg, self.pipeline, BackendSet.build(self.cfg), AccessLog.from_config(self.cfg.logging), 1)
+        backends = BackendSet.build(self.cfg)
+        runtime = Runtime(self.cfg, self.pipeline, backends, UpstreamPools(backends), AccessLog.from_config(self.cfg.logging), 1)
         await runtime.backends.start()
         self.ref = RuntimeRef(runtime)
         self.plane = await proxy.serve(self.ref, "127.0.0.1", 0)
@@ -158,15 +160,18 @@ class GatewayThread:
         return fut.result(timeout)
 
     def reload(self, cfg: configmod.Config, pipeline: Pipeline | None = None) -> None:
-        """Swap in a new Runtime built from ``cfg`` (backends adopted from the current one)."""
+        """Swap in a new Runtime built from ``cfg`` (backends and their pools adopted from the current one); the old
+        one is closed at once (pools no server of the new one took over close)."""
         async def swap() -> None:
             assert self.ref is not None
             old = self.ref.current
-            new = Runtime(cfg, pipeline or old.pipeline, BackendSet.build(cfg, old.backends), AccessLog.from_config(cfg.logging),
-                          old.generation + 1)
+            backends = BackendSet.build(cfg, old.backends)
+            new = Runtime(cfg, pipeline or old.pipeline, backends, UpstreamPools(backends, old.pools),
+                          AccessLog.from_config(cfg.logging), old.generation + 1)
             await new.backends.start()
             self.ref.current = new
-            await old.backends.close(keep=new.backends)
+            await old.backends.close()
+            old.pools.close()
             old.access_log.close()
         self.run(swap())
 
@@ -199,6 +204,7 @@ class GatewayThread:
             await self.plane.drain(0.5)
             runtime = self.runtime
             await runtime.backends.close()
+            runtime.pools.close()
             runtime.access_log.close()
         try:
             self.run(shutdown())

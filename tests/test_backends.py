@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from collections import Counter
@@ -13,7 +12,8 @@ import httpx
 import pytest
 
 from gateway import metrics
-from gateway.backends import EJECTIONS, UP, BackendSet, Route
+from gateway.backends import EJECTIONS, UP, BackendSet, Route, split_host
+from gateway.proxy.pools import IDLE_CONNECTIONS, UpstreamPools
 from tests.origin import OriginProcess
 from tests.proxy_support import (
     RawClient,
@@ -46,6 +46,11 @@ def routed() -> BackendSet:
                               {"host": "shop.example", "path_prefix": "/api", "backend": "shop"},
                               {"host": "*.example.org", "path_prefix": "/", "backend": "any"}])
     return BackendSet.build(cfg)
+
+
+def test_split_host() -> None:
+    assert split_host("Example.COM:8080") == "example.com"
+    assert split_host("[2001:DB8::1]:443") == "[2001:db8::1]"
 
 
 @pytest.mark.parametrize(("host", "path", "route"), [
@@ -125,22 +130,65 @@ def test_passive_ejection_after_consecutive_failures() -> None:
     assert not server.available(12.0) and server.available(15.0)
 
 
-def test_build_adopts_unchanged_servers_and_closes_removed_ones() -> None:
-    async def scenario() -> None:
-        old = pool(weights=(1, 1))
-        kept, dropped = old.backends["app"].servers
-        kept.healthy = False
-        cfg = make_config({"app": []}, backends={"app": {"servers": [{"url": kept.url, "weight": 5},
-                                                                      "http://127.0.0.1:2999"]}})
-        new = BackendSet.build(cfg, old)
-        assert new.backends["app"].servers[0] is kept  # same object: pool and health state survive
-        assert kept.weight == 5 and not kept.healthy
-        await new.start()
-        await old.close(keep=new)
-        assert dropped.pool.closed and not kept.pool.closed
-        await new.close()
-        assert kept.pool.closed
-    asyncio.run(scenario())
+def test_build_adopts_unchanged_servers() -> None:
+    old = pool(weights=(1, 1))
+    kept, dropped = old.backends["app"].servers
+    kept.healthy = False
+    cfg = make_config({"app": []}, backends={"app": {"servers": [{"url": kept.url, "weight": 5}, "http://127.0.0.1:2999"]}})
+    new = BackendSet.build(cfg, old)
+    assert new.backends["app"].servers[0] is kept  # same object: health state survives
+    assert kept.weight == 5 and not kept.healthy
+    assert dropped not in set(new.servers())
+
+
+# ---------------------------------------------------------------------------- connection pools across reloads (unit)
+
+
+def test_pools_follow_the_servers_a_reload_keeps_and_close_with_the_last_runtime_holding_them() -> None:
+    old = pool(weights=(1, 1))
+    old_pools = UpstreamPools(old)
+    kept, dropped = old.backends["app"].servers
+    kept_pool, dropped_pool = old_pools.by_server[kept], old_pools.by_server[dropped]
+    assert kept_pool is not dropped_pool and (kept_pool.port, dropped_pool.port) == (kept.port, dropped.port)
+    cfg = make_config({"app": []}, backends={"app": {"servers": [kept.url, "http://127.0.0.1:2999"],
+                                                     "max_idle_connections": 3, "max_connections": 7}})
+    new = BackendSet.build(cfg, old)
+    new_pools = UpstreamPools(new, old_pools)
+    assert new_pools.by_server[kept] is kept_pool  # taken over, with the new limits
+    assert (kept_pool.max_idle, kept_pool.max_connections) == (3, 7)
+    added = new.backends["app"].servers[1]
+    assert new_pools.by_server[added] not in (kept_pool, dropped_pool) and dropped not in new_pools.by_server
+    # the old runtime still carries requests until it is retired: the removed server's pool lives until then
+    assert not dropped_pool.closed
+    old_pools.close()
+    assert dropped_pool.closed and not kept_pool.closed
+    old_pools.close()  # closing twice releases nothing twice
+    assert not kept_pool.closed
+    new_pools.close()
+    assert kept_pool.closed and new_pools.by_server[added].closed
+
+
+def test_a_pool_stays_open_while_an_older_runtime_still_holds_it() -> None:
+    # a -> b -> c, where c drops a server that a and b have: b is retired first (a shorter drain), and the
+    # requests a still carries keep the server's pool until a is retired too
+    a = pool(weights=(1, 1))
+    a_pools = UpstreamPools(a)
+    s, other = a.backends["app"].servers
+    b = BackendSet.build(make_config({"app": [s.url, other.url]}), a)
+    b_pools = UpstreamPools(b, a_pools)
+    c = BackendSet.build(make_config({"app": [other.url]}), b)
+    c_pools = UpstreamPools(c, b_pools)
+    target = a_pools.by_server[s]
+    assert b_pools.by_server[s] is target and s not in c_pools.by_server
+    b_pools.close()
+    assert not target.closed
+    a_pools.close()
+    assert target.closed and not c_pools.by_server[other].closed
+    # a server configured again after its pool closed gets a new one
+    d = BackendSet.build(make_config({"app": [s.url, other.url]}), c)
+    d_pools = UpstreamPools(d, c_pools)
+    assert d_pools.by_server[d.backends["app"].servers[0]] is not target
+    assert d_pools.by_server[other] is c_pools.by_server[other]
 
 
 def test_healthy_summary() -> None:
@@ -288,11 +336,37 @@ def test_reload_keeps_pools_of_unchanged_servers(origin_a: OriginProcess, origin
     with gateway(make_config([origin_a.url], tmp_path)) as g:
         origins_seen(g.port, 2)
         server = next(g.runtime.backends.servers())
+        warm = g.call(lambda: g.runtime.pools.by_server[server])
+        idle = g.call(lambda: list(warm.idle))
+        assert idle and g.call(lambda: warm.open) == len(idle)
+        served = g.call(lambda: [c.requests for c in idle])
         g.reload(make_config({"app": [origin_a.url], "other": [origin_b.url]}, tmp_path,
                              routes=[{"path_prefix": "/other", "backend": "other"}]))
         assert next(g.runtime.backends.servers()) is server
-        assert g.call(lambda: len(server.pool.idle)) >= 1
+        assert g.call(lambda: g.runtime.pools.by_server[server]) is warm and not warm.closed
+        assert g.call(lambda: warm.idle) == idle  # the same connections, still idle
+        # the next request to the kept server goes over a connection opened before the reload
+        assert request(g.port, get("/identity")).body == b"a"
+        assert g.call(lambda: warm.open) == len(idle)
+        assert g.call(lambda: sum(c.requests for c in idle)) == sum(served) + 1
         assert request(g.port, get("/other/identity")).json()["origin"] == "b"
+
+
+def test_reload_closes_the_pool_of_a_removed_server(origin_a: OriginProcess, origin_b: OriginProcess, tmp_path: Path) -> None:
+    with gateway(make_config({"app": [origin_a.url], "other": [origin_b.url]}, tmp_path,
+                             routes=[{"path_prefix": "/other", "backend": "other"}])) as g:
+        assert request(g.port, get("/other/identity")).json()["origin"] == "b"
+        removed = g.call(lambda: next(s for s in g.runtime.backends.servers() if s.url == origin_b.url))
+        gone = g.call(lambda: g.runtime.pools.by_server[removed])
+        idle = g.call(lambda: list(gone.idle))
+        assert idle and g.call(lambda: dict(IDLE_CONNECTIONS.snapshot())).get(("other", origin_b.url)) == len(idle)
+        g.reload(make_config([origin_a.url], tmp_path))  # the old runtime is retired at once
+        assert g.call(lambda: removed not in g.runtime.pools.by_server)
+        assert g.call(lambda: gone.closed and not gone.idle)
+        assert g.call(lambda: all(c.transport is None or c.transport.is_closing() for c in idle))
+        wait_for(lambda: g.call(lambda: gone.open) == 0, what="the removed server's connections closed")
+        assert ("other", origin_b.url) not in g.call(lambda: dict(IDLE_CONNECTIONS.snapshot()))
+        assert request(g.port, get("/identity")).body == b"a"
 
 
 def test_connection_limit_queues_then_answers_503(origin_a: OriginProcess, tmp_path: Path) -> None:

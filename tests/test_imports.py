@@ -1,5 +1,5 @@
-"""The shape of gateway/: no import cycles, the proxy never reaches up to the server, serving split into its parts, and no
-training stack in serving.
+"""The shape of gateway/: no import cycles, the proxy never reaches up to the server, backends know nothing of the proxy,
+serving split into its parts, and no training stack in serving.
 
 Imports are read from the source (nothing is executed). An import made only for type
 checking (inside ``if TYPE_CHECKING:``) runs nothing and may point anywhere; every other
@@ -10,6 +10,7 @@ edge to the submodule ``pkg.sub`` when there is one.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -121,6 +122,38 @@ def test_the_proxy_reads_the_runtime_never_the_server(module: str) -> None:
     above = {"gateway.server", "gateway.worker", "gateway.admin", "gateway.supervisor", "gateway.cli", "gateway.console",
              "gateway.tools"}
     assert imports(module, type_only=True) & above == set()
+
+
+def test_backends_choose_a_server_and_know_nothing_of_connections() -> None:
+    """Routes, health, selection and ejection live in ``gateway.backends``; the connection pools are the proxy's
+    (``gateway.proxy.pools``), so backends import nothing of the proxy, not even for type checking."""
+    proxy = {m for m in MODULES if m == "gateway.proxy" or m.startswith("gateway.proxy.")}
+    assert imports("gateway.backends", type_only=True) & proxy == set()
+
+
+def _reachable(start: str) -> set[str]:
+    """The modules importing ``start`` runs (a submodule's import runs its packages too)."""
+    edges = {m: imports(m, type_only=False) for m in MODULES}
+    seen, todo = {start}, [start]
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        packages = {".".join(parts[:i]) for i in range(1, len(parts))} & MODULES.keys()
+        for other in edges[module] | packages:
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def test_the_supervisor_knows_every_metric_a_worker_exports() -> None:
+    """The supervisor renders the workers' snapshots under the instruments of its own registry: a module that
+    declares one (``metrics.counter(...)`` and kin, at import) and that the supervisor never imports would have its
+    metrics dropped from every multi-worker scrape."""
+    declared = re.compile(r"\bmetrics\.(?:counter|gauge|histogram)\(")
+    declaring = {m for m, path in MODULES.items() if declared.search(path.read_text())}
+    assert {"gateway.backends", "gateway.proxy.pools", "gateway.proxy.downstream"} <= declaring
+    assert declaring - _reachable("gateway.supervisor") == set()
 
 
 def _defines(module: str) -> set[str]:

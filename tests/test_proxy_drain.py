@@ -117,12 +117,14 @@ def test_serve_on_a_given_socket_and_with_reuse_port(origin_a: OriginProcess, tm
     from gateway.accesslog import AccessLog
     from gateway.backends import BackendSet
     from gateway.pipeline import Pipeline
+    from gateway.proxy.pools import UpstreamPools
     from gateway.runtime import Runtime, RuntimeRef
 
     cfg = make_config([origin_a.url], tmp_path)
 
     async def scenario() -> tuple[int, int, bytes]:
-        runtime = Runtime(cfg, Pipeline(), BackendSet.build(cfg), AccessLog.from_config(cfg.logging), 1)
+        backends = BackendSet.build(cfg)
+        runtime = Runtime(cfg, Pipeline(), backends, UpstreamPools(backends), AccessLog.from_config(cfg.logging), 1)
         ref = RuntimeRef(runtime)
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -137,6 +139,7 @@ def test_serve_on_a_given_socket_and_with_reuse_port(origin_a: OriginProcess, tm
         for plane in (given, first, second):
             await plane.drain(1.0)
         await runtime.backends.close()
+        runtime.pools.close()
         runtime.access_log.close()
         return given.port, second.port - first.port, head
 

@@ -18,7 +18,6 @@ from gateway.proxy.http1 import (
     check_transfer_encoding,
     header_stripper,
     parse_response_head,
-    split_host,
 )
 from gateway.proxy.requestid import RequestIds
 from gateway.proxy.wirefeatures import WIRE_FIELDS, new_features
@@ -137,11 +136,6 @@ def test_transfer_encoding_check(te: str, version: str, ok: bool) -> None:
 ])
 def test_host_check(host: str, ok: bool) -> None:
     assert check_host(host) == ok
-
-
-def test_split_host() -> None:
-    assert split_host("Example.COM:8080") == "example.com"
-    assert split_host("[2001:DB8::1]:443") == "[2001:db8::1]"
 
 
 # ---------------------------------------------------------------------------- client address

@@ -3,7 +3,8 @@
 ``serve(ref, host, port)`` binds the data listener and returns a :class:`DataPlane`.
 Each client connection is a :class:`~gateway.proxy.downstream.ClientConnection`;
 each request an :class:`~gateway.proxy.exchange.Exchange`; upstream connections
-are pooled per server (:mod:`gateway.proxy.upstream`). Deadlines (head read,
+are pooled per server (:mod:`gateway.proxy.upstream`), the pools of each runtime
+kept in its :class:`~gateway.proxy.pools.UpstreamPools`. Deadlines (head read,
 keep-alive, body stalls, upstream response, tunnels, lingering close) are kept
 as plain numbers on the connections and checked by one sweeper task per data
 plane, so no request pays for a timer of its own.
@@ -93,9 +94,7 @@ class DataPlane:
                     conn.abort()
             if now - last_prune >= _PRUNE_EVERY_S:
                 last_prune = now
-                mono = time.monotonic()
-                for server in st.backends.servers():
-                    server.pool.prune(mono, st.upstream_keepalive_s)
+                st.runtime.pools.prune(time.monotonic(), st.upstream_keepalive_s)
 
     def stop_accepting(self) -> None:
         """Close the listening socket; open connections carry on."""

@@ -238,15 +238,17 @@ class Exchange(Reply):
         self.tried.append(server)
         server.outstanding += 1
         self.outstanding = True
+        st = self.st
+        pool = st.pools[server]
         if not fresh:
-            idle = server.pool.idle
+            idle = pool.idle
             while idle:
                 up = idle.pop()
                 if not up.broken:
                     self._send(up)
                     return
         self.conn.pause(P_WAIT)
-        self.task = asyncio.ensure_future(server.pool.acquire(self.st.upstream_connect_s))
+        self.task = asyncio.ensure_future(pool.acquire(st.upstream_connect_s))
         self.task.add_done_callback(self._on_connected)
 
     def _on_connected(self, task: asyncio.Task[UpstreamConnection]) -> None:

@@ -110,14 +110,6 @@ def check_host(value: str) -> bool:
     return _HOST.fullmatch(value) is not None
 
 
-def split_host(host: str) -> str:
-    """Lower-case host name without the port (IPv6 brackets kept)."""
-    if host.startswith("["):
-        end = host.find("]")
-        return host[: end + 1].lower() if end > 0 else host.lower()
-    return host.partition(":")[0].lower()
-
-
 # ---------------------------------------------------------------------------- responses
 
 

@@ -32,6 +32,7 @@ class ProxySettings:
         self.runtime = runtime
         self.pipeline = pipeline
         self.backends = runtime.backends
+        self.pools = runtime.pools.by_server  # the server a backend chose -> the pool its connections come from
         self.access_log = runtime.access_log
         self.generation = runtime.generation
         self.trusted = TrustedProxies(cfg.trusted_proxies)

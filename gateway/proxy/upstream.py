@@ -1,4 +1,5 @@
-"""Upstream connections: a raw HTTP/1.1 client protocol and a keep-alive pool per server.
+"""Upstream connections: a raw HTTP/1.1 client protocol and a keep-alive pool per server (which runtime holds
+which pool: :mod:`gateway.proxy.pools`).
 
 One :class:`UpstreamConnection` carries one exchange at a time (no upstream
 pipelining: a response that arrives early or runs long can never be matched to
@@ -362,6 +363,7 @@ class ConnectionPool:
         self.idle: list[UpstreamConnection] = []
         self.open = 0  # connected or connecting
         self.closed = False
+        self.holders = 0  # runtimes mapping a server to this pool (gateway.proxy.pools); it closes at zero
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def configure(self, max_idle: int, max_connections: int) -> None:
