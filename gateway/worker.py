@@ -139,7 +139,12 @@ class Worker:
                 raise ConfigError([f"listen: changing the data listener ({old.config.listen} -> {cfg.listen}) needs a restart"],
                                   cfg.source)
             new = await build_runtime(cfg, old)
-            await start_runtime(new)
+            try:
+                await start_runtime(new)
+            except BaseException:
+                # what the new runtime took over from the running one stays the running one's
+                await close_runtime(new, successor=old)
+                raise
         except ConfigError as exc:
             metrics.CONFIG_RELOADS.inc("error")
             log.error("reload rejected; the running config stays in force",

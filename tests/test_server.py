@@ -480,3 +480,38 @@ def test_check_names_a_clef_version_that_does_not_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         check_config(configmod.load(str(path)))
     assert len(err.value.problems) == 1 and err.value.problems[0].startswith("clef: ") and "9.9.9" in err.value.problems[0]
+
+
+async def test_a_reload_whose_runtime_cannot_start_releases_what_it_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime that fails to start is closed again: the pool of a server only it configured does not stay open,
+    and the running runtime keeps the pools it shares with it."""
+    import yaml
+
+    from gateway import worker as workermod
+    from gateway.runtime import ConfigSource, RuntimeRef, build_runtime, close_runtime
+
+    path = tmp_path / "gw.yaml"
+
+    def write(*servers: str) -> None:
+        path.write_text(yaml.safe_dump({"backends": {"app": {"servers": list(servers)}}, "model": {"enabled": False}}))
+
+    write("http://127.0.0.1:9")
+    cfg, source = ConfigSource(str(path)).resolve()
+    worker = workermod.Worker(source, cfg, reuse_port=False)
+    worker.ref = RuntimeRef(await build_runtime(cfg))
+    running = worker.runtime
+    write("http://127.0.0.1:9", "http://127.0.0.1:10")
+    built: list[object] = []
+
+    async def fails(new: object) -> None:
+        built.append(new)
+        raise RuntimeError("the shared state could not start")
+
+    monkeypatch.setattr(workermod, "start_runtime", fails)
+    problems = await worker.reload()
+    assert problems and "could not start" in problems[0] and worker.runtime is running
+    [new] = built
+    added = [pool for server, pool in new.pools.by_server.items() if server.url.endswith(":10")]  # type: ignore[attr-defined]
+    kept = [pool for server, pool in running.pools.by_server.items() if server.url.endswith(":9")]
+    assert len(added) == 1 and added[0].closed and len(kept) == 1 and not kept[0].closed
+    await close_runtime(running)
