@@ -63,7 +63,7 @@ def features_factory() -> Callable[..., Features]:
     return make_features
 
 
-# ---- the data-path suites (tests/test_proxy_*.py, tests/test_backends.py) share these origins and gateway
+# ---- the data-path suites (tests/gateway/proxy/, tests/gateway/test_backends.py) share these origins and gateway
 
 @pytest.fixture(scope="module")
 def origin_a() -> Any:

@@ -131,3 +131,18 @@ def test_the_changelog_has_an_entry_per_shipped_version() -> None:
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     for heading in ("## clefgate 0.1.0", "## Clef-flash 2.0.0", "## Clef-flash 1.7.0", "## clef 1"):
         assert heading in text
+
+
+def test_tests_mirror_the_packages() -> None:
+    """A test module sits under the folder of what it tests (tests/gateway/proxy/ for gateway/proxy/, tests/models/, ...);
+    only the tree-wide checks (this file) and the fuzz harness stay at the top."""
+    tests = ROOT / "tests"
+    misplaced = []
+    for path in tests.rglob("test_*.py"):
+        rel = path.relative_to(tests)
+        if rel.parts[0] == "fuzz" or rel == Path("test_house.py"):
+            continue
+        package = ROOT.joinpath(*rel.parts[:-1])
+        if len(rel.parts) < 2 or not package.is_dir():
+            misplaced.append(str(rel))
+    assert not misplaced, f"test modules outside a folder that mirrors a package: {misplaced}"

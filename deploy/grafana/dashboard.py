@@ -3,7 +3,7 @@
 
 The dashboard is generated so that its ~40 panels share one layout, one datasource
 variable and one label filter, and so that every query is plain data a test can read:
-tests/test_deploy.py regenerates it and compares, parses every query with promtool,
+tests/deploy/test_deploy.py regenerates it and compares, parses every query with promtool,
 and checks every metric name against what a running gateway exports.
 
     python deploy/grafana/dashboard.py > deploy/grafana/clefgate.json

@@ -3,7 +3,7 @@
 
     python deploy/prometheus/prometheusrule.py > deploy/k8s/monitoring/prometheusrule.yaml
 
-alerts.yaml stays the one place where rules are written; tests/test_deploy.py fails
+alerts.yaml stays the one place where rules are written; tests/deploy/test_deploy.py fails
 when the Kubernetes copy no longer matches it.
 """
 

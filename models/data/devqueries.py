@@ -26,7 +26,7 @@ few still match an injection signature on their own (``<iframe>``,
 ``document.cookie``, ``information_schema.tables``, a ``file:///`` URL, a Windows
 system path): for a person asking about those, only a low P(attack) keeps the
 signature from corroborating a block, which is what these rows teach.
-``tests/test_flash_data.py`` checks that no generated question contains a held-out
+``tests/models/test_flash_data.py`` checks that no generated question contains a held-out
 hard negative.
 """
 

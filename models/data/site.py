@@ -564,7 +564,7 @@ def _route(name: str, shapes: Callable[[random.Random], tuple[str, ...]]) -> Tem
 # frameworks, ColdFusion and classic ASP): what a person's first request to an unfamiliar site looks like. On the
 # training side only, and only when the generator is asked for them (``routes``: the training config's
 # ``data.routes``), so the calibration and evaluation files stay as they were: the held-out sides keep shapes of
-# their own, and ``tests/test_flash_data.py`` checks these add no path word to the training side that a held-out
+# their own, and ``tests/models/test_flash_data.py`` checks these add no path word to the training side that a held-out
 # template has. Crawlers, bad bots and attacks draw pages from them as from every page template (attacks put
 # their payloads into them), so a shape alone is no evidence either way.
 ROUTES: tuple[Template, ...] = (

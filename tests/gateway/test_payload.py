@@ -1,0 +1,371 @@
+"""Deterministic payload detection (gateway/payload.py): locations, decodings, benign look-alikes, bounds,
+and the pipeline's use of it end to end, with the model off and with the shipped model on."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from gateway import config as configmod
+from gateway import decisionlog
+from gateway.features import from_record
+from gateway.payload import TRUNCATED, PayloadInspector, signatures_for, variants
+from gateway.pipeline import build
+from gateway.verdict import Action, Source, Verdict
+from tests.harness import ROOT, Gateway, config_for
+
+RULES = {"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
+SQLI = "1' OR '1'='1' --"
+XSS = "<img src=x onerror=alert(1)>"
+FORM = "application/x-www-form-urlencoded"
+BOUNDARY = "----clefgateTestBoundary"
+
+
+def config(**extra: Any) -> configmod.Config:
+    raw = {"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": RULES, "challenge": {"dev_generate_secret": True}, **extra}
+    return configmod.validate(raw, str(ROOT / "clefgate.yaml"))
+
+
+@pytest.fixture(scope="module")
+def inspector() -> PayloadInspector:
+    cfg = config()
+    return PayloadInspector(cfg, signatures_for(cfg))
+
+
+def record(target: str = "/", *, headers: list[list[str]] | None = None, body: str | None = None, method: str = "GET") -> dict[str, Any]:
+    return {"method": method, "path": target, "headers": [["Host", "shop.example"], *(headers or [])], "body": body,
+            "client_ip": "203.0.113.9"}
+
+
+def multipart(fields: list[tuple[str, str, str | None]]) -> str:
+    """A multipart/form-data body: (name, value, filename or None) per part."""
+    parts = []
+    for name, value, filename in fields:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
+        parts.append(f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n\r\n{value}\r\n")
+    return "".join(parts) + f"--{BOUNDARY}--\r\n"
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def quote_plus_form(text: str) -> str:
+    return quote(text, safe="")
+
+
+# ---------------------------------------------------------------------------------------------------- locations × decodings
+
+CASES = [
+    # (request record, location, decoding)
+    (record("/search?q=" + quote(SQLI)), "query:q", "percent"),
+    (record("/search?q=" + quote(quote(SQLI))), "query:q", "percent2"),
+    (record("/search?q=" + SQLI.replace(" ", "+")), "query:q", "plus"),
+    (record("/search?q=" + quote(SQLI.replace("'", "&#39;"))), "query:q", "percent, html"),
+    (record("/search?q=" + b64("<script>alert(document.cookie)</script>")), "query:q", "base64"),
+    (record("/search?" + quote(SQLI) + "=1"), "query:1' OR '1'='1' -- (name)", "percent"),
+    (record("/item/" + quote(SQLI)), "path", "percent"),
+    (record("/p", method="POST", headers=[["Content-Type", FORM]], body="name=Ann&comment=" + quote_plus_form(SQLI)), "form:comment", "percent"),
+    (record("/p", method="POST", headers=[["Content-Type", FORM]], body="comment=" + XSS.replace(" ", "+")), "form:comment", "plus"),
+    (record("/api", method="POST", headers=[["Content-Type", "application/json"]],
+            body=json.dumps({"user": {"tags": ["ok", SQLI]}})), "json:$.user.tags[1]", "raw"),
+    (record("/api", method="POST", headers=[["Content-Type", "application/json"]],
+            body='{"bio": "\\u003cimg src=x onerror=alert(1)\\u003e"}'), "json:$.bio", "json"),
+    (record("/api", method="POST", headers=[["Content-Type", "application/json"]],
+            body='{"a": "fine", "b": "' + SQLI.replace("'", "\\u0027") + '", "c": "cut sho'), "json:#3", "json"),
+    (record("/up", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+            body=multipart([("title", "Holiday", None), ("caption", XSS, None)])), "multipart:caption", "raw"),
+    (record("/up", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+            body=multipart([("photo", "GIF89a...", SQLI + ".gif")])), "multipart:photo (filename)", "raw"),
+    (record("/", headers=[["Cookie", "theme=dark; sid=" + quote(SQLI)]]), "cookie:sid", "percent"),
+    (record("/", headers=[["Cookie", "prefs=" + b64('{"q": "' + SQLI + '"}')]]), "cookie:prefs", "base64"),
+    (record("/", headers=[["Referer", "https://shop.example/?q=" + quote(XSS)]]), "header:referer", "percent"),
+    (record("/", headers=[["User-Agent", "Mozilla/5.0 " + SQLI]]), "header:user-agent", "raw"),
+    (record("/", headers=[["X-Forwarded-For", "198.51.100.4, " + SQLI]]), "header:x-forwarded-for", "raw"),
+    (record("/", headers=[["X-Api-Version", "2' AND 1=1 UNION SELECT password FROM users--"]]), "header:x-api-version", "raw"),
+]
+
+
+@pytest.mark.parametrize("rec,location,decoding", CASES, ids=[f"{c[1]}-{c[2]}" for c in CASES])
+def test_each_location_and_decoding_is_found(inspector: PayloadInspector, rec: dict[str, Any], location: str, decoding: str) -> None:
+    hits = inspector.inspect(from_record(rec))
+    assert hits, f"nothing found in {rec}"
+    hit = hits[0]
+    assert (hit.location, hit.decoding) == (location, decoding), hit
+    assert hit.detector in ("libinjection", "signatures") and hit.kind
+    assert len(hit.fragment) <= 80
+    assert hit.location in hit.describe()
+
+
+BENIGN = [
+    record("/search?q=O%27Brien"),
+    record("/search?q=select+a+size"),
+    record("/search?q=javascript%3Avoid(0)+meaning"),
+    record("/search?q=" + quote("we came at 2 or 3 = late")),
+    record("/search?q=" + quote("drop table saw review")),
+    record("/search?q=" + quote('floating point number using the "abs()" function if appropriate')),
+    record("/api", method="POST", headers=[["Content-Type", "application/json"]],
+           body=json.dumps({"body": "Use <code>&lt;script defer&gt;</code> so the page renders first."})),
+    record("/p", method="POST", headers=[["Content-Type", FORM]],
+           body="comment=" + quote("I <b>loved</b> it, 5 stars.\r\nWould buy again -- Ann")),
+    record("/p", method="POST", headers=[["Content-Type", FORM]],
+           body="comment=" + quote("Here is my config:\r\n<div class=\"x\" style=\"width: 10px\">\r\n  <img src=\"a.png\">\r\n</div>")),
+    record("/api", method="POST", headers=[["Content-Type", "application/json"]],
+           body=json.dumps({"name": "Seán O'Brien", "note": "Call me at 5; or later", "qty": 3})),
+    record("/up", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+           body=multipart([("name", "D'Arcy", None), ("cv", "SELECT * FROM t -- a file's content", "cv.txt")])),
+    record("/", headers=[["Cookie", "clefgate_pass=1' OR '1'='1; session=" + b64("x" * 3 + "\x00\x01\x02" * 8)]]),
+    record("/", headers=[["User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36"],
+                         ["Referer", "https://www.google.com/search?q=o%27brien+bakery"], ["X-Forwarded-For", "198.51.100.4, [2001:db8::1]:443, unknown"]]),
+]
+
+
+# a name mentioned among words, as people ask about it, is not its use
+MENTIONS = ["what is document.cookie", "how do I read document.cookie in react", "information_schema.tables best practice",
+            "replace SUBSTRING() with <iframe>", "how to embed an <iframe> in a page"]
+BENIGN += [record("/search?q=" + quote(text)) for text in MENTIONS]
+BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application/json"]], body=json.dumps({"note": text})) for text in MENTIONS]
+# ... and the same names used, or alone where a value belongs, still are
+USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
+        "please show me how <iframe src=//evil.example> works", "see <iframe>x</iframe> here", "';document.cookie",
+        "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
+        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`"]
+
+
+@pytest.mark.parametrize("text", USES)
+def test_a_name_used_or_alone_is_still_a_hit(inspector: PayloadInspector, text: str) -> None:
+    hits = inspector.inspect(from_record(record("/search?q=" + quote(text))))
+    assert hits and hits[0].location == "query:q", text
+
+
+@pytest.mark.parametrize("rec", BENIGN, ids=range(len(BENIGN)))
+def test_benign_look_alikes_are_not_hits(inspector: PayloadInspector, rec: dict[str, Any]) -> None:
+    assert inspector.inspect(from_record(rec)) == ()
+
+
+@pytest.mark.parametrize("value,plus,expected", [
+    ("plain", False, [("plain", "raw")]),
+    ("a%2527b", False, [("a%2527b", "raw"), ("a'b", "percent2")]),
+    ("a+b", True, [("a+b", "raw"), ("a b", "plus")]),
+    ("a+b", False, [("a+b", "raw")]),
+    ("&#60;b&#62;", False, [("&#60;b&#62;", "raw"), ("<b>", "html")]),
+    (b64("hello there"), False, [(b64("hello there"), "raw"), ("hello there", "base64")]),
+    (base64.b64encode(bytes(range(200, 240))).decode(), False, [(base64.b64encode(bytes(range(200, 240))).decode(), "raw")]),
+    ("abcd" * 4, False, [("abcd" * 4, "raw")]),  # base64 alphabet, but decodes to bytes that are not text
+])
+def test_variants(value: str, plus: bool, expected: list[tuple[str, str]]) -> None:
+    assert variants(value, plus=plus) == expected
+
+
+# ---------------------------------------------------------------------------------------------------- bounds and config
+
+def test_a_value_is_inspected_up_to_its_cap() -> None:
+    cfg = config(payload={"max_value_bytes": 64})
+    inspector = PayloadInspector(cfg, signatures_for(cfg))
+    early = record("/search?q=" + quote(SQLI + " " + "x" * 200))
+    late = record("/search?q=" + quote("x " * 100 + SQLI))
+    assert inspector.inspect(from_record(early))
+    assert inspector.inspect(from_record(late)) == ()
+
+
+def test_values_past_the_count_cap_are_skipped() -> None:
+    cfg = config(payload={"max_values": 3})
+    inspector = PayloadInspector(cfg, signatures_for(cfg))
+    assert inspector.inspect(from_record(record("/?a=1&b=2&q=" + quote(SQLI))))
+    assert inspector.inspect(from_record(record("/?a=1&b=2&c=3&q=" + quote(SQLI)))) == ()
+
+
+def test_a_body_is_inspected_on_its_prefix_and_a_longer_one_is_counted() -> None:
+    cfg = config(payload={"max_body_bytes": "1KiB"})
+    inspector = PayloadInspector(cfg, signatures_for(cfg))
+    within = "comment=" + quote(SQLI) + "&pad=" + "x" * 3000
+    beyond = "pad=" + "x" * 3000 + "&comment=" + quote(SQLI)
+    before = TRUNCATED.get()
+    assert inspector.inspect(from_record(record("/p", method="POST", headers=[["Content-Type", FORM]], body=within)))
+    assert inspector.inspect(from_record(record("/p", method="POST", headers=[["Content-Type", FORM]], body=beyond))) == ()
+    assert TRUNCATED.get() == before + 2
+
+
+@pytest.mark.parametrize("payload,message", [
+    ({"max_body_bytes": "1MiB"}, "payload.max_body_bytes: must be between 0 and 65536 (got 1048576)"),
+    ({"detectors": ["libinjection-sqli", "regex"]}, "payload.detectors: 'regex' is not one of libinjection-sqli, libinjection-xss, signatures"),
+    ({"headers": ["Referer"]}, "payload.headers: 'Referer' is not a lower-case header name (a trailing * matches a prefix, e.g. x-api-*)"),
+    ({"max_values": 0}, "payload.max_values: must be > 0 (got 0)"),
+])
+def test_bad_payload_config_is_rejected_with_every_problem(payload: dict[str, Any], message: str) -> None:
+    with pytest.raises(configmod.ConfigError) as exc:
+        config(payload=payload)
+    assert message in exc.value.problems
+
+
+@pytest.mark.parametrize("detectors,location", [(["libinjection-sqli"], "query:q"), (["signatures"], "query:q"), (["libinjection-xss"], None)])
+def test_detectors_can_be_switched_off(detectors: list[str], location: str | None) -> None:
+    cfg = config(payload={"detectors": detectors})
+    hits = PayloadInspector(cfg, signatures_for(cfg)).inspect(from_record(record("/s?q=" + quote(SQLI))))
+    assert [h.location for h in hits[:1]] == ([location] if location else [])
+    assert all(h.detector == ("signatures" if detectors == ["signatures"] else "libinjection") for h in hits)
+
+
+# ---------------------------------------------------------------------------------------------------- the pipeline
+
+def test_the_pipeline_reads_the_larger_body_prefix_and_blocks_without_a_model() -> None:
+    pipeline = build(config())
+    assert pipeline.body_prefix_bytes == 16 * 1024 and pipeline.inspector is not None
+    verdict = pipeline.decide(from_record(record("/p", method="POST", headers=[["Content-Type", FORM]], body="c=" + quote(SQLI))))
+    assert isinstance(verdict, Verdict)
+    assert (verdict.action, verdict.source, verdict.status) == (Action.BLOCK, Source.DETECTOR, 403)
+    assert verdict.payload and verdict.payload[0].location == "form:c"
+    assert verdict.explanation == tuple(h.describe() for h in verdict.payload)
+    assert build(config(payload={"enabled": False})).body_prefix_bytes == 0
+
+
+def test_an_allow_rule_is_not_inspected(tmp_path: Path) -> None:
+    allow = tmp_path / "allow.yaml"
+    allow.write_text("rules:\n  - name: allow-admin-tools\n    path: /admin/**\n    action: allow\n")
+    pipeline = build(config(rules={"files": [str(allow)]}))
+    allowed = pipeline.decide(from_record(record("/admin/sql?q=" + quote(SQLI))))
+    assert isinstance(allowed, Verdict) and allowed.action is Action.FORWARD and allowed.rule == "allow-admin-tools"
+    other = pipeline.decide(from_record(record("/shop?q=" + quote(SQLI))))
+    assert isinstance(other, Verdict) and other.source is Source.DETECTOR
+
+
+def test_shadow_mode_forwards_and_keeps_the_evidence() -> None:
+    pipeline = build(config(policy={"shadow": True}))
+    features = from_record(record("/s?q=" + quote(SQLI)))
+    verdict = pipeline.decide(features)
+    assert isinstance(verdict, Verdict)
+    assert (verdict.action, verdict.source, verdict.shadow_action) == (Action.FORWARD, Source.SHADOW, Action.BLOCK)
+    assert verdict.payload and verdict.payload[0].location == "query:q"
+    line = json.loads(decisionlog.encode_line(features, verdict, 200, 0.0))
+    assert line == json.loads(json.dumps(decisionlog.line_of(features, verdict, 200, 0.0)))
+    assert line["payload"][0] == {"detector": verdict.payload[0].detector, "kind": verdict.payload[0].kind, "location": "query:q",
+                                  "fragment": verdict.payload[0].fragment, "decoding": "percent"}
+    assert line["shadow_action"] == "block"
+
+
+def test_replay_decides_with_the_detectors_and_tallies_them_by_detector() -> None:
+    from gateway.tools.replay import LogRequest, Replayer
+
+    replayer = Replayer(config(model={"enabled": False}), use_model=False)
+    for i, target in enumerate(["/search?q=" + quote(SQLI), "/search?q=" + quote("1' or '2'='2' --"), "/search?q=shoes"]):
+        replayer.feed(LogRequest(record(target), float(i), 200, "record"))
+    replayer.flush()
+    assert replayer.tally.by_rule["payload detector: libinjection sqli"]["block"] == 2
+    assert replayer.tally.sources["detector"] == 2
+
+
+def test_eval_decides_with_the_detectors_as_the_pipeline_does(tmp_path: Path) -> None:
+    from gateway.tools import evaluate as ev
+    from tests.gateway.test_evaluate import FakeScorer  # answers "human" for /page
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: score-the-rest\n    action: score\n")
+    attack = {**record("/page/9", method="POST", headers=[["Content-Type", FORM]], body="comment=" + quote(SQLI)), "label": "attack"}
+    person = {**record("/page/9", method="POST", headers=[["Content-Type", FORM]], body="comment=" + quote("O'Brien -- select a size")),
+              "label": "human"}
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in (attack, person)) + "\n")
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": [str(rules)]}}, str(tmp_path / "c.yaml"))
+    out = ev.evaluate(ev.read_rows(data, ev.Skipped()), cfg, FakeScorer())
+    assert out["payload_hits"] == {"libinjection/sqli": 1}
+    for system in ("rules_model", "rules_only"):
+        assert out["systems"][system]["matrix"]["attack"]["block"] == 1
+        assert out["systems"][system]["matrix"]["human"]["block"] == 0
+    assert out["systems"]["model"]["matrix"]["attack"]["block"] == 0  # the model alone is not asked the detectors' question
+
+
+# ---------------------------------------------------------------------------------------------------- end to end
+
+def _gateway_config(upstream: str, tmp: Path, *, model: bool, **extra: Any) -> dict[str, Any]:
+    return config_for(upstream, rules=RULES, model={"enabled": model}, challenge={"dev_generate_secret": True},
+                      logging={"level": "info", "access_log": "-", "debug_headers": True},
+                      decision_log={"path": str(tmp / "decisions.jsonl")}, **extra)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["model-off", "model-on"])
+def gw(request: pytest.FixtureRequest, origin_a: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    tmp = tmp_path_factory.mktemp("payload-e2e")
+    gateway = Gateway(tmp / "gw", _gateway_config(origin_a.url, tmp, model=request.param), ready_timeout=120)
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+BROWSER = {"User-Agent": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0.0.0 Safari/537.36",
+           "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "Accept-Language": "en-US,en;q=0.9",
+           "Accept-Encoding": "gzip, deflate, br", "X-Forwarded-For": "203.0.113.77"}
+ATTACKS = [
+    ("form-sqli", {"Content-Type": FORM}, "name=Ann&comment=" + quote(SQLI), "form:comment"),
+    ("form-xss", {"Content-Type": FORM}, "name=Ann&comment=" + quote(XSS), "form:comment"),
+    ("json-sqli", {"Content-Type": "application/json"}, json.dumps({"order": {"note": SQLI}}), "json:$.order.note"),
+    ("json-xss", {"Content-Type": "application/json"}, json.dumps({"bio": XSS}), "json:$.bio"),
+    ("multipart-sqli", {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}, multipart([("q", SQLI, None)]), "multipart:q"),
+    ("multipart-xss", {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}, multipart([("caption", XSS, None)]), "multipart:caption"),
+    ("cookie-sqli", {"Cookie": "theme=dark; sid=" + quote(SQLI)}, None, "cookie:sid"),
+    ("cookie-xss", {"Cookie": "theme=" + quote(XSS)}, None, "cookie:theme"),
+]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name,headers,body,location", ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_a_payload_in_a_body_or_cookie_is_blocked(gw: Gateway, name: str, headers: dict[str, str], body: str | None, location: str) -> None:
+    r = httpx.request("POST" if body is not None else "GET", gw.url + "/account", headers={**BROWSER, **headers},
+                      content=body.encode() if body is not None else None, timeout=30)
+    assert r.status_code == 403, r.text[:300]
+    assert r.headers["X-Clefgate-Verdict"] == "block" and r.headers["X-Clefgate-Source"] == "detector"
+    assert location in r.headers["X-Clefgate-Reason"]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("headers,body", [
+    ({"Content-Type": FORM}, "name=" + quote("Seán O'Brien") + "&comment=" + quote("Please select a size -- the blue one")),
+    ({"Content-Type": "application/json"}, json.dumps({"name": "D'Arcy", "note": "leave it at the door; or ring twice"})),
+    ({"Cookie": "theme=dark; last=O%27Brien"}, None),
+], ids=["form", "json", "cookie"])
+def test_benign_look_alikes_are_forwarded(gw: Gateway, headers: dict[str, str], body: str | None) -> None:
+    r = httpx.request("POST" if body is not None else "GET", gw.url + "/account", headers={**BROWSER, **headers},
+                      content=body.encode() if body is not None else None, timeout=30)
+    assert r.headers["X-Clefgate-Source"] != "detector", r.headers.get("X-Clefgate-Reason")
+
+
+@pytest.mark.timeout(240)
+def test_a_body_past_the_limit_is_streamed_on_not_buffered(gw: Gateway) -> None:
+    size = 200 * 1024
+    # the payload sits past the first 16 KiB: the gateway decides on the prefix and streams the rest unread
+    body = ("pad=" + "x" * (20 * 1024) + "&comment=" + quote(SQLI)).ljust(size, "y").encode()
+    before = _metric(gw, "clefgate_payload_body_truncated_total")
+    r = httpx.post(gw.url + "/sink", headers={**BROWSER, "Content-Type": FORM}, content=body, timeout=30)
+    assert r.headers["X-Clefgate-Source"] != "detector", r.headers.get("X-Clefgate-Reason")
+    if r.headers["X-Clefgate-Source"] != "model":  # the model judges such a body on its own; without it, it reaches the origin whole
+        assert r.status_code == 200 and r.json()["received"] == size
+    assert _metric(gw, "clefgate_payload_body_truncated_total") == before + 1
+
+
+def test_shadow_mode_forwards_and_logs_the_hit(origin_a: Any, tmp_path: Path) -> None:
+    with_shadow = _gateway_config(origin_a.url, tmp_path, model=False, policy={"shadow": True})
+    gateway = Gateway(tmp_path / "gw", with_shadow)
+    try:
+        r = httpx.get(gateway.url + "/search?q=" + quote(SQLI), headers=BROWSER, timeout=30)
+        assert r.status_code == 200 and r.headers["X-Clefgate-Verdict"] == "forward"
+        assert r.headers["X-Clefgate-Source"] == "shadow"
+    finally:
+        gateway.stop()
+    lines = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()]
+    logged = [line for line in lines if line.get("payload")]
+    assert logged and logged[0]["shadow_action"] == "block"
+    assert logged[0]["payload"][0]["location"] == "query:q" and logged[0]["payload"][0]["decoding"] == "percent"
+
+
+def _metric(gw: Gateway, name: str) -> float:
+    for line in gw.metrics().splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0

@@ -1,0 +1,516 @@
+"""The pipeline: build() from config (every problem at once), synchronous rule verdicts, the model path, passes, observers."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from gateway import config as configmod
+from gateway.config import Config, ConfigError
+from gateway.features import Features
+from gateway.pipeline import NO_MODEL, Pipeline, build, check
+from gateway.policy import Policy
+from gateway.verdict import Action, LocalResponse, ScoreRequest, Source, Verdict
+from tests.conftest import make_features
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = {"id": "k1", "secret": "s" * 40}
+
+
+def cfg_of(**extra: Any) -> Config:
+    # the chain around the model and the fallback rules, without the payload detectors in front of them
+    # (tests/gateway/test_payload.py tests those, and the pipeline with them)
+    raw: dict[str, Any] = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}, "api": {"servers": ["http://127.0.0.1:10"]}},
+                           "payload": {"enabled": False}}
+    raw.update(extra)
+    return configmod.validate(raw, str(ROOT / "clefgate.yaml"))
+
+
+def rules_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "rules.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+class FakeScorer:
+    """A ScoreStage: fixed probabilities through the real policy; records what it was asked."""
+
+    def __init__(self, policy: Policy, bad: float = 0.0, attack: float = 0.0) -> None:
+        self.policy = policy
+        self.bad, self.attack = bad, attack
+        self.seen: list[tuple[Features, ScoreRequest]] = []
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        self.seen.append((features, request))
+        probs = {"class": {"human": 1 - self.bad - self.attack, "good_bot": 0.0, "bad_bot": self.bad, "attack": self.attack}}
+        return self.policy.verdict(features, probs, request)
+
+
+def test_no_rules_forwards_everything() -> None:
+    p = build(cfg_of())
+    v = p.decide(make_features())
+    assert v is NO_MODEL and isinstance(p, Pipeline)
+    assert p.body_prefix_bytes == 0 and "no rules" in p.description
+
+
+def test_shipped_rules_decide_synchronously() -> None:
+    p = build(cfg_of(rules={"files": ["rules/default.yaml"]}, challenge={"keys": [KEY]}))
+    blocked = p.decide(make_features(target="/.env"))
+    assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
+    page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
+    assert page.status == 403
+    assert "25 rules from 7 file(s)" in p.description
+
+
+async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
+                 routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
+                 policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
+    p = build(cfg, partial(FakeScorer, bad=0.3))
+    scorer = p.scorer
+    assert isinstance(scorer, FakeScorer) and scorer.policy is p.policy  # one Policy: the pipeline's, handed to its model stage
+    assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
+    pending = p.decide(make_features(target="/checkout/pay"))
+    assert inspect.isawaitable(pending)
+    v = await pending
+    assert v.action is Action.CHALLENGE and v.policy == "checkout"
+    features, request = scorer.seen[-1]
+    assert request.rule == "everything" and request.policy == "checkout"
+    assert features.client is not None and features.client.requests == 1 and features.client.error_ratio == 1.0
+    forwarded = await p.decide(make_features(target="/shop"))  # type: ignore[misc]
+    assert forwarded.action is Action.FORWARD and scorer.seen[-1][1].policy is None
+
+
+def test_the_chain_is_one_ordered_tuple_of_named_stages(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - path: /x\n    action: block\n")]}, payload={"enabled": True},
+                 challenge={"keys": [KEY]})
+    p = build(cfg, FakeScorer)
+    assert [s.name for s in p.stages] == ["rules", "payload", "default", "model"]
+    assert p.stage("rules") is p.stages[0] and p.scorer is not None and p.policy is not None
+    with pytest.raises(KeyError):
+        p.stage("overrides")
+    # a part added to a built pipeline (the console's overrides, by the runtime) is compiled into a new chain, first
+    held = Verdict(Action.FORWARD, Source.RULE, "allowed in the console", rule="console-allow")
+
+    class Allow:
+        def match(self, features: Features) -> Verdict | None:
+            return held if features.path == "/x" else None
+
+    overridden = dataclasses.replace(p, overrides=Allow())
+    assert [s.name for s in overridden.stages] == ["overrides", "rules", "payload", "default", "model"]
+    assert overridden.decide(make_features(target="/x")) is held
+    assert p.decide(make_features(target="/x")).action is Action.BLOCK  # type: ignore[union-attr]  # the built one is unchanged
+    assert [s.name for s in Pipeline().stages] == ["default", "model"] and Pipeline().decide(make_features()).action is Action.FORWARD  # type: ignore[union-attr]
+
+
+def test_a_replaced_pipeline_is_freed_at_once(tmp_path: Path) -> None:
+    """The stages hold the pipeline's parts, never the pipeline: an old one goes when its last reference does, not at
+    the cycle collector's next pass."""
+    import gc
+    import weakref
+
+    cfg = cfg_of(rules={**SHIPPED_WITH_FALLBACK, "default": "challenge"}, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, CachedScorer)
+    gone = weakref.ref(p)
+    gc.disable()
+    try:
+        del p
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+async def test_each_stage_answers_a_verdict_a_score_request_or_none(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: blocked\n    path: /x\n    action: block\n  - name: scored\n    path: /s\n    action: score\n")
+    p = build(cfg_of(rules={"files": [rules]}, challenge={"keys": [KEY]}, payload={"enabled": True}), partial(FakeScorer, bad=0.7))
+    run = {s.name: s.run for s in p.stages}
+    assert isinstance(run["rules"](make_features(target="/x"), None), Verdict)
+    asked = run["rules"](make_features(target="/s"), None)
+    assert isinstance(asked, ScoreRequest) and asked.rule == "scored"
+    assert run["rules"](make_features(target="/other"), None) is None
+    assert run["payload"](make_features(target="/s"), asked) is None
+    hit = run["payload"](make_features(target=SQLI), asked)
+    assert isinstance(hit, Verdict) and hit.source is Source.DETECTOR
+    assert run["default"](make_features(target="/s"), asked) is None  # a rule asked for the model: the default stays out of it
+    assert run["default"](make_features(target="/other"), None) is p.default
+    scored = run["model"](make_features(target="/s"), asked)
+    assert inspect.isawaitable(scored)
+    assert (await scored).action is Action.CHALLENGE
+
+
+class CachingFakeScorer(FakeScorer):
+    """A FakeScorer that also answers requests it has seen synchronously (``decide_cached``)."""
+
+    def __init__(self, policy: Policy, bad: float = 0.0, attack: float = 0.0) -> None:
+        super().__init__(policy, bad, attack)
+        self.known: dict[str, Verdict] = {}
+        self.asked: list[tuple[ScoreRequest, Any]] = []
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: Any) -> Verdict | None:
+        self.asked.append((request, client))
+        return self.known.get(features.path)
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        verdict = await super().decide(features, request)
+        self.known[features.path] = verdict
+        return verdict
+
+
+async def test_a_request_the_cache_knows_is_decided_synchronously(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]},
+                 routes=[{"path_prefix": "/checkout", "backend": "api", "policy": "checkout"}, {"path_prefix": "/", "backend": "app"}],
+                 policy={"routes": {"checkout": {"challenge_risk": 0.2}}})
+    p = build(cfg, partial(CachingFakeScorer, bad=0.3))
+    scorer = p.scorer
+    assert isinstance(scorer, CachingFakeScorer)
+    p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
+    first = p.decide(make_features(target="/checkout/pay"))
+    assert inspect.isawaitable(first)
+    assert (await first).action is Action.CHALLENGE
+    features, _ = scorer.seen[-1]
+    assert features.client is not None and features.client.requests == 1
+    again = p.decide(make_features(target="/checkout/pay"))
+    assert isinstance(again, Verdict) and again.action is Action.CHALLENGE and again.policy == "checkout"
+    request, client = scorer.asked[-1]
+    assert request.rule == "everything" and request.policy == "checkout"  # the route policy is applied before the lookup
+    assert client is not None and client.requests == 1 and client.error_ratio == 1.0  # and the client's window read
+    assert len(scorer.seen) == 1
+    # a pass cookie still turns a cached challenge into a forward
+    browser = make_features()
+    f = make_features(target="/checkout/pay", headers=[*browser.headers, ("Cookie", _pass_cookie(p, browser, 20))])
+    passed = p.decide(f)
+    assert isinstance(passed, Verdict) and passed.action is Action.FORWARD
+
+
+@pytest.mark.parametrize("mode,action", [("allow", Action.FORWARD), ("block", Action.BLOCK), ("challenge", Action.CHALLENGE)])
+def test_rules_default_is_named_and_counted(tmp_path: Path, mode: str, action: Action) -> None:
+    from gateway.pipeline import DEFAULTS
+
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - path: /x\n    action: block\n")], "default": mode},
+                 challenge={"keys": [KEY]})
+    before = DEFAULTS.get(action.value)
+    v = build(cfg).decide(make_features(target="/y"))
+    assert isinstance(v, Verdict) and v.action is action and v.source is Source.DEFAULT
+    assert DEFAULTS.get(action.value) == before + 1
+
+
+def test_every_problem_in_one_error(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: r\n    path: /x\n    action: route\n    backend: nowhere\n"
+                               "  - name: c\n    path: /y\n    action: challenge\n")
+    cfg = cfg_of(rules={"files": [bad]}, routes=[{"path_prefix": "/", "backend": "app", "policy": "shop"}],
+                 policy={"difficulty_min": 25, "difficulty_max": 20})
+    with pytest.raises(ConfigError) as err:
+        build(cfg)
+    assert err.value.problems == [
+        "rules.yaml:r: backend: unknown backend 'nowhere' (known: api, app)",
+        "policy: difficulty_min (25) is above difficulty_max (20)",
+        "routes[0].policy: unknown policy 'shop' (known under policy.routes: none)",
+        "challenge.keys: required because rule(s) c challenge; set challenge.keys: [{id: k1, secret: env:CLEFGATE_CHALLENGE_KEY}] "
+        "(or challenge.dev_generate_secret: true for development only)",
+    ]
+    assert check(cfg) == err.value.problems
+
+
+def test_rule_problems_alone_name_the_rule_file_as_source(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: r\n    user_agent: '('\n    action: block\n")
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [bad]}))
+    assert err.value.source == bad
+    assert err.value.problems == ["rules.yaml:r: user_agent: bad regex '(': missing ), unterminated subpattern at position 0"]
+
+
+def test_a_model_that_can_challenge_needs_a_key() -> None:
+    with pytest.raises(ConfigError, match="the model policy can challenge"):
+        build(cfg_of(), FakeScorer)
+
+
+def _pass_cookie(p: Pipeline, f: Features, difficulty: int = 4) -> str:
+    svc = p.passes
+    assert svc is not None
+    html = svc.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=difficulty), f).body.decode()
+    token = re.search(r'name="token" value="([^"]+)"', html).group(1)  # type: ignore[union-attr]
+    nonce = re.search(r'data-nonce="([^"]+)"', html).group(1)  # type: ignore[union-attr]
+    from gateway.challenge import solve
+    body = urlencode({"token": token, "counter": solve(nonce, difficulty)}).encode()
+    resp = p.local.handle(make_features("POST", "/.clefgate/verify", list(f.headers), client_ip=f.client_ip, body=body), body)  # type: ignore[union-attr]
+    assert isinstance(resp, LocalResponse) and resp.status == 303
+    return next(v for k, v in resp.headers if k == "Set-Cookie").split(";", 1)[0]
+
+
+async def test_a_pass_turns_rule_and_model_challenges_into_forwards(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /gated\n    action: challenge\n    difficulty: 4\n"
+                                 "  - name: rest\n    action: score\n")
+    cfg = cfg_of(rules={"files": [rules]}, challenge={"keys": [KEY]}, policy={"difficulty_min": 4, "difficulty_max": 4})
+    p = build(cfg, partial(FakeScorer, bad=0.7))
+    f = make_features(target="/gated")
+    assert p.decide(f).action is Action.CHALLENGE  # type: ignore[union-attr]
+    cookie = _pass_cookie(p, f)
+    headers = [*f.headers, ("Cookie", cookie)]
+    gated = p.decide(make_features(target="/gated", headers=headers))
+    assert isinstance(gated, Verdict) and gated.action is Action.FORWARD and gated.rule == "gate"
+    scored = await p.decide(make_features(target="/other", headers=headers))  # type: ignore[misc]
+    assert scored.action is Action.FORWARD and "challenge passed" in scored.reason and scored.source is Source.MODEL
+    # another client presenting the same cookie is challenged
+    stolen = p.decide(make_features(target="/gated", headers=headers, client_ip="198.51.100.1"))
+    assert stolen.action is Action.CHALLENGE  # type: ignore[union-attr]
+
+
+def test_observers_feed_windows_but_never_with_the_gateways_own_pages() -> None:
+    p = build(cfg_of())
+    state = p.state
+    assert state is not None
+    f = make_features(target="/a")
+    p.observe(f, Verdict(Action.FORWARD, Source.RULE, "r"), 404)
+    p.observe(f, Verdict(Action.BLOCK, Source.RULE, "r"), 403)                 # our block page
+    p.observe(f, Verdict(Action.CHALLENGE, Source.MODEL, "m"), 403)            # our challenge page
+    p.observe(make_features(target="/.clefgate/verify"), Verdict(Action.FORWARD, Source.DEFAULT, "local"), 403)
+    p.observe(f, Verdict(Action.FORWARD, Source.SHADOW, "s", shadow_action=Action.BLOCK), 200)  # shadow: the origin answered
+    assert state.windows.counts(state.key(f)) == (2, 1)
+
+
+async def test_reload_keeps_client_state_nonces_and_dev_key(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /gated\n    action: challenge\n    difficulty: 4\n")
+    cfg = cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True})
+    first = build(cfg)
+    first.state.record("1.2.3.4", "/", 200)  # type: ignore[union-attr]
+    cookie = _pass_cookie(first, make_features(target="/gated"))
+    second = build(cfg, previous=first)
+    assert second.state is first.state and second.passes.nonces is first.passes.nonces  # type: ignore[union-attr]
+    honoured = second.decide(make_features(target="/gated", headers=[("Host", "shop.example"), ("User-Agent", make_features().user_agent),
+                                                                      ("Cookie", cookie)]))
+    assert honoured.action is Action.FORWARD  # type: ignore[union-attr]
+    # a new max_nonces applies to the carried-over nonces; the running pipeline's store keeps its own limit
+    resized = build(cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True, "max_nonces": 7}), previous=first)
+    assert resized.passes.nonces.max_entries == 7 and len(resized.passes.nonces) == len(first.passes.nonces)  # type: ignore[union-attr]
+    assert first.passes.nonces.max_entries == cfg.challenge.max_nonces  # type: ignore[union-attr]
+    await resized.close(successor=first)  # thrown away, as a rejected reload would be
+    await second.start()
+    await first.close(successor=second)
+    changed = build(cfg_of(rules={"files": [rules]}, challenge={"dev_generate_secret": True}, clients={"window_s": 30}), previous=second)
+    assert changed.state is not second.state
+    await second.close(successor=changed)
+    await changed.close()
+
+
+def test_policy_for_route_matching() -> None:
+    cfg = cfg_of(routes=[{"host": "shop.example", "path_prefix": "/checkout", "backend": "app", "policy": "strict"},
+                         {"host": "*.example", "path_prefix": "/", "backend": "app", "policy": "loose"},
+                         {"path_prefix": "/checkout/free", "backend": "app"}],
+                 policy={"routes": {"strict": {}, "loose": {}}})
+    p = build(cfg)
+
+    def on(host: str, path: str) -> str | None:
+        return p.policy_for(make_features(target=path, headers=[("Host", host)]))
+    assert on("shop.example:443", "/checkout/pay") == "strict"
+    assert on("blog.example", "/checkout/pay") == "loose"
+    assert on("shop.example", "/checkout/free/x") is None  # the longest prefix wins, even without a policy
+    assert on("other.test", "/x") is None
+    assert on("other.test", "/checkout/free") is None
+
+
+def test_a_request_is_scored_under_the_policy_of_the_route_that_picks_its_backend() -> None:
+    from gateway.backends import BackendSet
+    cfg = cfg_of(routes=[{"host": "*.example.com", "path_prefix": "/", "backend": "app", "policy": "loose"},
+                         {"host": "shop.example.com", "path_prefix": "/", "backend": "api", "policy": "strict"},
+                         {"path_prefix": "/checkout", "backend": "api", "policy": "strict"}],
+                 policy={"routes": {"strict": {}, "loose": {}}})
+    p, backends = build(cfg), BackendSet.build(cfg)
+    for host, path, policy in [("shop.example.com", "/cart", "strict"),   # the exact host beats the wildcard, for both
+                               ("x.test", "/checkoutlogs", None),         # a prefix matches whole segments, for both
+                               ("x.test", "/checkout/pay", "strict"),
+                               ("blog.example.com", "/", "loose")]:
+        route = backends.route(host, path)
+        assert p.policy_for(make_features(target=path, headers=[("Host", host)])) == policy == route.policy, (host, path)
+
+
+class FailingScorer:
+    """A ScoreStage whose model never answers: every request gets the policy's fallback."""
+
+    def __init__(self, policy: Policy, mode: str = "forward") -> None:
+        self.policy, self.mode = policy, mode
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        v = self.policy.fallback_verdict(features, request, self.mode)
+        return Verdict(v.action, Source.FALLBACK, v.reason, backend=v.backend, difficulty=v.difficulty, policy=v.policy)
+
+
+SHIPPED_WITH_FALLBACK = {"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
+SQLI = "/search?q=1%27%20UNION%20SELECT%20username,password%20FROM%20users--"
+
+
+async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    down = build(cfg, FailingScorer)
+    assert "fallback rules" in down.description
+    v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
+    clean = await down.decide(make_features(target="/search?q=walnut+desk"))  # type: ignore[misc]
+    assert clean.action is Action.FORWARD and clean.source is Source.FALLBACK  # decider.fallback as configured
+    up = build(cfg, partial(FakeScorer, attack=0.01))
+    v = await up.decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that finds it harmless is not overruled by them
+
+
+@pytest.mark.parametrize("mode", ["forward", "challenge", "rules-only"])
+async def test_shadow_mode_and_rollout_hold_while_fallback_rules_stand_in_for_the_model(mode: str) -> None:
+    for policy in ({"shadow": True}, {"rollout_percent": 0}):
+        cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy=policy)
+        down = build(cfg, partial(FailingScorer, mode=mode))
+        v = await down.decide(make_features(target=SQLI))  # type: ignore[misc]
+        assert v.action is Action.FORWARD and v.source is Source.SHADOW, (policy, mode, v)
+        assert v.shadow_action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
+    # enforced as before when the policy enforces
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    v = await build(cfg, partial(FailingScorer, mode=mode)).decide(make_features(target=SQLI))  # type: ignore[misc]
+    assert v.action is Action.BLOCK and v.shadow_action is None
+
+
+class CachedScorer(FakeScorer):
+    """A ScoreStage that knows every request already (the synchronous cache path)."""
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: object) -> Verdict:
+        probs = {"class": {"human": 1 - self.bad - self.attack, "good_bot": 0.0, "bad_bot": self.bad, "attack": self.attack}}
+        return self.policy.verdict(features, probs, request, source=Source.CACHE)
+
+
+@pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
+async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: type[FakeScorer]) -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    leaning = build(cfg, partial(stage, bad=0.2, attack=0.5))
+    assert "P(attack)>=0.4 with a fallback rule" in leaning.description
+
+    async def decided(p: Pipeline, target: str) -> Verdict:
+        out = p.decide(make_features(target=target))
+        return out if isinstance(out, Verdict) else await out
+
+    v = await decided(leaning, SQLI)
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection"
+    assert v.source is (Source.CACHE if stage is CachedScorer else Source.MODEL)
+    assert "P(attack)=0.50 >= 0.4 and fallback rule block-sql-injection matched" in v.reason
+    assert (await decided(leaning, "/search?q=walnut+desk")).action is Action.CHALLENGE  # no signature: the model's verdict
+    unsure = build(cfg, partial(stage, bad=0.3, attack=0.35))
+    assert (await decided(unsure, SQLI)).action is Action.CHALLENGE  # below the floor the signature is not consulted
+    off = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy={"block_attack_corroborated": None})
+    assert (await decided(build(off, partial(stage, bad=0.2, attack=0.5)), SQLI)).action is Action.CHALLENGE
+
+
+def test_fallback_rules_apply_without_a_model_and_overrides_reach_both_sets() -> None:
+    cfg = cfg_of(rules={**SHIPPED_WITH_FALLBACK, "disabled": ["block-xss", "block-wordpress-probes"]}, challenge={"keys": [KEY]})
+    p = build(cfg)
+    v = p.decide(make_features(target=SQLI))
+    assert isinstance(v, Verdict) and v.action is Action.BLOCK and v.rule == "block-sql-injection"
+    assert p.decide(make_features(target="/search?q=%3Cscript%3Ealert(1)%3C/script%3E")).action is Action.FORWARD  # type: ignore[union-attr]
+    assert p.decide(make_features(target="/wp-login.php")).action is Action.FORWARD  # type: ignore[union-attr]
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={**SHIPPED_WITH_FALLBACK, "disabled": ["block-sql-injektion"]}, challenge={"keys": [KEY]}))
+    assert any("unknown rule 'block-sql-injektion'" in p for p in err.value.problems)
+
+
+def test_a_bad_fallback_rule_file_is_reported_like_any_rule_file(tmp_path: Path) -> None:
+    bad = rules_file(tmp_path, "rules:\n  - name: x\n    inputs: ['(?<=a)b']\n    action: block\n")
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [bad]}, challenge={"keys": [KEY]}))
+    assert err.value.problems == ["rules.yaml:x: inputs: bad regex '(?<=a)b': invalid perl operator: (?<= "
+                                  "(inputs patterns are RE2: no lookaround or backreferences)"]
+
+
+# ----------------------------------------------------------------------------- clients that earned a block
+
+
+class PayloadScorer(FakeScorer):
+    """Attack for a request whose query holds a quote, a suspicious client (challenged) otherwise."""
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        self.seen.append((features, request))
+        attack = 0.99 if "%27" in features.query or "'" in features.query else 0.0
+        probs = {"class": {"human": 0.3 * (1 - attack), "good_bot": 0.0, "bad_bot": 0.7 * (1 - attack), "attack": attack},
+                 "attack_kind": {"sqli": 1.0}}
+        return self.policy.verdict(features, probs, request)
+
+
+class Ticking:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def browser_number(i: int, ip: str = "198.51.100.200", target: str = "/shop") -> Features:
+    """The i-th of many people behind one address: each its own browser build and language."""
+    ua = f"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{100 + i % 40}.0.0.0 Safari/537.36"
+    return make_features(target=target, client_ip=ip, headers=[("Host", "shop.example"), ("User-Agent", ua), ("Accept", "text/html"),
+                                                                ("Accept-Language", f"en-GB,en;q=0.{1 + i // 40}")])
+
+
+async def decided(p: Pipeline, f: Features, status: int | None = None) -> Verdict:
+    v = p.decide(f)
+    verdict = v if isinstance(v, Verdict) else await v
+    p.observe(f, verdict, status or (200 if verdict.action is Action.FORWARD else 403))
+    return verdict
+
+
+async def test_one_attacker_behind_a_shared_address_never_gets_the_others_blocked(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
+    p = build(cfg, PayloadScorer)
+    assert p.state is not None
+    attack = await decided(p, browser_number(0, target="/search?q=1%27%20union%20select%201--"))
+    assert attack.action is Action.BLOCK and "payload in query:q" in attack.reason
+    # all 200 come back with a request that is only suspicious: the attacker is blocked on its evidence, the 199 challenged
+    outcomes = [await decided(p, browser_number(i)) for i in range(200)]
+    assert outcomes[0].action is Action.BLOCK and outcomes[0].source is Source.CLIENT
+    assert "showed attack evidence" in outcomes[0].reason and "sqli in query:q" in outcomes[0].reason
+    assert [v.action for v in outcomes[1:]] == [Action.CHALLENGE] * 199
+    assert len({p.state.key(browser_number(i)) for i in range(200)}) == 200
+    assert p.state.addresses.shared == 1  # the address is recognised as shared
+
+
+async def test_a_client_that_ignores_five_challenges_in_a_minute_is_blocked(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}, challenge={"keys": [KEY]})
+    p = build(cfg, PayloadScorer)
+    assert p.state is not None
+    clock = p.state.history.clock = Ticking()
+    bot, neighbour = browser_number(1), browser_number(2)
+    from gateway import policy as policymod
+
+    before = policymod.EARNED.get("ignored_challenges", "enforce")
+    seen = []
+    for _ in range(6):
+        seen.append(await decided(p, bot))
+        clock.t += 2.0
+    assert [v.action for v in seen] == [Action.CHALLENGE] * 5 + [Action.BLOCK]
+    assert seen[-1].source is Source.CLIENT and "challenged 5 times in 60 s without solving one" in seen[-1].reason
+    assert policymod.EARNED.get("ignored_challenges", "enforce") == before + 1
+    assert (await decided(p, neighbour)).action is Action.CHALLENGE  # the same address, another browser
+    # a page's fetches that were challenged do not count, and neither do requests less than a second apart
+    fetches = make_features(target="/api/cart", client_ip=neighbour.client_ip,
+                            headers=[*neighbour.headers, ("Sec-Fetch-Dest", "empty"), ("Sec-Fetch-Mode", "cors")])
+    for _ in range(8):
+        await decided(p, fetches)
+    assert p.state.history.unsolved(p.state.key(fetches), 60) == 0
+    # a minute later, the ignored challenges have aged out; solving one forgives them at once
+    clock.t += 61
+    assert (await decided(p, bot)).action is Action.CHALLENGE
+    p.state.passed(p.state.key(bot))
+    assert p.state.history.unsolved(p.state.key(bot), 60) == 0
+
+
+async def test_earned_blocks_respect_shadow_mode_and_can_be_turned_off(tmp_path: Path) -> None:
+    rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
+    off = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"block_ignored_challenges": 0, "block_after_attack_s": 0})
+    p = build(off, PayloadScorer)
+    await decided(p, browser_number(0, target="/search?q=%27--"))
+    assert (await decided(p, browser_number(0))).action is Action.CHALLENGE
+    shadow = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"shadow": True})
+    p = build(shadow, PayloadScorer)
+    first = await decided(p, browser_number(0, target="/search?q=%27--"))
+    assert first.action is Action.FORWARD and first.shadow_action is Action.BLOCK
+    assert (await decided(p, browser_number(0))).action is Action.FORWARD

@@ -1,0 +1,308 @@
+"""Policy: probabilities -> verdicts, per-route thresholds, difficulty by risk, shadow, rollout, fallbacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway import policy as policymod
+from gateway.config import PolicyConfig, RoutePolicyConfig
+from gateway.features import Features
+from gateway.policy import Policy
+from gateway.verdict import Action, ScoreRequest, Source, Verdict
+from tests.conftest import make_features
+
+
+def probs(human: float = 0.0, good_bot: float = 0.0, bad_bot: float = 0.0, attack: float = 0.0,
+          kind: dict[str, float] | None = None) -> dict[str, dict[str, float]]:
+    out = {"class": {"human": human, "good_bot": good_bot, "bad_bot": bad_bot, "attack": attack}}
+    if kind:
+        out["attack_kind"] = kind
+    return out
+
+
+CFG = PolicyConfig(block_attack=0.95, block_risk=None, block_attack_corroborated=0.4, challenge_risk=0.6, difficulty_min=14, difficulty_max=20,
+                   routes={"checkout": RoutePolicyConfig(challenge_risk=0.3, block_risk=0.9),
+                           "quiet": RoutePolicyConfig(shadow=True)})
+
+PAYLOAD = "/search?q=1%27%20OR%20%271%27=%271"  # a query carrying a payload: P(attack) can block it
+
+CASES = [
+    # name, policy, probabilities, action, difficulty
+    ("clear human", None, probs(human=0.97, bad_bot=0.02, attack=0.01), Action.FORWARD, None),
+    ("good bot", None, probs(good_bot=0.9, bad_bot=0.1), Action.FORWARD, None),
+    ("just below challenge", None, probs(human=0.41, bad_bot=0.59), Action.FORWARD, None),
+    ("at challenge threshold", None, probs(human=0.4, bad_bot=0.6), Action.CHALLENGE, 14),
+    ("middle of the band", None, probs(human=0.2, bad_bot=0.8), Action.CHALLENGE, 17),
+    ("certain bad bot", None, probs(bad_bot=1.0), Action.CHALLENGE, 20),
+    ("attack below block", None, probs(human=0.1, attack=0.9), Action.CHALLENGE, 19),
+    ("attack at block", None, probs(human=0.05, attack=0.95), Action.BLOCK, None),
+    ("checkout challenges sooner", "checkout", probs(human=0.65, bad_bot=0.35), Action.CHALLENGE, 14),
+    ("checkout blocks on combined risk", "checkout", probs(human=0.05, bad_bot=0.5, attack=0.45), Action.BLOCK, None),
+    ("unknown policy name uses the default", "nope", probs(human=0.65, bad_bot=0.35), Action.FORWARD, None),
+]
+
+
+@pytest.mark.parametrize("name,policy,p,action,difficulty", CASES, ids=[c[0] for c in CASES])
+def test_thresholds(name: str, policy: str | None, p: dict[str, dict[str, float]], action: Action, difficulty: int | None) -> None:
+    pol = Policy(CFG)
+    v = pol.verdict(make_features(target=PAYLOAD), p, ScoreRequest(rule="score-everything-else", policy=policy, backend="app"))
+    assert v.action is action
+    assert v.difficulty == difficulty
+    assert v.source is Source.MODEL and v.rule == "score-everything-else" and v.backend == "app"
+    assert v.probabilities is p and v.explanation and v.explanation[0] in v.reason
+    assert v.policy == (policy if policy in ("checkout",) else "default")
+
+
+@pytest.mark.parametrize("policy,p,shown", [
+    (None, probs(human=0.4004, bad_bot=0.5996), "P(bad_bot)+P(attack)=0.5996 < 0.6"),             # not "0.60 < 0.6"
+    (None, probs(human=0.4, bad_bot=0.6), "P(bad_bot)+P(attack)=0.60 >= 0.6"),                    # two decimals when they suffice
+    ("checkout", probs(human=0.1001, bad_bot=0.8999), "P(bad_bot)+P(attack)=0.8999 >= 0.3"),      # challenged: not "0.90" at a 0.9 block
+    (None, probs(human=0.0499, attack=0.9501), "P(attack)=0.95 >= 0.95"),
+])
+def test_the_reason_never_shows_a_number_that_contradicts_its_comparison(policy: str | None, p: dict[str, dict[str, float]],
+                                                                          shown: str) -> None:
+    v = Policy(CFG).verdict(make_features(target=PAYLOAD), p, ScoreRequest(policy=policy))
+    assert v.explanation[0].partition(";")[0] == shown, v.reason
+
+
+def test_block_reason_names_the_attack_kind_and_carries_model_explanations() -> None:
+    v = Policy(CFG).verdict(make_features(target=PAYLOAD), probs(attack=0.99, kind={"sqli": 0.92, "xss": 0.08}), ScoreRequest(),
+                            explanation=("query contains 'union select'",), source=Source.CACHE)
+    assert v.action is Action.BLOCK and "sqli 0.92" in v.reason
+    assert "payload in query:q (\"1' OR '1'='1\")" in v.reason, v.reason
+    assert [(h.detector, h.kind, h.location) for h in v.payload] == [("model", "sqli", "query:q")]
+    assert v.explanation[-1] == "query contains 'union select'" and v.source is Source.CACHE
+
+
+def test_difficulty_rises_monotonically_with_risk() -> None:
+    t = Policy(CFG).default
+    levels = [t.difficulty(r / 100) for r in range(60, 101)]
+    assert levels == sorted(levels) and levels[0] == 14 and levels[-1] == 20
+
+
+def test_shadow_mode_decides_but_forwards() -> None:
+    before = policymod.DECISIONS.get("default", "block", "shadow")
+    pol = Policy(PolicyConfig(shadow=True))
+    v = pol.verdict(make_features(target=PAYLOAD), probs(attack=0.99), ScoreRequest(rule="r"))
+    assert v.action is Action.FORWARD and v.source is Source.SHADOW and v.shadow_action is Action.BLOCK
+    assert v.reason.startswith("shadow mode; would block")
+    assert policymod.DECISIONS.get("default", "block", "shadow") == before + 1
+    assert policymod.SHADOW.get("default") == 1.0
+    # a forward stays a plain model forward: nothing to shadow
+    assert pol.verdict(make_features(), probs(human=1.0), ScoreRequest()).source is Source.MODEL
+
+
+def test_shadow_per_route_policy() -> None:
+    pol = Policy(CFG)
+    quiet = pol.verdict(make_features(), probs(bad_bot=0.9), ScoreRequest(policy="quiet"))
+    loud = pol.verdict(make_features(), probs(bad_bot=0.9), ScoreRequest())
+    assert quiet.shadow_action is Action.CHALLENGE and quiet.action is Action.FORWARD
+    assert loud.action is Action.CHALLENGE and loud.shadow_action is None
+
+
+def test_rollout_is_stable_per_client_and_roughly_proportional() -> None:
+    pol = Policy(PolicyConfig(rollout_percent=25.0))
+    enforced = 0
+    for i in range(4000):
+        f = make_features(client_ip=f"10.{i // 250}.{i % 250}.1")
+        first = pol.verdict(f, probs(bad_bot=0.9), ScoreRequest())
+        again = pol.verdict(f, probs(bad_bot=0.9), ScoreRequest())
+        assert first.action is again.action  # the same client is always in or out
+        enforced += first.action is Action.CHALLENGE
+        if first.action is Action.FORWARD:
+            assert first.source is Source.SHADOW and "25% rollout" in first.reason
+    assert 0.20 < enforced / 4000 < 0.30
+
+
+def test_rollout_by_header() -> None:
+    pol = Policy(PolicyConfig(rollout_percent=50.0, rollout_key="header:X-Tenant"))
+    outcomes = {pol.verdict(make_features(headers=[("Host", "h"), ("X-Tenant", f"t{i}")], client_ip="1.1.1.1"), probs(bad_bot=0.9),
+                            ScoreRequest()).action for i in range(40)}
+    assert outcomes == {Action.CHALLENGE, Action.FORWARD}  # same address, decided by the header
+    assert Policy(PolicyConfig(rollout_percent=0.0)).verdict(make_features(), probs(bad_bot=1.0), ScoreRequest()).action is Action.FORWARD
+
+
+@pytest.mark.parametrize("mode,action,reason", [
+    ("forward", Action.FORWARD, "model unavailable; fallback: forward"),
+    ("rules-only", Action.FORWARD, "model unavailable; rules only: no rule settled this request, forwarded"),
+    ("challenge", Action.CHALLENGE, "model unavailable; fallback: challenge"),
+])
+def test_fallback_verdicts(mode: str, action: Action, reason: str) -> None:
+    v = Policy(CFG).fallback_verdict(make_features(), ScoreRequest(rule="r", backend="api"), mode)
+    assert (v.action, v.source, v.reason, v.backend, v.rule) == (action, Source.FALLBACK, reason, "api", "r")
+    if action is Action.CHALLENGE:
+        assert v.difficulty == 14
+
+
+def test_fallback_respects_shadow_and_rejects_unknown_modes() -> None:
+    v = Policy(CFG).fallback_verdict(make_features(), ScoreRequest(policy="quiet"), "challenge")
+    assert v.action is Action.FORWARD and v.shadow_action is Action.CHALLENGE
+    with pytest.raises(ValueError, match="unknown fallback mode 'open'"):
+        Policy(CFG).fallback_verdict(make_features(), ScoreRequest(), "open")
+
+
+def test_named_policies_inherit_unset_fields() -> None:
+    pol = Policy(CFG)
+    checkout = pol.thresholds("checkout")
+    assert (checkout.challenge_risk, checkout.block_risk, checkout.block_attack, checkout.difficulty_max) == (0.3, 0.9, 0.95, 20)
+    assert pol.thresholds(None) is pol.default
+    assert "challenge risk>=0.6" in pol.describe() and "2 named" in pol.describe()
+
+
+def test_cross_field_checks() -> None:
+    bad = PolicyConfig(difficulty_min=22, difficulty_max=18, routes={"x": RoutePolicyConfig(challenge_risk=0.8, block_risk=0.5)})
+    assert policymod.check(bad) == [
+        "policy: difficulty_min (22) is above difficulty_max (18)",
+        "policy.routes.x: difficulty_min (22) is above difficulty_max (18)",
+        "policy.routes.x: block_risk (0.5) is below challenge_risk (0.8); nothing would ever be challenged",
+    ]
+    assert policymod.check(CFG) == []
+
+
+@pytest.mark.parametrize("cfg", [CFG, PolicyConfig(shadow=True), PolicyConfig(rollout_percent=0.0)])
+def test_a_cached_answer_gets_one_verdict_object_and_is_still_counted(cfg: PolicyConfig) -> None:
+    policy = Policy(cfg)
+    p, request, explanation = probs(human=0.2, bad_bot=0.8), ScoreRequest(rule="score-rest"), ("ua=1",)
+    fresh = Policy(cfg).verdict(make_features(), p, request, source=Source.CACHE, explanation=explanation)
+    label = (fresh.policy or "default", (fresh.shadow_action or fresh.action).value,
+             "enforce" if fresh.source is not Source.SHADOW else ("shadow" if cfg.shadow else "rollout"))
+    before = policymod.DECISIONS.get(*label)
+    first = policy.verdict(make_features(client_ip="198.51.100.1"), p, request, source=Source.CACHE, explanation=explanation)
+    again = policy.verdict(make_features(client_ip="198.51.100.2"), p, request, source=Source.CACHE, explanation=explanation)
+    assert again is first and first == fresh
+    assert policymod.DECISIONS.get(*label) == before + 2  # every request is counted, memo or not
+    # a fresh model answer (other probabilities object) is decided anew
+    other = policy.verdict(make_features(), probs(human=0.2, bad_bot=0.8), request, source=Source.CACHE, explanation=explanation)
+    assert other is not first and other == first
+
+
+def test_partial_rollout_verdicts_stay_per_client_for_cached_answers() -> None:
+    policy = Policy(PolicyConfig(rollout_percent=50.0))
+    p, request = probs(bad_bot=0.9), ScoreRequest()
+    outcomes = {policy.verdict(make_features(client_ip=f"198.51.100.{i}"), p, request, source=Source.CACHE).action for i in range(64)}
+    assert outcomes == {Action.CHALLENGE, Action.FORWARD}
+
+
+def test_shipped_defaults_challenge_bot_likeness_and_block_only_on_evidence() -> None:
+    pol = Policy(PolicyConfig())
+    # near-certain automation, no payload evidence: challenged at the top difficulty, never blocked
+    certain = pol.verdict(make_features(), probs(bad_bot=0.999, attack=0.0), ScoreRequest())
+    assert (certain.action, certain.difficulty) == (Action.CHALLENGE, 20)
+    assert pol.verdict(make_features(target=PAYLOAD), probs(bad_bot=0.99), ScoreRequest()).action is Action.CHALLENGE
+    assert pol.verdict(make_features(), probs(human=0.05, bad_bot=0.95), ScoreRequest()).action is Action.CHALLENGE
+    assert PolicyConfig().block_risk is None
+    assert "risk>=" not in pol.describe().split("challenge")[0] and "P(attack)>=0.4 with a fallback rule" in pol.describe()
+
+
+def test_block_risk_stays_as_an_opt_in() -> None:
+    pol = Policy(PolicyConfig(block_risk=0.96))
+    v = pol.verdict(make_features(), probs(bad_bot=0.97), ScoreRequest())
+    assert v.action is Action.BLOCK and "policy.block_risk: blocks on look alone" in v.reason
+
+
+NO_PAYLOAD_HEADERS = [("Host", "www.example.com"), ("Sec-Fetch-Dest", "document"),
+                      ("User-Agent", "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+                                     "Version/18.1 Mobile/15E148 Safari/604.1"),
+                      ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Sec-Fetch-Site", "none"),
+                      ("Sec-Fetch-Mode", "navigate"), ("Accept-Language", "en-GB,en;q=0.9"), ("Priority", "u=0, i"),
+                      ("Accept-Encoding", "gzip, deflate, br"), ("Cookie", "clefgate_pass=k1.eyJ0IjoicCJ9.c2ln; _ga=GA1.2.3.4")]
+
+
+@pytest.mark.parametrize("target,headers,body,where", [
+    ("/products/12", NO_PAYLOAD_HEADERS, b"", None),                                     # nothing carried: challenged
+    ("/wiki/Main_Page", None, b"", None),
+    ("/search?q=red+shoes", None, b"", "query"),                                         # a query is a payload
+    ("/item?id=1%27%20OR%201=1", None, b"", "query:id"),                                 # the parameter with the injection is named
+    ("/login", [("Host", "h"), ("Content-Type", "application/x-www-form-urlencoded")], b"user=a&pw=%27or%201=1--", "form:pw"),
+    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": 1}', "body"),
+    ("/", [("Host", "h"), ("Cookie", 'prefs={"t":"<script>"}')], b"", "cookie:prefs"),   # a cookie more than a token
+    ("/", [("Host", "h"), ("User-Agent", "() { :; }; /bin/cat /etc/passwd")], b"", "header:user-agent"),
+    ("/", [("Host", "h"), ("Referer", "https://x/?q=<script>alert(1)</script>")], b"", "header:referer"),
+    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example\"><img src=x>")], b"", "header:x-forwarded-host"),
+    ("/static/..%2f..%2fetc/passwd", None, b"", "path"),
+])
+def test_a_block_on_p_attack_needs_a_payload_and_names_where(target: str, headers: list[tuple[str, str]] | None, body: bytes,
+                                                             where: str | None) -> None:
+    pol = Policy(PolicyConfig())
+    before = policymod.NO_PAYLOAD.get("default")
+    v = pol.verdict(make_features(target=target, headers=headers, body=body), probs(attack=0.999, kind={"sqli": 0.9, "xss": 0.1}),
+                    ScoreRequest())
+    if where is None:
+        assert (v.action, v.payload, v.difficulty) == (Action.CHALLENGE, (), 20)
+        assert "carries no payload" in v.reason and policymod.NO_PAYLOAD.get("default") == before + 1
+    else:
+        assert v.action is Action.BLOCK and f"payload in {where}" in v.reason, v.reason
+        assert v.payload[0].location == where and v.payload[0].detector == "model" and v.payload[0].kind == "sqli"
+
+
+def test_a_two_headed_model_is_read_by_its_payload_and_client_questions() -> None:
+    pol = Policy(PolicyConfig())
+    two = {"payload": {"benign": 0.01, "attack": 0.99}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+           "attack_kind": {"xss": 0.8, "sqli": 0.2}}
+    v = pol.verdict(make_features(target=PAYLOAD), two, ScoreRequest())
+    assert v.action is Action.BLOCK and "xss 0.80" in v.reason
+    bot = {"payload": {"benign": 1.0, "attack": 0.0}, "client": {"human": 0.2, "good_bot": 0.0, "bad_bot": 0.8}}
+    assert pol.verdict(make_features(), bot, ScoreRequest()).action is Action.CHALLENGE
+
+
+def test_the_default_policy_table_is_the_one_in_docs() -> None:
+    from pathlib import Path
+
+    table = Policy(PolicyConfig()).table()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policy.md").read_text()
+    assert table in doc, "docs/policy.md: paste the output of Policy(PolicyConfig()).table() (clefgate check prints it)"
+    assert "P(bad_bot) + P(attack) >= 0.5" in table and "block on look alone" not in table
+
+
+class Signatures:
+    """A fallback rule table stand-in: blocks what contains ``needle``; records what it read."""
+
+    def __init__(self, needle: str = "union select", action: Action = Action.BLOCK) -> None:
+        self.needle, self.action, self.read = needle, action, 0
+
+    def __call__(self, features: Features) -> Verdict | None:
+        self.read += 1
+        if self.needle not in f"{features.path}?{features.query}":
+            return None
+        return Verdict(self.action, Source.RULE, "sig", rule="block-sql-injection", explanation=("SQL injection signature",))
+
+
+SQLI = "/search?q=1' union select 1"
+
+
+@pytest.mark.parametrize("attack,bad,target,expected", [
+    (0.5, 0.3, SQLI, Action.BLOCK),                     # in the band, the signature matches: blocked
+    (0.4, 0.0, SQLI, Action.BLOCK),                     # at the threshold
+    (0.39, 0.5, SQLI, Action.CHALLENGE),                # below it the model's own verdict stands
+    (0.5, 0.3, "/search?q=walnut+desk", Action.CHALLENGE),  # in the band, no signature: the model's verdict
+])
+def test_a_fallback_rule_corroborates_a_block(attack: float, bad: float, target: str, expected: Action) -> None:
+    pol, sigs = Policy(CFG), Signatures()
+    request = ScoreRequest(rule="score-rest", backend="app")
+    v = pol.verdict(make_features(target=target), probs(human=1 - attack - bad, bad_bot=bad, attack=attack), request)
+    before = policymod.CORROBORATED.get("default", "block-sql-injection", "enforce")
+    out = pol.corroborate(make_features(target=target), v, sigs)
+    assert out.action is expected and sigs.read == (1 if attack >= 0.4 else 0)  # the rules are read only in the band
+    if expected is Action.BLOCK:
+        assert out.source is Source.MODEL and out.rule == "block-sql-injection" and out.backend == "app"
+        assert out.reason == f"default policy: P(attack)={attack:.2f} >= 0.4 and fallback rule block-sql-injection matched"
+        assert out.explanation[:2] == (out.reason.removeprefix("default policy: "), "SQL injection signature")
+        assert out.probabilities is v.probabilities and out.difficulty is None
+        assert policymod.CORROBORATED.get("default", "block-sql-injection", "enforce") == before + 1
+    else:
+        assert out is v
+
+
+def test_corroboration_needs_a_blocking_rule_can_be_turned_off_and_respects_shadow() -> None:
+    features, p = make_features(target=SQLI), probs(human=0.3, bad_bot=0.2, attack=0.5)
+    pol = Policy(CFG)
+    v = pol.verdict(features, p, ScoreRequest())
+    assert pol.corroborate(features, v, Signatures(action=Action.CHALLENGE)) is v
+    off = Policy(PolicyConfig(block_attack_corroborated=None, routes={"strict": RoutePolicyConfig(block_attack_corroborated=0.2)}))
+    assert off.corroborate(features, off.verdict(features, p, ScoreRequest()), Signatures()).action is Action.CHALLENGE
+    # a named policy sets its own floor
+    assert off.corroborate(features, off.verdict(features, p, ScoreRequest(policy="strict")), Signatures()).action is Action.BLOCK
+    shadow = Policy(PolicyConfig(shadow=True))
+    quiet = shadow.corroborate(features, shadow.verdict(features, p, ScoreRequest()), Signatures())
+    assert quiet.action is Action.FORWARD and quiet.source is Source.SHADOW and quiet.shadow_action is Action.BLOCK
+    assert quiet.reason.startswith("shadow mode; would block: default policy: P(attack)=0.50 >= 0.4 and fallback rule")

@@ -1,0 +1,429 @@
+"""Rules: the shipped set decides the clear cases, every good file loads, every bad file lists exactly its problems."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gateway.clients import ClientState
+from gateway.config import ClientsConfig, ConfigError
+from gateway.features import Features, make_header_map
+from gateway.rules import RuleOptions, RuleTable, load
+from gateway.rules.patterns import classify_path_globs, glob_to_regex, normalize_path
+from gateway.verdict import Action, ScoreRequest, Verdict
+from tests.conftest import make_features
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "rules"
+HERE = Path(__file__).resolve().parents[1] / "rules"
+LISTS = HERE / "lists"
+GOOD = sorted((HERE / "good").glob("*.yaml"))
+BAD = sorted((HERE / "bad").glob("*.yaml"))
+OPTIONS = RuleOptions(backends=["app", "api", "beta"], policies=["checkout"], lists_dir=str(LISTS))
+
+CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
+GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+
+
+def req(target: str = "/", ua: str = CHROME, ip: str = "203.0.113.7", method: str = "GET",
+        headers: list[tuple[str, str]] | None = None, body: bytes = b"", host: str = "shop.example") -> Features:
+    hdrs = [("Host", host), ("User-Agent", ua), ("Accept", "text/html")] + (headers or [])
+    return make_features(method, target, hdrs, client_ip=ip, body=body)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> RuleTable:
+    return load([str(SHIPPED / "default.yaml")], RuleOptions(), ClientState())
+
+
+def outcome(table: RuleTable, f: Features) -> tuple[str | None, str]:
+    out = table.evaluate(f)
+    if out is None:
+        return None, "none"
+    if isinstance(out, ScoreRequest):
+        return out.rule, "score"
+    return out.rule, out.action.value
+
+
+# ----------------------------------------------------------------------------- the shipped rules
+
+SHIPPED_CASES = [
+    ("robots.txt for anyone", req("/robots.txt", ua="zgrab/0.x"), "allow-robots-txt", "forward"),
+    ("acme challenge", req("/.well-known/acme-challenge/tok", ua="acme.sh"), "allow-well-known", "forward"),
+    ("health check", req("/healthz", ua="kube-probe/1.29"), "allow-health-checks", "forward"),
+    ("sitemap index", req("/sitemap-index.xml"), "allow-sitemaps", "forward"),
+    ("env file", req("/.env"), "block-secret-files", "block"),
+    ("env file nested", req("/app/config/.env.production"), "block-secret-files", "block"),
+    ("env file percent-encoded", req("/%2e%65nv"), "block-secret-files", "block"),
+    ("env file via dot segments", req("/static/../.env"), "block-secret-files", "block"),
+    ("ssh key", req("/home/.ssh/id_rsa"), "block-secret-files", "block"),
+    ("git config", req("/.git/config"), "block-vcs-folders", "block"),
+    ("git folder itself", req("/.git"), "block-vcs-folders", "block"),
+    ("svn entries", req("/sub/.svn/entries"), "block-vcs-folders", "block"),
+    ("phpinfo", req("/phpinfo.php"), "block-server-info-probes", "block"),
+    ("phpunit rce", req("/vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php"), "block-exploit-probes", "block"),
+    ("cgi-bin", req("/cgi-bin/luci"), "block-exploit-probes", "block"),
+    ("log4shell in query", req("/?x=${jndi:ldap://a/b}"), "block-log4shell-probes", "block"),
+    ("log4shell encoded", req("/?x=%24%7Bjndi:ldap://a/b%7D"), "block-log4shell-probes", "block"),
+    ("log4shell in user agent", req("/", ua="${jndi:ldap://evil/a}"), "block-log4shell-probes", "block"),
+    ("log4shell in referer", req("/", headers=[("Referer", "${JNDI:ldap://evil/a}")]), "block-log4shell-probes", "block"),
+    ("overlong utf-8 in the path", req("/static/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 double-encoded in the path", req("/a/%25C0%25AE%25C0%25AE/x"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 in the query", req("/download?file=..%c0%af..%c0%afetc%c0%afpasswd"), "block-encoding-evasions", "block"),
+    ("overlong utf-8 double-encoded in the query", req("/d?f=%25c0%25ae%25c0%25ae%25c0%25afetc"), "block-encoding-evasions", "block"),
+    ("three-byte overlong utf-8 double-encoded in the path", req("/a/%25e0%2580%25ae%25e0%2580%25ae/x"), "block-encoding-evasions", "block"),
+    ("three-byte overlong utf-8", req("/d?f=%e0%80%ae%e0%80%ae%e0%80%afetc%e0%80%afpasswd"), "block-encoding-evasions", "block"),
+    ("iis %u escapes of ascii", req("/search?q=%u003cscript%u003ealert(1)"), "block-encoding-evasions", "block"),
+    ("iis %u escapes in a form", req("/comments", method="POST", headers=[("Content-Type", "application/x-www-form-urlencoded")],
+                                     body=b"text=1%u0027%u0020or%u00201=1"), "block-encoding-evasions", "block"),
+    ("full-width dot-dot-slash", req("/files/%ef%bc%8e%ef%bc%8e%ef%bc%8fetc%ef%bc%8fpasswd"), "block-encoding-evasions", "block"),
+    ("full-width dot-dot-slash as raw utf-8", req("/files/．．／．．／etc/passwd".encode().decode("latin-1")), "block-encoding-evasions", "block"),
+    ("dot-dot and a division slash", req("/view?page=..%e2%88%95..%e2%88%95etc%e2%88%95passwd"), "block-encoding-evasions", "block"),
+    ("full-width dots as %u escapes", req("/view?page=%uff0e%uff0e%uff0fwin.ini"), "block-encoding-evasions", "block"),
+    ("latin-1 form text", req("/search?q=caf%E9+cr%E8me+%C0+la+carte"), "score-everything-else", "score"),
+    ("utf-8 text", req("/search?q=%C3%A0+la+carte+%E2%80%A6"), "score-everything-else", "score"),
+    ("japanese as raw utf-8", req("/search?q=東京／大阪（２０２５年）".encode().decode("latin-1")), "score-everything-else", "score"),
+    ("japanese with full-width punctuation", req("/search?q=" + quote("東京／大阪（２０２５年）１．５倍、ｉＰｈｏｎｅ")), "score-everything-else", "score"),
+    ("legacy escape() of cjk text", req("/search?q=%u6771%u4EAC%uFF08%uFF11%uFF09"), "score-everything-else", "score"),
+    ("an ellipsis before a path", req("/search?q=" + quote("see… ／docs and ../lib")), "score-everything-else", "score"),
+    ("wordpress login", req("/wp-login.php"), "wordpress-paths", "challenge"),
+    ("wordpress nested", req("/blog/wp-admin/install.php"), "wordpress-paths", "challenge"),
+    ("phpmyadmin", req("/phpMyAdmin/index.php"), "database-panel-paths", "challenge"),
+    ("spring actuator", req("/actuator/env"), "block-java-admin-probes", "block"),
+    ("actuator behind a segment parameter", req("/actuator;/env"), "block-java-admin-probes", "block"),
+    ("tomcat manager through ..;", req("/app/..;/manager/html"), "block-java-admin-probes", "block"),
+    ("a secret file with a parameter", req("/.env;.css"), "block-secret-files", "block"),
+    ("googlebot from google", req("/p/1", ua=GOOGLEBOT, ip="66.249.66.1"), "allow-verified-googlebot", "forward"),
+    ("googlebot over ipv6", req("/p/1", ua=GOOGLEBOT, ip="2001:4860:4801:10::1"), "allow-verified-googlebot", "forward"),
+    ("bingbot from bing", req("/p/1", ua=BINGBOT, ip="157.55.39.20"), "allow-verified-bingbot", "forward"),
+    ("applebot from apple", req("/p/1", ua="Mozilla/5.0 (Applebot/0.1)", ip="17.241.208.170"), "allow-verified-applebot", "forward"),
+    ("duckduckbot", req("/p/1", ua="DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)", ip="20.191.45.212"),
+     "allow-verified-duckduckbot", "forward"),
+    ("googlebot spoofer", req("/p/1", ua=GOOGLEBOT, ip="198.51.100.9"), "block-crawler-spoofers", "block"),
+    ("bingbot with google's address", req("/p/1", ua=BINGBOT, ip="66.249.66.1"), "block-crawler-spoofers", "block"),
+    ("gptbot", req("/blog/post", ua=GPTBOT), "ai-training-crawlers", "challenge"),
+    ("ccbot", req("/", ua="CCBot/2.0 (https://commoncrawl.org/faq/)"), "ai-training-crawlers", "challenge"),
+    ("claudebot", req("/", ua="Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"), "ai-training-crawlers", "challenge"),
+    ("feed reader", req("/blog/feed", ua="FreshRSS/1.23 (Linux; https://freshrss.org)"), "allow-feed-readers", "forward"),
+    ("atom feed", req("/news/atom.xml", ua="CommaFeed/4.0"), "allow-feed-readers", "forward"),
+    ("git smart http", req("/org/repo.git/info/refs?service=git-upload-pack", ua="git/2.43.0"), "allow-git-clients", "forward"),
+    ("git push", req("/org/repo/git-receive-pack", ua="git/2.43.0", method="POST"), "allow-git-clients", "forward"),
+    ("git dumb http", req("/org/repo.git/objects/info/packs", ua="git/2.43.0"), "allow-git-clients", "forward"),
+    ("api with bearer", req("/api/v1/items", ua="python-requests/2.32", headers=[("Authorization", "Bearer t")]),
+     "allow-api-clients-with-credentials", "forward"),
+    ("api with key", req("/v2/orders", ua="Go-http-client/1.1", headers=[("X-Api-Key", "k")]), "allow-api-clients-with-credentials",
+     "forward"),
+    ("api without credentials", req("/api/v1/items", ua="python-requests/2.32"), "score-everything-else", "score"),
+    ("browser page", req("/products/42"), "score-everything-else", "score"),
+    ("curl page", req("/products/42", ua="curl/8.5.0"), "score-everything-else", "score"),
+    ("repo page is not a git path", req("/org/repo"), "score-everything-else", "score"),
+    ("dotfile-like but legit", req("/docs/environment"), "score-everything-else", "score"),
+]
+
+
+@pytest.mark.parametrize("name,features,rule,action", SHIPPED_CASES, ids=[c[0] for c in SHIPPED_CASES])
+def test_shipped_rules(shipped: RuleTable, name: str, features: Features, rule: str, action: str) -> None:
+    assert outcome(shipped, features) == (rule, action)
+
+
+def test_every_shipped_rule_explains_itself(shipped: RuleTable) -> None:
+    for rule in shipped.rules:
+        assert rule.description and len(rule.description) > 30, rule.label
+
+
+@pytest.mark.parametrize("path", sorted(SHIPPED.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_file_loads_on_its_own(path: Path) -> None:
+    table = load([str(path)], RuleOptions(lists_dir=str(SHIPPED / "lists")), ClientState())
+    assert len(table) > 0
+
+
+def test_shipped_rate_limit_turns_the_121st_request_into_429() -> None:
+    now = [1000.0]
+    state = ClientState(ClientsConfig())
+    state.limiter.clock = lambda: now[0]
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
+    page = req("/products/42")
+    results = [table.evaluate(page) for _ in range(121)]
+    assert all(isinstance(r, ScoreRequest) for r in results[:120])
+    last = results[120]
+    assert isinstance(last, Verdict) and last.rule == "rate-limit-per-client" and last.status == 429
+    # assets do not count, other clients are unaffected
+    assert outcome(table, req("/static/app.css")) == ("score-everything-else", "score")
+    assert outcome(table, req("/products/42", ip="203.0.113.8")) == ("score-everything-else", "score")
+    # a client that slows down gets its budget back at the refill rate (2/s)
+    now[0] += 0.5
+    assert isinstance(table.evaluate(page), ScoreRequest)
+    assert outcome(table, page) == ("rate-limit-per-client", "block")
+
+
+def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:
+    state = ClientState(ClientsConfig())
+    state.limiter.clock = lambda: 1000.0
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
+    got = [outcome(table, req("/products/42", ip=f"2001:db8:7:9:{i >> 16:x}:{i & 0xFFFF:x}:0:1")) for i in range(130)]
+    assert got[:120] == [("score-everything-else", "score")] * 120
+    assert set(got[120:]) == {("rate-limit-per-client", "block")}
+    # a neighbour in the next /64 has its own budget
+    assert outcome(table, req("/products/42", ip="2001:db8:7:a::1")) == ("score-everything-else", "score")
+
+
+def test_rules_disabled_and_action_overrides() -> None:
+    opts = RuleOptions(disabled=["wordpress-paths"], actions={"ai-training-crawlers": "block", "block-crawler-spoofers": "challenge"})
+    table = load([str(SHIPPED / "default.yaml")], opts, ClientState())
+    assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
+    assert outcome(table, req("/", ua=GPTBOT)) == ("ai-training-crawlers", "block")
+    spoof = table.evaluate(req("/", ua=GOOGLEBOT, ip="198.51.100.9"))
+    assert isinstance(spoof, Verdict) and spoof.action is Action.CHALLENGE and spoof.difficulty == 16
+
+
+def test_a_renamed_rule_is_still_reached_by_its_old_name(caplog: pytest.LogCaptureFixture) -> None:
+    from gateway import config as configmod
+    from gateway.rules import from_config
+
+    raw = {"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": [str(SHIPPED / "default.yaml")],
+           "disabled": ["block-wordpress-probes"], "actions": {"block-phpmyadmin-probes": "block"}}}
+    with caplog.at_level("WARNING", logger="clefgate.rules"):
+        table = from_config(configmod.validate(raw, "<test>"), ClientState())
+    assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
+    assert outcome(table, req("/phpmyadmin/index.php")) == ("database-panel-paths", "block")
+    assert "block-wordpress-probes is now wordpress-paths" in caplog.text
+
+
+def test_unknown_names_in_overrides_are_reported() -> None:
+    opts = RuleOptions(disabled=["wordpres-paths"], actions={"ai-crawlers": "block", "allow-robots-txt": "route"})
+    with pytest.raises(ConfigError) as err:
+        load([str(SHIPPED / "default.yaml")], opts, ClientState())
+    assert err.value.problems == [
+        "rules.disabled: unknown rule 'wordpres-paths' (did you mean 'wordpress-paths'?)",
+        "rules.actions: unknown rule 'ai-crawlers' (did you mean 'ai-training-crawlers'?)",
+        "rules.actions.allow-robots-txt: 'route' is not one of allow, block, challenge, score",
+    ]
+
+
+# ----------------------------------------------------------------------------- good and bad files
+
+
+@pytest.mark.parametrize("path", GOOD, ids=[p.name for p in GOOD])
+def test_good_rule_files_load(path: Path) -> None:
+    table = load([str(path)], OPTIONS, ClientState())
+    assert len(table) >= 2
+    assert all(rule.description or rule.label.startswith("#") or rule.action for rule in table.rules)
+
+
+def expected_problems(path: Path) -> list[str]:
+    return [m.group(1).replace("LISTS", str(LISTS)) for m in re.finditer(r"^# expect: (.*)$", path.read_text(), re.M)]
+
+
+@pytest.mark.parametrize("path", BAD, ids=[p.name for p in BAD])
+def test_bad_rule_files_list_every_problem(path: Path) -> None:
+    expected = expected_problems(path)
+    assert expected, f"{path.name} has no '# expect:' lines"
+    with pytest.raises(ConfigError) as err:
+        load([str(path)], OPTIONS, ClientState())
+    assert err.value.problems == expected
+    assert err.value.source == str(path)
+
+
+@pytest.fixture(scope="module")
+def every() -> RuleTable:
+    clock = [5000.0]
+    state = ClientState(ClientsConfig(window_s=60))
+    state.limiter.clock = state.windows.clock = lambda: clock[0]
+    return load([str(HERE / "good" / "every_condition.yaml")], OPTIONS, state)
+
+
+EVERY_CASES = [
+    ("route continues, later rule keeps the backend", req("/x", ip="198.51.100.5", headers=[("Cookie", "a=1; beta=1")]),
+     ("office-by-list", "forward", "beta")),
+    ("route stops", req("/api/v1/x", headers=[("X-Route-Stop", "yes")]), ("api-backend", "forward", "api")),
+    ("route, then nothing matches", req("/nothing", headers=[("Cookie", "beta=1")]), (None, "forward", "beta")),
+    ("text list v4", req("/", ip="198.51.100.77"), ("office-by-list", "forward", None)),
+    ("text list v6", req("/", ip="2001:db8:42::9"), ("office-by-list", "forward", None)),
+    ("json list", req("/", ip="203.0.113.100"), ("partners-by-json-list", "forward", None)),
+    ("json list v6", req("/", ip="2001:db8:77:1::1"), ("partners-by-json-list", "forward", None)),
+    ("inline address next to a list", req("/", ip="192.0.2.7"), ("partners-by-json-list", "forward", None)),
+    ("ipv4-mapped ipv6 is ipv4", req("/", ip="::ffff:198.51.100.1"), ("office-by-list", "forward", None)),
+    ("host glob and not-ip", req("/", host="Admin.Example:8443"), ("admin-host-only", "block", None)),
+    ("not-ip excludes", req("/", host="admin.example", ip="192.0.2.9"), (None, "none", None)),
+    ("method", req("/x", method="DELETE"), ("no-delete", "block", None)),
+    ("body size over", req("/upload", method="POST", body=b"x" * (1024 * 1024 + 1)), ("big-uploads", "challenge", None)),
+    ("body size under", req("/upload", method="POST", body=b"x" * 10), (None, "none", None)),
+    ("query regex", req("/search?q=1%20UNION  SELECT+x&q=1 union   select"), ("search-injection", "block", None)),
+    ("query regex other path", req("/find?q=1 union select"), (None, "none", None)),
+    ("headers present and regex", req("/", headers=[("X-Forwarded-Host", "a"), ("X-Debug", "on")]), ("bad-header", "block", None)),
+    ("header regex mismatch", req("/", headers=[("X-Forwarded-Host", "a"), ("X-Debug", "off")]), (None, "none", None)),
+    ("header absent", make_features("GET", "/shop/cart", [("Host", "h"), ("User-Agent", "x")]), ("no-accept", "challenge", None)),
+    ("path regex and ua regex", req("/api/v2/x", ua="curl/8.0"), ("curl-on-api", "score", None)),
+    ("any: first group", req("/legacy/default.asp"), ("either", "block", None)),
+    ("any: second group, case-insensitive literal", req("/", ua="Mozilla AncientCrawler/1"), ("either", "block", None)),
+    ("any: glob * stays in one segment", req("/legacy/a/b.asp"), (None, "none", None)),
+    ("inputs: form body, decoded", req("/comment", method="POST", body=b"text=%3CScript%3Ealert(1)",
+                                       headers=[("Content-Type", "application/x-www-form-urlencoded")]), ("inputs-signature", "block", None)),
+    ("inputs: json escapes undone", req("/api/x", method="POST", body=b'{"q": "1; DROP\\u0020TABLE users"}',
+                                        headers=[("Content-Type", "application/json")]), ("inputs-signature", "block", None)),
+    ("inputs: header value", req("/api/x", method="POST", headers=[("X-Note", "<script>")]), ("inputs-signature", "block", None)),
+    ("inputs: other method", req("/comment?text=<script>"), (None, "none", None)),
+]
+
+
+@pytest.mark.parametrize("name,features,expected", EVERY_CASES, ids=[c[0] for c in EVERY_CASES])
+def test_every_condition(every: RuleTable, name: str, features: Features, expected: tuple[str | None, str, str | None]) -> None:
+    out = every.evaluate(features)
+    if out is None:
+        got: tuple[str | None, str, str | None] = (None, "none", None)
+    elif isinstance(out, ScoreRequest):
+        got = (out.rule, "score", out.backend)
+        assert out.policy == "checkout"
+    else:
+        got = (out.rule, out.action.value, out.backend)
+    assert got == expected
+
+
+def test_client_window_condition_and_rate_keys(tmp_path: Path) -> None:
+    clock = [100.0]
+    state = ClientState(ClientsConfig(window_s=60, ipv4_prefix=24))
+    state.limiter.clock = state.windows.clock = lambda: clock[0]
+    table = load([str(HERE / "good" / "every_condition.yaml")], OPTIONS, state)
+    ip = "192.0.2.200"
+    client = state.key(req("/anything", ip=ip))  # the address and the browser's fingerprint
+    for status in (404, 404, 404, 200):
+        state.record(client, "/x", status)
+    assert table.evaluate(req("/anything", ip=ip)) is None  # 4 requests: not yet
+    state.record(client, "/y", 404)
+    noisy = table.evaluate(req("/anything", ip=ip))
+    assert isinstance(noisy, Verdict) and noisy.rule == "noisy-clients"
+    # another browser behind the same address has its own window
+    assert table.evaluate(req("/anything", ip=ip, ua=CHROME.replace("Chrome/", "Chrome/1"))) is None
+    clock[0] += 61  # the window slid past every one of them
+    assert table.evaluate(req("/anything", ip=ip)) is None
+
+    # rate keyed by an API key: three per minute per key, whatever the address
+    key = [("X-Api-Key", "secret-1")]
+    got = [outcome(table, req("/api/x", ip=f"192.0.2.{i}", headers=key)) for i in range(1, 5)]
+    assert got[:3] == [(None, "none")] * 3 and got[3] == ("api-key-rate", "block")
+    assert outcome(table, req("/api/x", headers=[("X-Api-Key", "secret-2")])) == (None, "none")
+
+    # rate keyed by client (the default key): a browser's budget is its own, not its address's
+    pages = [outcome(table, req("/pages/x", ip="192.0.2.9")) for _ in range(3)]
+    assert pages == [(None, "none"), (None, "none"), ("client-rate", "block")]
+    other = req("/pages/x", ip="192.0.2.9", headers=[("Accept-Language", "de-DE")])  # another person behind the same NAT
+    assert outcome(table, other) == (None, "none")
+    assert outcome(table, req("/pages/x", ip="192.0.2.9")) == ("client-rate", "block")
+
+    # rate keyed by /24: two logins per 10 s from the same network
+    logins = [outcome(table, req("/login", method="POST", ip=f"203.0.113.{i}")) for i in (1, 2, 3)]
+    assert logins == [(None, "none"), (None, "none"), ("prefix-rate", "challenge")]
+    assert outcome(table, req("/login", method="POST", ip="203.0.114.1")) == (None, "none")
+
+
+def test_rule_text_never_becomes_code(tmp_path: Path) -> None:
+    nasty = "/x'), exec('raise SystemExit(1)')"
+    rules = tmp_path / "r.yaml"
+    rules.write_text(f"""
+rules:
+  - name: quoted
+    path: "{nasty}"
+    user_agent: "(?i)a\\"b|c'd"
+    headers: {{"x-q": "'\\\\); import os #"}}
+    action: block
+""")
+    table = load([str(rules)], OPTIONS, ClientState())
+    assert "SystemExit" not in (table.evaluate.__doc__ or "")
+    hit = req(nasty, ua="C'D", headers=[("X-Q", "'); import os #")])
+    assert outcome(table, hit) == ("quoted", "block")
+    assert outcome(table, req("/x")) == (None, "none")
+
+
+def test_empty_rule_set_matches_nothing() -> None:
+    assert load([], OPTIONS, ClientState()).evaluate(req("/")) is None
+
+
+# ----------------------------------------------------------------------------- patterns
+
+
+@pytest.mark.parametrize("raw,normal", [
+    ("/a/b", "/a/b"), ("/a//b", "/a/b"), ("/a/./b", "/a/b"), ("/a/../b", "/b"), ("/../../etc/passwd", "/etc/passwd"),
+    ("/%2e%2e/%2e%65nv", "/.env"), ("/a\\..\\.git\\config", "/.git/config"), ("/dir/", "/dir/"), ("/a/b/..", "/a/"),
+    ("/%41", "/A"),
+    # segment parameters, dropped as servlet containers drop them before mapping the path
+    ("/actuator;/env", "/actuator/env"), ("/app/..;/manager/html", "/manager/html"), ("/.env;.css", "/.env"),
+    ("/manager;jsessionid=0A1B/html", "/manager/html"), ("/;x/.git/config", "/.git/config"), ("/x/%2e%2e%3b/.env", "/.env"),
+    ("/a/b/..;", "/a/"), ("/a;b", "/a"),
+])
+def test_normalize_path(raw: str, normal: str) -> None:
+    assert normalize_path(raw) == normal
+
+
+GLOBS = ["/**/.env", "/**/.git/**", "/cgi-bin/**", "/**/*.css", "/robots.txt", "/a/*/c", "/x?z", "/**/id_{rsa,dsa}",
+         "/sitemap*.xml", "/[ab]cd", "/**/wp-admin", "/v[0-9]/**", "/**/vendor/phpunit/**"]
+segment = st.sampled_from(["", ".env", ".git", "a", "b", "c", "cgi-bin", "x.css", "id_rsa", "id_dsa", "robots.txt", "sitemap-1.xml",
+                           "wp-admin", "vendor", "phpunit", "xyz", "acd", "bcd", "v1", ".", ".."])
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(segment, min_size=1, max_size=5), trailing=st.booleans())
+def test_glob_shapes_agree_with_the_regex_meaning(parts: list[str], trailing: bool) -> None:
+    path = "/" + "/".join(parts) + ("/" if trailing else "")
+    for glob in GLOBS:
+        shapes = classify_path_globs([glob])
+        fast = (path in shapes.exact or path.endswith(tuple(shapes.suffixes)) if shapes.suffixes else path in shapes.exact) \
+            or (bool(shapes.prefixes) and path.startswith(tuple(shapes.prefixes))) or any(c in path for c in shapes.contains) \
+            or any(re.fullmatch(glob_to_regex(g), path) for g in shapes.rest)
+        assert fast == bool(re.fullmatch(glob_to_regex(glob), path)), (glob, path)
+
+
+# ----------------------------------------------------------------------------- robustness
+
+text = st.text(st.characters(min_codepoint=0, max_codepoint=0x2FF), max_size=60)
+ips = st.one_of(st.ip_addresses().map(str), text, st.sampled_from(["", "::ffff:1.2.3.4", "66.249.66.1", "fe80::1%eth0", "1.2.3"]))
+
+
+@st.composite
+def any_features(draw: st.DrawFn) -> Features:
+    headers = tuple(draw(st.lists(st.tuples(st.sampled_from(["Host", "User-Agent", "Cookie", "Authorization", "X-Api-Key", "Referer",
+                                                              "Accept", "X-Debug", "x-forwarded-host", "X-Weird"]), text), max_size=6)))
+    hmap = make_header_map(headers)
+    return Features(method=draw(st.sampled_from(["GET", "POST", "HEAD", "DELETE", "PUT", "", "G\x00T"])),
+                    path=draw(st.one_of(text, text.map(lambda s: "/" + s))), query=draw(text), headers=headers, header_map=hmap,
+                    client_ip=draw(ips), host=draw(text), user_agent=draw(text),
+                    content_length=draw(st.one_of(st.none(), st.integers(min_value=0, max_value=1 << 40))))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(f=any_features())
+def test_evaluation_never_raises(shipped: RuleTable, every: RuleTable, f: Features) -> None:
+    for table in (shipped, every):
+        out = table.evaluate(f)
+        assert out is None or isinstance(out, (Verdict, ScoreRequest))
+
+
+def test_ai_training_crawlers_wait_longer_on_the_no_javascript_path(shipped: RuleTable) -> None:
+    """The no-JavaScript path (a signed wait) is for people; the crawlers rule asks more work than the default, so a
+    crawler that waits instead waits at least twice as long as a person's default challenge."""
+    from gateway.challenge import ChallengeService, Signer
+    from gateway.config import ChallengeConfig
+
+    verdict = shipped.evaluate(req("/blog/post", ua=GPTBOT))
+    assert isinstance(verdict, Verdict) and verdict.action is Action.CHALLENGE
+    cfg = ChallengeConfig()
+    svc = ChallengeService(cfg, Signer([("k", b"k" * 32)]))
+    assert (svc.nojs_wait_s(verdict.difficulty or 0) or 0) >= 2 * (svc.nojs_wait_s(cfg.difficulty) or 0) > 0
+
+
+def test_files_that_are_not_utf8_are_listed_problems(tmp_path: Path) -> None:
+    """A rule file or an address list saved in another encoding is a problem in the list, not a traceback."""
+    (tmp_path / "latin1.yaml").write_bytes("rules:\n  - name: caf\xe9\n    path: /x\n    action: block\n".encode("latin-1"))
+    (tmp_path / "lists").mkdir()
+    (tmp_path / "lists" / "office.txt").write_bytes("# bureau caf\xe9\n192.0.2.0/24\n".encode("latin-1"))
+    (tmp_path / "uses_list.yaml").write_text("rules:\n  - name: office\n    ip: list:office\n    action: allow\n")
+    with pytest.raises(ConfigError) as err:
+        load([str(tmp_path / "latin1.yaml"), str(tmp_path / "uses_list.yaml")], RuleOptions(), ClientState())
+    assert err.value.problems == ["latin1.yaml: not UTF-8 text (byte 20)",
+                                  "uses_list.yaml:office: ip: list 'office': office.txt: not UTF-8 text (byte 12)"]
