@@ -89,9 +89,9 @@ class ModelInput:
         """The client answer's cache key: the client input itself (the client's fingerprint) and its
         window statistics rounded to one decimal, so a client's next request reuses the answer."""
         h = hashlib.blake2b(self.client_text.encode("utf-8", "surrogatepass"), digest_size=16)
-        values = self.client_numeric
-        values = values.tolist() if hasattr(values, "tolist") else list(values)
-        h.update((",".join(["%.1f"] * len(values)) % tuple(values)).encode())  # one format call, the same bytes
+        raw = self.client_numeric
+        values = tuple(raw.tolist() if hasattr(raw, "tolist") else raw)
+        h.update((",".join(["%.1f"] * len(values)) % values).encode())  # one format call, the same bytes
         return h.digest()
 
     def to_json(self) -> dict[str, Any]:
