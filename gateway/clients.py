@@ -197,6 +197,12 @@ def client_key(client_ip: str, header_map: Mapping[str, str], pass_cookie: str =
     return f"{address_key(client_ip)}#{fingerprint(header_map, pass_cookie, pass_value)}"
 
 
+def address_of(key: str) -> str:
+    """The history key of the address a client key (``"<address>#<fingerprint>"``) belongs to: every fingerprint
+    seen at that address together (what a client rotating its fingerprint cannot shed)."""
+    return "@" + key.partition("#")[0]
+
+
 def rate_key(spec: str, client_ip: str, header_value: str, cfg: ClientsConfig) -> str:
     """The bucket key of a request for a rate condition keyed by ``spec`` (ip, prefix, header:NAME)."""
     if spec == "ip":
@@ -902,6 +908,7 @@ class ClientState:
         """A challenge solved by ``client`` (a key): counted in its window, and its unsolved challenges are forgiven."""
         self.windows.passed(client)
         self.history.solved(client)
+        self.history.solved(address_of(client))  # someone at the address solves: it is not ignoring challenges
 
     # -- replay protection (challenge nonces)
 

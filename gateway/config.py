@@ -336,6 +336,11 @@ class PolicyConfig:
                                             "without solving is blocked instead of challenged again (source client); challenges less than a "
                                             "second apart, and those answered to fetch/XHR requests, count once or not at all; 0 disables.",
                                             check=lambda v: None if 0 <= v <= 64 else f"{v} is not 0-64")
+    block_ignored_challenges_per_address: int = setting(20, "An address whose clients, whatever their fingerprint, were challenged this many "
+                                                        "times within ignored_challenges_window_s with nobody there solving one has what "
+                                                        "would be challenged blocked instead (a client rotating its user agent to shed its "
+                                                        "history); a solve at the address clears it; 0 disables.",
+                                                        check=lambda v: None if 0 <= v <= 64 else f"{v} is not 0-64")
     ignored_challenges_window_s: float = setting(60.0, "The window in which block_ignored_challenges unsolved challenges earn a block.", check=positive)
     block_after_attack_s: float = setting(600.0, "A client that showed attack evidence (a payload detector's block or a model block on "
                                           "P(attack) with its payload named) is blocked, not challenged, on any request the policy would "

@@ -54,7 +54,7 @@ from typing import Protocol
 from gateway import metrics
 from gateway.backends import CompiledRoute, compile_routes, match_route
 from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
-from gateway.clients import ClientState
+from gateway.clients import ClientState, address_of
 from gateway.config import Config, ConfigError
 from gateway.features import ClientStats, Features
 from gateway.payload import PayloadInspector, signatures_for
@@ -398,6 +398,7 @@ def client_recorder(state: ClientState) -> ResponseObserver:
         elif action is Action.CHALLENGE:
             if _could_solve(features):
                 history.challenged(key)
+                history.challenged(address_of(key))
         elif verdict.payload or verdict.source is Source.DETECTOR:
             hit = verdict.payload[0] if verdict.payload else None
             history.attacked(key, f"{hit.kind} in {hit.location}, {hit.detector}" if hit is not None else verdict.reason[:120])

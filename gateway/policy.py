@@ -26,7 +26,9 @@ A client earns a block (:meth:`Policy.escalate`, source ``client``): a request t
 challenged is blocked instead when the client (address + fingerprint, ``gateway.clients``)
 was served ``block_ignored_challenges`` challenges within ``ignored_challenges_window_s``
 without solving one, or showed attack evidence (a payload detector's block, a model block
-with its payload named) within ``block_after_attack_s``.
+with its payload named) within ``block_after_attack_s``; or when its address was served
+``block_ignored_challenges_per_address`` challenges in that window, whatever the
+fingerprint, and nobody there solved one (a client rotating its user agent).
 
 Shadow mode (global or per policy) and rollout (enforce for N% of clients by a stable
 hash of the client id) turn an enforced CHALLENGE/BLOCK into ``action=FORWARD,
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from gateway import metrics
 from gateway.carriers import describe as describe_carriers
 from gateway.carriers import payload_carriers
-from gateway.clients import ClientState
+from gateway.clients import ClientState, address_of
 from gateway.config import PolicyConfig, RoutePolicyConfig
 from gateway.features import Features
 from gateway.verdict import Action, PayloadHit, Probabilities, ScoreRequest, Source, Verdict, attack_probability, bot_probability
@@ -273,8 +275,10 @@ class Policy:
 
         Earned: the client (address + fingerprint) was served ``block_ignored_challenges`` challenges within
         ``ignored_challenges_window_s`` without solving one, or showed attack evidence within
-        ``block_after_attack_s``. Only what would be challenged escalates: a client's history never blocks a
-        request the rules and the model let through, and never another client behind the same address.
+        ``block_after_attack_s``; or its address was served ``block_ignored_challenges_per_address`` challenges in the
+        window, whatever the fingerprint, and nobody there solved one (a client rotating its fingerprint). Only what
+        would be challenged escalates: history never blocks a request the rules and the model let through, so a
+        person behind the same address who is not challenged is never touched.
         Enforced only where the verdict's policy enforces (shadow and rollout leave the challenge standing).
         """
         if verdict.action is not Action.CHALLENGE:
@@ -292,6 +296,12 @@ class Policy:
                 why = "ignored_challenges"
                 reason = (f"this client was challenged {unsolved} times in {cfg.ignored_challenges_window_s:g} s "
                           "without solving one")
+        if not why and cfg.block_ignored_challenges_per_address:
+            unsolved = state.history.unsolved(address_of(key), cfg.ignored_challenges_window_s)
+            if unsolved >= cfg.block_ignored_challenges_per_address:
+                why = "ignored_challenges_address"
+                reason = (f"this address was challenged {unsolved} times in {cfg.ignored_challenges_window_s:g} s, whatever the "
+                          "browser, without anyone solving one")
         if not why:
             return verdict
         t = self.thresholds(verdict.policy)
@@ -314,6 +324,9 @@ class Policy:
         if cfg.block_ignored_challenges:
             rows.append((f"a client challenged {cfg.block_ignored_challenges} times in {cfg.ignored_challenges_window_s:g} s without solving",
                          "block instead of another challenge"))
+        if cfg.block_ignored_challenges_per_address:
+            rows.append((f"an address challenged {cfg.block_ignored_challenges_per_address} times in {cfg.ignored_challenges_window_s:g} s, "
+                         "any browser, nobody solving", "block instead of another challenge"))
         if cfg.block_after_attack_s:
             rows.append((f"a client with attack evidence in the last {cfg.block_after_attack_s:g} s",
                          "block what would be challenged"))

@@ -503,6 +503,30 @@ async def test_a_client_that_ignores_five_challenges_in_a_minute_is_blocked(tmp_
     assert p.state.history.unsolved(p.state.key(bot), 60) == 0
 
 
+async def test_a_client_rotating_its_browser_is_caught_at_its_address(tmp_path: Path) -> None:
+    rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
+    p = build(cfg_of(rules=rules, challenge={"keys": [KEY]}), PayloadScorer)
+    assert p.state is not None
+    clock = p.state.history.clock = Ticking()
+    seen = []
+    for i in range(21):  # a new fingerprint each time: no one client ever ignores five challenges
+        seen.append(await decided(p, browser_number(i)))
+        clock.t += 2.0
+    assert [v.action for v in seen] == [Action.CHALLENGE] * 20 + [Action.BLOCK]
+    assert seen[-1].source is Source.CLIENT and "this address was challenged 20 times in 60 s" in seen[-1].reason
+    # somebody at the address solves a challenge: the address is not ignoring them, so nobody there is blocked for it
+    p.state.passed(p.state.key(browser_number(3)))
+    assert (await decided(p, browser_number(30))).action is Action.CHALLENGE
+    off = build(cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"block_ignored_challenges_per_address": 0}), PayloadScorer)
+    assert off.state is not None
+    off.state.history.clock = clock
+    rotated = []
+    for i in range(40, 61):
+        rotated.append((await decided(off, browser_number(i))).action)
+        clock.t += 2.0
+    assert rotated == [Action.CHALLENGE] * 21
+
+
 async def test_earned_blocks_respect_shadow_mode_and_can_be_turned_off(tmp_path: Path) -> None:
     rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
     off = cfg_of(rules=rules, challenge={"keys": [KEY]}, policy={"block_ignored_challenges": 0, "block_after_attack_s": 0})

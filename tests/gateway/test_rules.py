@@ -110,6 +110,8 @@ SHIPPED_CASES = [
     ("bingbot with google's address", req("/p/1", ua=BINGBOT, ip="66.249.66.1"), "block-crawler-spoofers", "block"),
     ("gptbot", req("/blog/post", ua=GPTBOT), "ai-training-crawlers", "challenge"),
     ("ccbot", req("/", ua="CCBot/2.0 (https://commoncrawl.org/faq/)"), "ai-training-crawlers", "challenge"),
+    ("perplexitybot", req("/", ua="Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)"),
+     "ai-training-crawlers", "challenge"),
     ("claudebot", req("/", ua="Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"), "ai-training-crawlers", "challenge"),
     ("feed reader", req("/blog/feed", ua="FreshRSS/1.23 (Linux; https://freshrss.org)"), "allow-feed-readers", "forward"),
     ("atom feed", req("/news/atom.xml", ua="CommaFeed/4.0"), "allow-feed-readers", "forward"),
