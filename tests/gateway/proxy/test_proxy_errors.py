@@ -129,15 +129,14 @@ def test_a_slow_head_pipelined_behind_a_request_gets_the_head_timeout(origin_a: 
     """The next head arriving (part of it in the same packet as the request before) is held to header_read_s with
     a 408, not to the far longer keep-alive limit: a slow-header client cannot hide behind one good request."""
     cfg = make_config([origin_a.url], tmp_path, timeouts={"header_read_s": 0.5, "keepalive_s": 30.0})
-    with gateway(cfg) as g, RawClient(g.port) as c:
-        started = time.monotonic()
+    # the socket gives up after 10 s, a third of keepalive_s: an answer at all means header_read_s held the head
+    with gateway(cfg) as g, RawClient(g.port, 10.0) as c:
         c.send(get("/bytes/1") + b"GET /echo HTTP/1.1\r\nHost: x\r\n")
         assert c.response().status == 200
         c.send(b"X-Slow: 1\r\n")
         resp = c.response()
         assert resp.status == 408 and resp.header("x-request-id")
         assert c.closed(5)
-        assert time.monotonic() - started < 10
 
 
 def test_idle_keep_alive_connection_is_closed_silently(impatient: GatewayThread) -> None:
@@ -169,10 +168,8 @@ def test_a_stalled_body_pipelined_behind_a_request_in_flight_does_not_cut_its_an
 
 
 def test_upstream_timeout_is_504(impatient: GatewayThread) -> None:
-    started = time.monotonic()
-    resp = request(impatient.port, get("/hang"))
+    resp = request(impatient.port, get("/hang"), timeout=10.0)  # /hang never answers: a 504 at all is the gateway's timeout
     assert_gateway_error(impatient, resp, 504)
-    assert time.monotonic() - started < 10
 
 
 def test_slow_but_steady_upload_is_not_cut(impatient: GatewayThread) -> None:
