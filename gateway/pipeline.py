@@ -198,10 +198,6 @@ class Pipeline:
                 return stage
         raise KeyError(name)
 
-    def detected(self, features: Features, outcome: ScoreRequest | None, hits: tuple[PayloadHit, ...]) -> Verdict:
-        """A block for the payload detectors' hits, under the request's policy mode (shadow, rollout)."""
-        return _detected(self.policy, self.route_policies, self.block_status, features, outcome, hits)
-
     def policy_for(self, features: Features) -> str | None:
         """The named policy of the route a request falls under: the route that also picks its backend."""
         return _route_policy(self.route_policies, features)
