@@ -70,10 +70,10 @@ class _Entry:
 RENAMED = {"block-wordpress-probes": "wordpress-paths", "block-phpmyadmin-probes": "database-panel-paths"}
 
 
-def renamed(names: Sequence[str]) -> list[str]:
-    """``names`` with every old name of a shipped rule replaced by its current one (logged once per load)."""
+def renamed(names: Sequence[str], *, warn: bool = True) -> list[str]:
+    """``names`` with every old name of a shipped rule replaced by its current one (logged when ``warn``)."""
     old = [n for n in names if n in RENAMED]
-    if old:
+    if old and warn:
         log.warning("rules: %s renamed; configure %s", ", ".join(f"{n} is now {RENAMED[n]}" for n in old),
                     ", ".join(RENAMED[n] for n in old))
     return [RENAMED.get(n, n) for n in names]
@@ -86,9 +86,10 @@ def from_config(cfg: Config, state: ClientState, *, fallback: bool = False) -> R
     (:data:`RENAMED`).
     """
     files, other = (cfg.rules.fallback_files, cfg.rules.files) if fallback else (cfg.rules.files, cfg.rules.fallback_files)
-    actions = dict(zip(renamed(list(cfg.rules.actions)), cfg.rules.actions.values(), strict=True))
+    # both rule sets are compiled from one config: the old names are reported once, with the first
+    actions = dict(zip(renamed(list(cfg.rules.actions), warn=not fallback), cfg.rules.actions.values(), strict=True))
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
-                       disabled=renamed(cfg.rules.disabled), actions=actions, difficulty=cfg.challenge.difficulty,
+                       disabled=renamed(cfg.rules.disabled, warn=not fallback), actions=actions, difficulty=cfg.challenge.difficulty,
                        block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other))
     return load(files, opts, state)
 
