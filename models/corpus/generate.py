@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from models.corpus import clients, fronts, payloads, sites
+from models.corpus import apps, clients, fronts, payloads, sites
 from models.corpus.clients import Look
 from models.corpus.sites import Request, Site
 
@@ -97,6 +97,7 @@ class Mix:
     attack: float = 0.4
     with_history: float = 0.75
     direct: float = 0.35          # share of rows that reach the gateway without a front
+    app: float = 0.5              # share of search, form, API and write requests that are a real application's
 
 
 _GROUP_WEIGHTS = {
@@ -107,6 +108,7 @@ _GROUP_WEIGHTS = {
     # credential stuffing: bad bots behind real browser header sets, signing in all day
     "stuffing": {"page": 0.1, "asset": 0.05, "search": 0.05, "form": 0.05, "api": 0.1, "write": 0.05, "login": 0.6},
 }
+APP_GROUPS = ("search", "form", "api", "write")
 _LOCALES = ("en-US", "en-GB", "de-DE", "fr-FR", "es-ES", "it-IT", "pt-BR", "ja-JP", "zh-CN", "ko-KR", "ru-RU",
             "nl-NL", "pl-PL", "tr-TR", "sv-SE", "ar-SA", "hi-IN", "id-ID", "vi-VN", "uk-UA", "he-IL", "cs-CZ")
 
@@ -185,6 +187,8 @@ def browser_headers(rng: random.Random, look: Look, req: Request, site: Site, wi
         _set(headers, "accept", _ACCEPT[ctx][fam], order)
     elif ctx in ("script", "font"):
         _set(headers, "accept", "*/*", order)
+    elif ctx == "beacon":   # navigator.sendBeacon and fetch(keepalive) from telemetry SDKs
+        _set(headers, "accept", "*/*", order)
     elif ctx in ("xhr", "xhr-write"):
         _set(headers, "accept", rng.choice(("*/*", "application/json", "application/json, text/plain, */*",
                                             "application/json, text/javascript, */*; q=0.01")), order)
@@ -195,6 +199,7 @@ def browser_headers(rng: random.Random, look: Look, req: Request, site: Site, wi
         site_v = "none" if typed else ("same-origin" if rng.random() < 0.8 or not nav else "cross-site")
         dest = {"nav": "document", "nav-post": "document", "xhr": "empty", "xhr-write": "empty"}.get(ctx, ctx)
         mode = "navigate" if nav else ("cors" if ctx in ("xhr", "xhr-write", "font") else "no-cors")
+        dest = "empty" if ctx == "beacon" else dest
         _set(headers, "sec-fetch-site", site_v, order)
         _set(headers, "sec-fetch-mode", mode, order)
         if nav and fam != "safari":   # WebKit sends no Sec-Fetch-User
@@ -211,7 +216,7 @@ def browser_headers(rng: random.Random, look: Look, req: Request, site: Site, wi
         _set(headers, "accept-language", _accept_language(rng, engine), order)
     if not typed:
         _set(headers, "referer", f"https://{site.host}{rng.choice(('/', '/' + rng.choice(site.words)))}", order)
-    if ctx in ("nav-post", "xhr-write") and req.method != "GET":
+    if ctx in ("nav-post", "xhr-write", "beacon") and req.method != "GET":
         _set(headers, "origin", f"https://{site.host}", order)
     if content_type is not None:
         _set(headers, "content-type", content_type, order)
@@ -331,6 +336,8 @@ def _body(rng: random.Random, req: Request, upload_text: str | None) -> tuple[st
         return enc, "application/x-www-form-urlencoded"
     if req.body_kind == "multipart":
         return _multipart(rng, req, upload_text if upload_text is not None else "")
+    if req.body_kind == "raw":
+        return str(req.body.get("text", "")), str(req.body.get("content_type", "text/plain;charset=UTF-8"))
     if req.body_kind == "xml":
         return str(req.body.get("xml", "")), rng.choice(("application/xml", "text/xml", "application/xml; charset=UTF-8"))
     ctype = rng.choice(("application/json", "application/json", "application/json; charset=utf-8", "text/plain;charset=UTF-8"))
@@ -358,6 +365,8 @@ def _place(rng: random.Random, req: Request, value: str, where: str, name: str) 
         req.query.append((name, enc))
     elif where in ("form", "json"):
         req.body[name] = value
+    elif where == "raw":
+        apps.place_raw(req.body, name, value)
     elif where == "graphql":
         variables = req.body.setdefault("variables", {})
         if isinstance(variables, dict):
@@ -428,7 +437,7 @@ def place_attack(rng: random.Random, req: Request, site: Site, p: payloads.Paylo
         placed.upload = p.text
         return req, placed
     where, name = rng.choice(req.slots)
-    if fam in ("traversal", "lfi", "redirect", "ssrf") and where in ("form", "json", "graphql") and rng.random() < 0.5:
+    if fam in ("traversal", "lfi", "redirect", "ssrf") and where in ("form", "json", "graphql", "raw") and rng.random() < 0.5:
         where, name = "query", rng.choice(("file", "page", "path", "template", "url", "next", "dest", "doc",
                                            site.params["redirect"]))
     _place(rng, req, p.text, where, name)
@@ -448,7 +457,7 @@ def place_benign(rng: random.Random, req: Request, site: Site, half: str | None)
     if rng.random() < 0.25 and req.group in ("page", "asset"):
         return req, placed, "site"
     where, name = rng.choice(req.slots)
-    typed = req.group in ("search", "form", "api", "write", "login") and where != "path"
+    typed = req.group in ("search", "form", "api", "write", "login", "post", "telemetry") and where != "path"
     b = payloads.benign(rng, site.words, half, where, rich=typed)
     _place(rng, req, b.text, where, name)
     return req, placed, b.source
@@ -575,6 +584,12 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
     groups = _GROUP_WEIGHTS[kind_key]
     group = r_site.choices(list(groups), weights=list(groups.values()))[0]
     req = sites.MAKERS[group](r_site, site)
+    app_source = None
+    if group in APP_GROUPS:   # an application's own request in place of the site's: its own stream
+        r_app = random.Random(f"{base}/app")
+        drawn = apps.request(r_app, site, site_source.key) if r_app.random() < mix.app else None
+        if drawn is not None:
+            req, app_source = drawn
     payload: payloads.Payload | None = None
     payload_source = "site"
     if attack:
@@ -585,6 +600,8 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
         req = Request(r_payload.choice(("GET", "GET", "HEAD")), r_payload.choice(payloads.WELL_KNOWN), [], "probe",
                       "nav" if original_kind == "browser" else "xhr")
         placed, payload_source = Placed(), "well-known"
+    elif app_source is not None and r_payload.random() < 0.7:   # as the application sent it
+        placed, payload_source = Placed(), f"app:{app_source}"
     else:
         req, placed, payload_source = place_benign(r_payload, req, site, half.key)
     body, ctype = _body(r_payload, req, placed.upload)
