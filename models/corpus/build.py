@@ -15,6 +15,8 @@ Browser data (facts recorded as data, no code taken):
 Payloads come from PayloadsAllTheThings, fuzzdb and the payloadbox lists (mirrors fetched by the search tool;
 paths given with ``--mirrors``). The OWASP Core Rule Set and its regression tests are never read.
 
+The request shapes of real applications (``data/apps-*.json``) are made by ``models.corpus.build_apps``.
+
     python -m models.corpus.build --mirrors /work/.mirror --npm-user-agents /tmp/npmua/package
 """
 
