@@ -11,6 +11,7 @@ Record fields (one JSON object a line): ``method``, ``path`` (target with query)
 ``client_label``, ``label`` (the single class: attack when the payload is one, else the client label),
 ``source`` (the data source of the client's look), ``payload_source`` (the corpus or benign text source),
 ``site`` and ``site_type``, ``front``, ``browser_family`` (or the tool's name), ``client_kind``, ``group``,
+``app`` (the real-application source whose request shape the row uses, ``models.corpus.apps``, or null),
 ``verified`` (good bots: true for a crawler naming an operator the shipped rules verify by address, which it then
 comes from; false for the rest).
 
@@ -660,6 +661,7 @@ def row(seed: int, index: int, half: Half, mix: Mix, sites_per_type: int, *, cli
         "browser_family": look.family,
         "client_kind": look.client_kind,
         "group": req.group,
+        "app": app_source,
         "half": half.name,
     })
     if client_label == "good_bot":

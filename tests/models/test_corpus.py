@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.features.request import from_record
-from models.corpus import clients, fronts, generate, payloads, sites
+from models.corpus import apps, clients, fronts, generate, payloads, sites
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "models" / "corpus" / "data"
@@ -175,6 +175,19 @@ def test_the_halves_share_no_source(both: dict[str, list[dict[str, Any]]]) -> No
     assert not ha.sources() & hb.sources()
     assert not set(ha.site_types) & set(hb.site_types)
     assert len(ha.site_types) + len(hb.site_types) >= 8
+
+
+def test_real_application_shapes_in_each_half_carry_both_answers(both: dict[str, list[dict[str, Any]]]) -> None:
+    """Requests as real applications send them are a share of each half, from that half's sources only, and
+    carry attacks about as often as the rest: a shape is never evidence either way."""
+    for half, rows in both.items():
+        used = [r for r in rows if r["app"] is not None]
+        assert {r["app"] for r in used} <= set(apps.half_sources(half)) and len(used) > len(rows) // 20
+        share = lambda rs: sum(r["payload_label"] == "attack" for r in rs) / len(rs)  # noqa: E731
+        same_groups = [r for r in rows if r["app"] is None and r["group"] in generate.APP_GROUPS]
+        assert abs(share(used) - share(same_groups)) < 0.12, (share(used), share(same_groups))
+        as_sent = [r for r in used if r["payload_source"] == f"app:{r['app']}"]
+        assert as_sent and all(r["payload_label"] == "benign" for r in as_sent)
 
 
 def test_every_front_and_its_rewriting(both: dict[str, list[dict[str, Any]]]) -> None:
