@@ -212,6 +212,6 @@ def test_a_manifest_that_names_an_output_its_graph_lacks_is_refused(tmp_path: Pa
     raw["client_files"] = {"fp32": raw["client_files"]["fp32"]}
     (copy / mf.MANIFEST_FILE).write_text(json.dumps({**raw, "version": "2.0.1",
                                                      "familiarity": {"output": FAMILIARITY_OUTPUT, "threshold": 5.0}}))
-    with pytest.raises(mf.ManifestError, match="familiarity.output: the payload graph has no output 'payload_distance'"):
+    with pytest.raises(mf.ManifestError, match=r"familiarity\.output: the payload graph has no output 'payload_distance'"):
         OnnxScorer(OnnxOptions(repository=tmp_path, name="clef-flash", version="2.0.1", providers=("cpu",), variant="fp32",
                                warmup_runs=1))
