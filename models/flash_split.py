@@ -9,6 +9,11 @@ Inputs (feature version 2, ``gateway.features.split``):
   and order, client-describing values, front facts, history) -> ``client``
   {human, good_bot, bad_bot}.
 
+A version trained with familiarity statistics (``FamiliarityFit``, fit by ``models.train_split``)
+adds ``payload_distance`` [B] to the payload graph: the Mahalanobis distance of the payload
+head's input to the nearest training class mean (tied, shrunk covariance); the manifest's
+``familiarity`` holds its threshold, and the policy abstains from a model-only block beyond it.
+
 The two halves share no weight and no tensor, and their batch axes are separate: the
 runtime runs the payload half alone (the client's rows zero) when the client's answer is
 cached, and asks only for the outputs it needs, so onnxruntime runs only that half.

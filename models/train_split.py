@@ -16,8 +16,12 @@
    (EMA); the epoch with the lowest validation loss is kept.
 4. **Calibrate**: one temperature per question on the calibration rows; accuracy, ECE
    (15 bins) and Brier on the calibration and held-out rows.
-5. **Export** fp32 / int8 / fp16 ONNX (one graph, two inputs, separate batch axes) with a
-   parity check, and write ``models/repository/<name>/<version>/`` with the manifest.
+5. **Familiarity** (the ``familiarity:`` section, on by default): class means (benign, each
+   attack kind) and a tied, Ledoit-Wolf-shrunk covariance of the payload head's input over the
+   training rows; the threshold is a high quantile (0.995) of the calibration rows' distances.
+6. **Export** fp32 / int8 / fp16 ONNX (one graph, two inputs, separate batch axes; the payload
+   graph also answers ``payload_distance``, kept fp32 in every file) with a parity check, and
+   write ``models/repository/<name>/<version>/`` with the manifest (its ``familiarity``).
 """
 
 from __future__ import annotations
