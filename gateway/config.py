@@ -302,6 +302,8 @@ class RoutePolicyConfig:
     block_attack: float | None = setting(None, "Block when P(attack) >= this and the request carries a payload; challenge when it carries none.", check=fraction)
     block_risk: float | None = setting(None, "Opt-in: block when P(bad_bot) + P(attack) >= this, on look alone (see policy.block_risk for the risk).", check=fraction)
     block_attack_corroborated: float | None = setting(None, "Block when P(attack) >= this and a fallback rule would block the request.", check=fraction)
+    abstain_unfamiliar: bool | None = setting(None, "Challenge instead of a model-only block when the request is unfamiliar to the model "
+                                              "(see policy.abstain_unfamiliar).")
     challenge_risk: float | None = setting(None, "Challenge when P(bad_bot) + P(attack) >= this.", check=fraction)
     difficulty_min: int | None = setting(None, "Proof-of-work difficulty (bits) at challenge_risk.", check=lambda v: _bits(v))
     difficulty_max: int | None = setting(None, "Proof-of-work difficulty (bits) at risk 1.0.", check=lambda v: _bits(v))
@@ -324,6 +326,11 @@ class PolicyConfig:
     block_attack_corroborated: float | None = setting(0.4, "Block when P(attack) >= this and a fallback rule (rules.fallback_files: the injection "
                                                       "signatures in the shipped config) would block the request: two witnesses agreeing. "
                                                       "The rules are read only for requests in that band; null turns it off.", check=fraction)
+    abstain_unfamiliar: bool = setting(True, "The model abstains where it cannot know: a block on P(attack) alone (no payload detector, rule "
+                                       "or fallback rule witnessing the attack) is a challenge instead when the request's payload is "
+                                       "unfamiliar to the model, i.e. its distance to everything the model was trained on exceeds the "
+                                       "threshold in the model's manifest (familiarity). Counted in clefgate_model_abstained_total; a "
+                                       "model without the statistics never abstains; false blocks on P(attack) alone as before.")
     challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.0.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))

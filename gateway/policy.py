@@ -12,6 +12,12 @@ For a scored request it answers with a ``Verdict``:
 * ``block`` also when P(attack) >= ``block_attack_corroborated`` and a fallback rule (the
   injection signatures) would block the request: :meth:`Policy.corroborate`, which the
   pipeline calls on a model verdict short of a block;
+* ``challenge`` instead of that model-only block when the request is unfamiliar to the model
+  (``abstain_unfamiliar``, on by default): the model reports how far the request's payload lies
+  from everything it was trained on (``gateway.verdict.distance_ratio``, from a manifest with
+  familiarity statistics), and beyond its threshold the model abstains; counted in
+  ``clefgate_model_abstained_total``. Detector and rule blocks decide before the model and are
+  never affected; a fallback rule that agrees still blocks (``corroborate``);
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
@@ -49,7 +55,17 @@ from gateway.carriers import payload_carriers
 from gateway.clients import ClientState, address_of
 from gateway.config import PolicyConfig, RoutePolicyConfig
 from gateway.features import Features
-from gateway.verdict import Action, PayloadHit, Probabilities, ScoreRequest, Source, Verdict, attack_probability, bot_probability
+from gateway.verdict import (
+    Action,
+    PayloadHit,
+    Probabilities,
+    ScoreRequest,
+    Source,
+    Verdict,
+    attack_probability,
+    bot_probability,
+    distance_ratio,
+)
 
 DECISIONS = metrics.counter("clefgate_policy_decisions_total",
                             "Model and fallback decisions by policy, action decided, and whether it was enforced (enforce, shadow, rollout).",
@@ -66,10 +82,16 @@ EARNED = metrics.counter("clefgate_client_blocks_total",
 NO_PAYLOAD = metrics.counter("clefgate_policy_no_payload_challenges_total",
                              "Requests with P(attack) >= block_attack that carried no payload, challenged instead of blocked, by policy.",
                              ("policy",))
+ABSTAINED = metrics.counter("clefgate_model_abstained_total",
+                            "Requests the model would have blocked on P(attack) alone whose payload is unfamiliar to it (farther from its "
+                            "training rows than its manifest's familiarity threshold), challenged instead (policy.abstain_unfamiliar), by "
+                            "policy; a fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy",))
 ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
                         merge="min")
 
 DEFAULT = "default"
+# the words a verdict's reason carries when the model abstained (operators search the decision log for them)
+UNFAMILIAR = "unfamiliar to the model"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
 
 
@@ -86,6 +108,7 @@ class Thresholds:
     difficulty_max: int
     shadow: bool
     rollout_percent: float
+    abstain_unfamiliar: bool = True
 
     def difficulty(self, risk: float) -> int:
         """Proof-of-work bits for a challenge at ``risk`` (linear between the threshold and 1)."""
@@ -106,6 +129,7 @@ def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) ->
         difficulty_max=base.difficulty_max if o.difficulty_max is None else o.difficulty_max,
         shadow=base.shadow if o.shadow is None else o.shadow,
         rollout_percent=base.rollout_percent if o.rollout_percent is None else o.rollout_percent,
+        abstain_unfamiliar=base.abstain_unfamiliar if o.abstain_unfamiliar is None else o.abstain_unfamiliar,
     )
 
 
@@ -205,7 +229,17 @@ class Policy:
             kind = _top(probabilities.get("attack_kind"))
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
-            if carriers:
+            distance = distance_ratio(probabilities) if carriers and t.abstain_unfamiliar else None
+            if distance is not None and distance > 1.0:
+                # the model abstains: nothing but the model witnessed an attack (detectors and rules decided before it; a
+                # fallback rule that agrees still blocks, Policy.corroborate), and the payload is unlike what it learned from
+                action = Action.CHALLENGE
+                difficulty = t.difficulty(max(risk, attack))
+                reason = (f"P(attack)={shown} >= {t.block_attack:g}{named}; payload in {describe_carriers(carriers)}, but the request is "
+                          f"{UNFAMILIAR} (its payload lies {distance:.2f}x the familiarity threshold from what the model was trained "
+                          "on) and no detector or rule witnessed an attack: challenged")
+                ABSTAINED.inc(t.name)
+            elif carriers:
                 action = Action.BLOCK
                 reason = f"P(attack)={shown} >= {t.block_attack:g}{named}; payload in {describe_carriers(carriers)}"
                 payload = tuple(PayloadHit("model", kind[0] if kind else "attack", location, fragment) for location, fragment in carriers[:3])
@@ -258,6 +292,8 @@ class Policy:
             return verdict
         rule = outcome.rule or "?"
         reason = f"P(attack)={attack:.2f} >= {floor:g} and fallback rule {rule} matched"
+        if UNFAMILIAR in verdict.reason:
+            reason += f" (the model alone abstained: the request is {UNFAMILIAR})"
         kind = _top(verdict.probabilities.get("attack_kind"))
         carriers = payload_carriers(features)[:1] or (("request", features.target[:80]),)
         payload = outcome.payload or tuple(PayloadHit(f"model+rule:{rule}", kind[0] if kind else "attack", location, fragment)
@@ -332,6 +368,8 @@ class Policy:
                          "block what would be challenged"))
         if t.block_risk is not None:
             rows.append((f"P(bad_bot) + P(attack) >= {t.block_risk:g} (opt-in block_risk)", "block on look alone"))
+        if t.abstain_unfamiliar:
+            rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but the request is {UNFAMILIAR}", "challenge (the model abstains)"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),

@@ -59,6 +59,25 @@ def bot_probability(probabilities: Probabilities | None) -> float:
     return float(probabilities.get("class", {}).get("bad_bot", 0.0))
 
 
+# A model whose manifest carries familiarity statistics answers beside its questions how familiar the request's payload
+# is: {"familiar": 1 - u, "unfamiliar": u} with u = d / (d + threshold), d the Mahalanobis distance of the payload head's
+# input to the training rows' (gateway.decider.onnx). u > 0.5 when d exceeds the threshold; d / threshold = u / (1 - u).
+# It is a key of the probabilities (its two values sum to 1), so caches, logs and the policy carry it unchanged.
+FAMILIARITY = "familiarity"
+
+
+def distance_ratio(probabilities: Probabilities | None) -> float | None:
+    """The payload's distance to what the model was trained on, in multiples of its familiarity threshold (above 1:
+    unfamiliar to the model); None when the model reports no familiarity (a manifest without the statistics)."""
+    if not probabilities:
+        return None
+    familiarity = probabilities.get(FAMILIARITY)
+    if familiarity is None:
+        return None
+    u = float(familiarity.get("unfamiliar", 0.0))
+    return float("inf") if u >= 1.0 else max(0.0, u) / (1.0 - max(0.0, u))
+
+
 CLASS_OPTIONS = ("human", "good_bot", "bad_bot", "attack")
 
 

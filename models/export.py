@@ -60,8 +60,8 @@ def export_fp32(net: Net, path: Path, opset: int = OPSET) -> None:
                           dynamic_axes=dynamic, opset_version=opset, dynamo=False, do_constant_folding=True)
 
 
-def quantize_int8(src: Path, dst: Path) -> None:
-    """Per-channel dynamic int8 quantization of MatMul/Gemm weights (for CPU)."""
+def quantize_int8(src: Path, dst: Path, exclude: Sequence[str] = ()) -> None:
+    """Per-channel dynamic int8 quantization of MatMul/Gemm weights (for CPU); the nodes named in ``exclude`` stay fp32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -69,16 +69,16 @@ def quantize_int8(src: Path, dst: Path) -> None:
         pre = Path(tmp) / "pre.onnx"
         quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
         quantize_dynamic(str(pre), str(dst), per_channel=True, weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul", "Gemm"])
+                         op_types_to_quantize=["MatMul", "Gemm"], nodes_to_exclude=list(exclude))
 
 
-def convert_fp16(src: Path, dst: Path) -> None:
-    """Half-precision weights and ops (for CUDA); fp32 inputs and outputs."""
+def convert_fp16(src: Path, dst: Path, exclude: Sequence[str] = ()) -> None:
+    """Half-precision weights and ops (for CUDA); fp32 inputs and outputs, and the nodes named in ``exclude``."""
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
 
     model = onnx.load(str(src))
-    half = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=False)
+    half = convert_float_to_float16(model, keep_io_types=True, disable_shape_infer=False, node_block_list=list(exclude) or None)
     onnx.save(half, str(dst))
 
 

@@ -105,11 +105,18 @@ class RoutingHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(options))
         self.scale = cfg.width ** -0.5
 
-    def forward(self, h: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def pool(self, h: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """The vector the head's MLP reads: the attention-pooled positions and the numeric position, each normalised."""
         scores = self.score(h).squeeze(-1) * self.scale + bias  # [B, P]
         pooled = (torch.softmax(scores, dim=-1).unsqueeze(-1) * h).sum(1)
-        z = self.mlp(torch.cat([self.norm(pooled), self.norm(h[:, 0])], dim=-1))
-        return z @ self.options + self.bias
+        return torch.cat([self.norm(pooled), self.norm(h[:, 0])], dim=-1)
+
+    def classify(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Logits from the pooled vector (``pool``'s output)."""
+        return self.mlp(pooled) @ self.options + self.bias
+
+    def forward(self, h: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return self.classify(self.pool(h, bias))
 
 
 class FlashNet(nn.Module):

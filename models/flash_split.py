@@ -9,6 +9,11 @@ Inputs (feature version 2, ``gateway.features.split``):
   and order, client-describing values, front facts, history) -> ``client``
   {human, good_bot, bad_bot}.
 
+A version trained with familiarity statistics (``FamiliarityFit``, fit by ``models.train_split``)
+adds ``payload_distance`` [B] to the payload graph: the Mahalanobis distance of the payload
+head's input to the nearest training class mean (tied, shrunk covariance); the manifest's
+``familiarity`` holds its threshold, and the policy abstains from a model-only block beyond it.
+
 The two halves share no weight and no tensor, and their batch axes are separate: the
 runtime runs the payload half alone (the client's rows zero) when the client's answer is
 cached, and asks only for the outputs it needs, so onnxruntime runs only that half.
@@ -22,8 +27,10 @@ option embeddings).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -46,6 +53,9 @@ DESCRIPTIONS = {
               "their order, the client-describing values, the front facts and the client's history, never the payload.",
 }
 _H1, _H2 = 1_000_003, 7_919
+# the payload graph's extra output: the Mahalanobis distance of its head's input to the training rows' (manifest "familiarity")
+FAMILIARITY_OUTPUT = "payload_distance"
+FAMILIARITY_NODES = "/familiarity/"
 
 
 @dataclass(frozen=True)
@@ -103,6 +113,11 @@ class Half(nn.Module):
         return torch.where(ids == feat.PAD_ID, torch.zeros_like(h), h)
 
     def forward(self, ids: torch.Tensor, numeric: torch.Tensor) -> list[torch.Tensor]:
+        return self.outputs(ids, numeric)[0]
+
+    def outputs(self, ids: torch.Tensor, numeric: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+        """Logits per question, and the vector the first question's head reads (``RoutingHead.pool``: what the
+        familiarity statistics describe)."""
         cfg = self.cfg
         b, length = ids.shape
         p = length // cfg.patch
@@ -115,7 +130,10 @@ class Half(nn.Module):
         for layer in self.layers:
             x = layer(x, bias[:, None, None, :])
         h = self.norm(x)
-        return [head(h, bias) for head in self.heads]
+        first: RoutingHead = self.heads[0]  # type: ignore[assignment]
+        rest = list(self.heads)[1:]
+        pooled = first.pool(h, bias)
+        return [first.classify(pooled), *(head(h, bias) for head in rest)], pooled
 
 
 class SplitNet(nn.Module):
@@ -132,6 +150,109 @@ class SplitNet(nn.Module):
         payload, kind = self.payload(ids, numeric)
         (client,) = self.client(client_ids, client_numeric)
         return payload, kind, client
+
+
+# ---------------------------------------------------------------------------------------------------- familiarity
+
+@dataclass(frozen=True)
+class FamiliarityFit:
+    """Class-conditional Gaussians with one shared (tied) covariance over the payload head's input vectors.
+
+    ``distance(x)`` is the Mahalanobis distance of ``x`` to the nearest class mean: ``min_c sqrt((x - mu_c)' S^-1
+    (x - mu_c))``, computed as ``|(x - center) W - m_c|`` with ``W = V L^-1/2`` (``S = V L V'``, the shrunk covariance)
+    and ``m_c = (mu_c - center) W``. Subtracting ``center`` (the mean of every row) first keeps the whitened values
+    small, so the difference to a class mean does not cancel two large numbers.
+    """
+
+    center: np.ndarray  # [D]
+    whiten: np.ndarray  # [D, D]
+    means: np.ndarray  # [K, D], centred and whitened
+    classes: tuple[str, ...]
+    shrinkage: float
+    rows: int
+
+    def distance(self, reps: np.ndarray) -> np.ndarray:
+        y = (np.asarray(reps, dtype=np.float64) - self.center) @ self.whiten
+        d2 = ((y[:, None, :] - self.means[None]) ** 2).sum(-1).min(1)
+        return np.sqrt(np.maximum(d2, 0.0))
+
+
+def ledoit_wolf(x: np.ndarray) -> float:
+    """The Ledoit-Wolf shrinkage intensity (towards a scaled identity) for centred rows ``x`` [n, D]."""
+    n, d = x.shape
+    s = x.T @ x / n
+    mu = np.trace(s) / d
+    delta = float(((s - mu * np.eye(d)) ** 2).sum())
+    if delta <= 0:
+        return 1.0
+    beta = float(((x * x).sum(1) ** 2).sum() / n ** 2 - (s * s).sum() / n)
+    return float(min(1.0, max(0.0, beta / delta)))
+
+
+def fit_familiarity(reps: np.ndarray, labels: Sequence[str], shrinkage: float | None = None,
+                    floor: float = 1e-3) -> FamiliarityFit:
+    """Fit the class means and the tied, shrunk covariance of ``reps`` [n, D] labelled ``labels`` (one class per
+    distinct label; the caller merges classes too small to have a mean of their own).
+
+    ``shrinkage``: the weight of the scaled identity in the covariance, ``(1 - a) S + a tr(S)/D I``; None picks it
+    by Ledoit-Wolf on the within-class residuals; never below ``floor``, so the inverse exists however few rows.
+    """
+    x = np.asarray(reps, dtype=np.float64)
+    if x.ndim != 2 or len(x) != len(labels) or len(x) < 2:
+        raise ValueError(f"expected [n, D] representations with one label each, got {x.shape} and {len(labels)} labels")
+    classes = tuple(sorted(set(labels)))
+    index = {c: i for i, c in enumerate(classes)}
+    y = np.array([index[lab] for lab in labels])
+    mus = np.stack([x[y == k].mean(0) for k in range(len(classes))])
+    resid = x - mus[y]
+    alpha = ledoit_wolf(resid) if shrinkage is None else float(shrinkage)
+    alpha = min(1.0, max(floor, alpha))
+    s = resid.T @ resid / len(x)
+    d = s.shape[0]
+    cov = (1 - alpha) * s + alpha * (np.trace(s) / d) * np.eye(d)
+    values, vectors = np.linalg.eigh(cov)
+    whiten = vectors / np.sqrt(np.maximum(values, 1e-12 * max(float(values.max()), 1e-30)))
+    center = x.mean(0)
+    return FamiliarityFit(center=center, whiten=whiten, means=(mus - center) @ whiten, classes=classes,
+                          shrinkage=round(alpha, 6), rows=len(x))
+
+
+class Familiarity(nn.Module):
+    """``FamiliarityFit.distance`` as a graph: [B, D] -> [B], its statistics constant tensors (float32)."""
+
+    center: torch.Tensor
+    whiten: torch.Tensor
+    means: torch.Tensor
+
+    def __init__(self, fit: FamiliarityFit) -> None:
+        super().__init__()
+        self.register_buffer("center", torch.tensor(fit.center, dtype=torch.float32))
+        self.register_buffer("whiten", torch.tensor(fit.whiten, dtype=torch.float32))
+        self.register_buffer("means", torch.tensor(fit.means, dtype=torch.float32))
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        y = (pooled - self.center) @ self.whiten
+        diff = y.unsqueeze(1) - self.means  # [B, K, D]
+        # a square as Pow, not diff * diff: the fp16 converter names the casts of a node's inputs by tensor, and a
+        # tensor read twice by one kept-fp32 node would get two casts of one name
+        return diff.pow(2).sum(-1).amin(-1).clamp_min(0.0).sqrt()
+
+
+class PayloadGraph(nn.Module):
+    """The payload half as a graph of its own: its logits per question, then (with ``familiarity``) the distance of
+    its head's input to the training rows' (``payload_distance``). The familiarity nodes are named
+    ``/familiarity/...`` (kept in fp32 by the int8 and fp16 conversions)."""
+
+    def __init__(self, half: Half, familiarity: Familiarity | None = None) -> None:
+        super().__init__()
+        self.inner = half
+        self.familiarity = familiarity
+
+    def forward(self, ids: torch.Tensor, numeric: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        logits, pooled = self.inner.outputs(ids, numeric)
+        if self.familiarity is None:
+            return tuple(logits)
+        return (*logits, self.familiarity(pooled))
 
 
 def input_names() -> tuple[str, ...]:

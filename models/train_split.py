@@ -16,8 +16,12 @@
    (EMA); the epoch with the lowest validation loss is kept.
 4. **Calibrate**: one temperature per question on the calibration rows; accuracy, ECE
    (15 bins) and Brier on the calibration and held-out rows.
-5. **Export** fp32 / int8 / fp16 ONNX (one graph, two inputs, separate batch axes) with a
-   parity check, and write ``models/repository/<name>/<version>/`` with the manifest.
+5. **Familiarity** (the ``familiarity:`` section, on by default): class means (benign, each
+   attack kind) and a tied, Ledoit-Wolf-shrunk covariance of the payload head's input over the
+   training rows; the threshold is a high quantile (0.995) of the calibration rows' distances.
+6. **Export** fp32 / int8 / fp16 ONNX (one graph, two inputs, separate batch axes; the payload
+   graph also answers ``payload_distance``, kept fp32 in every file) with a parity check, and
+   write ``models/repository/<name>/<version>/`` with the manifest (its ``familiarity``).
 """
 
 from __future__ import annotations
@@ -46,7 +50,21 @@ from gateway import features as feat
 from gateway.decider import manifest as mf
 from gateway.features import split
 from models.calibrate import brier, ece, fit_temperature, softmax
-from models.flash_split import DESCRIPTIONS, QUESTIONS, HalfConfig, SplitConfig, SplitNet, input_names, output_names
+from models.flash_split import (
+    DESCRIPTIONS,
+    FAMILIARITY_NODES,
+    FAMILIARITY_OUTPUT,
+    QUESTIONS,
+    Familiarity,
+    FamiliarityFit,
+    HalfConfig,
+    PayloadGraph,
+    SplitConfig,
+    SplitNet,
+    fit_familiarity,
+    input_names,
+    output_names,
+)
 
 PAYLOADS = ("benign", "attack")
 KINDS = QUESTIONS[1][1]
@@ -80,6 +98,23 @@ class Optim:
 
 
 @dataclass
+class FamiliarityOptions:
+    """The familiarity statistics of the payload head (the ``familiarity:`` section): fit on the training rows after
+    training, thresholded on the calibration rows, shipped in the payload graph (``payload_distance``)."""
+
+    enabled: bool = True
+    # the threshold: this quantile of the calibration rows' distances
+    quantile: float = 0.995
+    # one class mean per attack kind (with min_rows training rows; the others share one attack mean), else benign/attack
+    per_kind: bool = True
+    min_rows: int = 50
+    # the statistics are fit on at most this many training rows (a seeded sample beyond)
+    max_rows: int = 200_000
+    # weight of the scaled identity in the tied covariance; null: Ledoit-Wolf
+    shrinkage: float | None = None
+
+
+@dataclass
 class RunConfig:
     """One training run (the YAML file)."""
 
@@ -92,6 +127,7 @@ class RunConfig:
     client: HalfConfig = field(default_factory=lambda: SplitConfig().client)
     train: Optim = field(default_factory=Optim)
     policy: dict[str, float] = field(default_factory=dict)
+    familiarity: FamiliarityOptions = field(default_factory=FamiliarityOptions)
 
 
 def load_config(path: Path) -> RunConfig:
@@ -103,6 +139,9 @@ def load_config(path: Path) -> RunConfig:
     cfg.payload = HalfConfig(**raw.get("payload", {})) if "payload" in raw else cfg.payload
     cfg.client = HalfConfig(**raw.get("client", {})) if "client" in raw else cfg.client
     cfg.train = Optim(**raw.get("train", {}))
+    cfg.familiarity = FamiliarityOptions(**raw.get("familiarity", {}))
+    if not 0.5 <= cfg.familiarity.quantile < 1.0:
+        raise SystemExit(f"{path}: familiarity.quantile: {cfg.familiarity.quantile!r} is not in [0.5, 1)")
     return cfg
 
 
@@ -238,6 +277,72 @@ def predict(net: SplitNet, enc: Encoded, size: int = 256) -> tuple[np.ndarray, n
     return out[0], out[1], out[2]
 
 
+@torch.no_grad()
+def representations(net: SplitNet, enc: Encoded, size: int = 256) -> np.ndarray:
+    """The payload head's input vector (``Half.outputs``) for every row, in row order."""
+    net.eval()
+    out = np.zeros((len(enc), 2 * net.cfg.payload.width), dtype=np.float32)
+    for idx, t in batches(enc, size, None):
+        out[idx] = net.payload.outputs(t[0], t[1])[1].numpy()
+    return out
+
+
+def familiarity_labels(enc: Encoded, opts: FamiliarityOptions) -> list[str]:
+    """The class of each row for the familiarity statistics: benign, or attack (per kind when asked and the kind has
+    ``min_rows`` rows)."""
+    kinds = {k: int((enc.kind[enc.payload == 1] == i).sum()) for i, k in enumerate(KINDS)}
+    out = []
+    for payload, kind in zip(enc.payload, enc.kind, strict=True):
+        if payload == 0:
+            out.append("benign")
+        elif opts.per_kind and kind >= 0 and kinds[KINDS[kind]] >= opts.min_rows:
+            out.append(f"attack/{KINDS[kind]}")
+        else:
+            out.append("attack")
+    return out
+
+
+@dataclass
+class FamiliarityResult:
+    """The fitted statistics, their threshold, and what the manifest records of them."""
+
+    fit: FamiliarityFit
+    threshold: float
+    manifest: dict[str, Any]
+    metrics: dict[str, Any]
+    eval_distance: np.ndarray
+
+
+def fit_familiarity_of(net: SplitNet, tr: Encoded, cal: Encoded, ev: Encoded, temps: dict[str, float],
+                       opts: FamiliarityOptions, seed: int, log: Any) -> FamiliarityResult:
+    """Fit the statistics on (a sample of) the training rows, threshold them on the calibration rows, measure on eval."""
+    rows = list(range(len(tr)))
+    if len(rows) > opts.max_rows:
+        rows = sorted(random.Random(f"familiarity/{seed}").sample(rows, opts.max_rows))
+    sample = tr.subset(rows)
+    fit = fit_familiarity(representations(net, sample), familiarity_labels(sample, opts), opts.shrinkage)
+    cal_d = fit.distance(representations(net, cal))
+    threshold = float(np.quantile(cal_d, opts.quantile))
+    ev_d = fit.distance(representations(net, ev))
+    pa = softmax(predict(net, ev)[0], temps["payload"])[:, 1]
+    metrics: dict[str, Any] = {"threshold": round(threshold, 5),
+                               "calibration_unfamiliar": round(float((cal_d > threshold).mean()), 5),
+                               "eval_unfamiliar": round(float((ev_d > threshold).mean()), 5) if len(ev) else None}
+    for name, rows_of in (("benign", ev.payload == 0), ("attack", ev.payload == 1)):
+        blocked = rows_of & (pa >= 0.95)
+        # of the eval rows the model would block on P(attack) alone: the share it would abstain on instead
+        metrics[f"eval_{name}_p_attack_ge_0.95"] = int(blocked.sum())
+        metrics[f"eval_{name}_p_attack_ge_0.95_unfamiliar"] = (round(float((ev_d[blocked] > threshold).mean()), 5)
+                                                              if blocked.any() else None)
+    log(f"familiarity: {len(fit.classes)} classes over {fit.rows} training rows (shrinkage {fit.shrinkage}), threshold "
+        f"{threshold:.3f} (calibration quantile {opts.quantile}); {json.dumps(metrics)}")
+    manifest = {"output": FAMILIARITY_OUTPUT, "threshold": round(threshold, 6), "quantile": opts.quantile,
+                "distance": "Mahalanobis, tied shrunk covariance, nearest class mean",
+                "representation": f"the payload head's input ({fit.means.shape[1]} values)", "classes": list(fit.classes),
+                "shrinkage": fit.shrinkage, "training_rows": fit.rows, "calibration_rows": len(cal)}
+    return FamiliarityResult(fit, threshold, manifest, metrics, ev_d)
+
+
 def val_loss(net: SplitNet, enc: Encoded, opt: Optim) -> float:
     p, k, c = predict(net, enc)
     outs = tuple(torch.from_numpy(a) for a in (p, k, c))
@@ -331,8 +436,9 @@ def measure(net: SplitNet, enc: Encoded, temps: dict[str, float]) -> dict[str, A
 
 
 def breakdown(logits: tuple[np.ndarray, np.ndarray, np.ndarray], enc: Encoded, temps: dict[str, float],
-              key: str) -> dict[str, dict[str, Any]]:
-    """Per value of record field ``key``: rows, payload accuracy, client accuracy, P(attack) >= 0.95 share."""
+              key: str, unfamiliar: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
+    """Per value of record field ``key``: rows, payload accuracy, client accuracy, P(attack) >= 0.95 share (and, given
+    ``unfamiliar`` per row, the share of the rows beyond the familiarity threshold)."""
     p, _, c = logits
     pa = softmax(p, temps["payload"])
     pc = softmax(c, temps["client"])
@@ -348,6 +454,8 @@ def breakdown(logits: tuple[np.ndarray, np.ndarray, np.ndarray], enc: Encoded, t
         out[value] = {"rows": len(ix), "payload_accuracy": round(float((pa[ix].argmax(1) == y).mean()), 4),
                       "blocked_0.95": round(float((pa[ix, 1] >= 0.95).mean()), 4),
                       "client_accuracy": round(float((pc[ix][known].argmax(1) == yc[known]).mean()), 4) if known.any() else None}
+        if unfamiliar is not None:
+            out[value]["unfamiliar"] = round(float(unfamiliar[ix].mean()), 4)
     return out
 
 
@@ -364,12 +472,19 @@ class HalfGraph(torch.nn.Module):
         return tuple(self.inner(ids, numeric))
 
 
+def familiarity_nodes(path: Path) -> list[str]:
+    """The names of the nodes of ``path`` that compute the familiarity distance (``PayloadGraph``)."""
+    import onnx
+
+    return [n.name for n in onnx.load(str(path)).graph.node if n.name.startswith(FAMILIARITY_NODES)]
+
+
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def export(net: SplitNet, cfg: RunConfig, temps: dict[str, float], sample: Sequence[feat.ModelInput], info: dict[str, Any],
-           log: Any) -> Path:
+           log: Any, familiarity: FamiliarityResult | None = None) -> Path:
     from models.export import convert_fp16, quantize_int8, session
 
     directory = Path(cfg.repository) / cfg.name / cfg.version
@@ -381,7 +496,9 @@ def export(net: SplitNet, cfg: RunConfig, temps: dict[str, float], sample: Seque
     names = input_names()
     outputs = output_names()
     net.eval()
-    parts = {"files": ("model", HalfGraph(net.payload), args[:2], names[:2], outputs[:2]),
+    payload_graph = PayloadGraph(net.payload, Familiarity(familiarity.fit) if familiarity is not None else None)
+    payload_outputs = (*outputs[:2], *((FAMILIARITY_OUTPUT,) if familiarity is not None else ()))
+    parts = {"files": ("model", payload_graph, args[:2], names[:2], payload_outputs),
              "client_files": ("client", HalfGraph(net.client), args[2:], names[2:], outputs[2:])}
     files: dict[str, dict[str, Path]] = {}
     for part, (stem, module, part_args, part_inputs, part_outputs) in parts.items():
@@ -390,23 +507,35 @@ def export(net: SplitNet, cfg: RunConfig, temps: dict[str, float], sample: Seque
         axes |= {n: {0: "batch"} for n in part_outputs}
         torch.onnx.export(module, part_args, str(fp32), input_names=list(part_inputs), output_names=list(part_outputs),
                           opset_version=OPSET, dynamic_axes=axes, dynamo=False)
-        quantize_int8(fp32, directory / f"{stem}.int8.onnx")
-        convert_fp16(fp32, directory / f"{stem}.fp16.onnx")
+        # the distance stays fp32 in every file: int8 weights would blur it, and its squares overflow fp16
+        keep = familiarity_nodes(fp32)
+        quantize_int8(fp32, directory / f"{stem}.int8.onnx", exclude=keep)
+        convert_fp16(fp32, directory / f"{stem}.fp16.onnx", exclude=keep)
         files[part] = {"fp32": fp32, "int8": directory / f"{stem}.int8.onnx", "fp16": directory / f"{stem}.fp16.onnx"}
     # parity: fp32 ONNX vs torch, int8 vs fp32 (probabilities)
     t = tensors(sample)
     net.eval()  # exporting a wrapper put back its (training) mode on the halves
     with torch.no_grad():
         ref = [torch.softmax(o, -1).numpy() for o in net(*t)]
+        ref_distance = familiarity.fit.distance(net.payload.outputs(t[0], t[1])[1].numpy()) if familiarity is not None else None
     parity: dict[str, float] = {}
     for precision in ("fp32", "int8"):
-        outs: list[np.ndarray] = session(files["files"][precision]).run(list(outputs[:2]), {"ids": t[0].numpy(), "numeric": t[1].numpy()})
+        outs: list[np.ndarray] = session(files["files"][precision]).run(list(payload_outputs), {"ids": t[0].numpy(),
+                                                                                                 "numeric": t[1].numpy()})
+        if ref_distance is not None:
+            # relative to the threshold: how far the shipped distance moves a row towards or away from abstaining
+            assert familiarity is not None
+            parity[f"distance_{precision}"] = round(float(np.abs(outs.pop() - ref_distance).max()) / familiarity.threshold, 5)
         outs += session(files["client_files"][precision]).run(list(outputs[2:]), {"client_ids": t[2].numpy(),
                                                                                   "client_numeric": t[3].numpy()})
         parity[precision] = round(max(float(np.abs(softmax(o) - r).max()) for o, r in zip(outs, ref, strict=True)), 5)
-    log(f"export: parity (max |delta p| over {len(sample)} rows) fp32 {parity['fp32']}, int8 {parity['int8']}")
+    log(f"export: parity (max |delta p| over {len(sample)} rows) fp32 {parity['fp32']}, int8 {parity['int8']}"
+        + (f"; distance / threshold fp32 {parity['distance_fp32']}, int8 {parity['distance_int8']}" if ref_distance is not None else ""))
     if parity["fp32"] > 1e-3:
         raise SystemExit(f"fp32 ONNX differs from the network by {parity['fp32']}")
+    if parity.get("distance_fp32", 0.0) > 1e-3:
+        raise SystemExit(f"the fp32 ONNX payload distance differs from the fitted statistics' by {parity['distance_fp32']} "
+                         "of the threshold")
     widths = feat.NUMERIC_WIDTHS[feat.FEATURE_VERSION]
     manifest = {
         "name": cfg.name, "version": cfg.version, "channel": cfg.channel, "family": mf.FAMILY,
@@ -432,6 +561,8 @@ def export(net: SplitNet, cfg: RunConfig, temps: dict[str, float], sample: Seque
         "opset": OPSET, "created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "training_data": info["data"], "metrics": {**info["metrics"], "parity": parity}, "training": info["training"],
     }
+    if familiarity is not None:
+        manifest["familiarity"] = familiarity.manifest
     if cfg.policy:
         manifest["policy"] = cfg.policy
     (directory / mf.MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -488,11 +619,15 @@ def main(argv: Sequence[str] | None = None) -> int:
              "attack_kind": fit_temperature(k[cal.kind >= 0], cal.kind[cal.kind >= 0]) if (cal.kind >= 0).any() else 1.0,
              "client": fit_temperature(c[cal.client >= 0], cal.client[cal.client >= 0]) if (cal.client >= 0).any() else 1.0}
     log(f"calibration: temperatures {', '.join(f'{q} {t:.3f}' for q, t in temps.items())}")
-    metrics = {"calibration": measure(net, cal, temps), "eval": measure(net, ev, temps)}
+    metrics: dict[str, Any] = {"calibration": measure(net, cal, temps), "eval": measure(net, ev, temps)}
+    familiarity = fit_familiarity_of(net, tr, cal, ev, temps, cfg.familiarity, cfg.seed, log) if cfg.familiarity.enabled else None
+    if familiarity is not None:
+        metrics["familiarity"] = familiarity.metrics
     for side in ("calibration", "eval"):
         log(f"{side}: {json.dumps(metrics[side])}")
     logits = predict(net, ev)
-    tables = {key: breakdown(logits, ev, temps, key)
+    unfamiliar = familiarity.eval_distance > familiarity.threshold if familiarity is not None else None
+    tables = {key: breakdown(logits, ev, temps, key, unfamiliar)
               for key in ("browser_family", "attack_family", "attack_kind", "client_kind", "front", "site_type", "source")}
     if args.report:
         args.report.write_text(json.dumps({"metrics": metrics, "tables": tables, "temperature": temps, "history": history},
@@ -501,7 +636,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "training": {"seed": cfg.seed, "history": history, "seconds": round(time.time() - started, 1),
                          "optim": cfg.train.__dict__, "torch": torch.__version__}}
     if not args.no_export:
-        directory = export(net, cfg, temps, cal.inputs[:256], info, log)
+        directory = export(net, cfg, temps, cal.inputs[:256], info, log, familiarity)
         log(f"wrote {directory}")
     return 0
 

@@ -4,7 +4,9 @@ A built model lives in ``<repository>/<name>/<version>/`` next to its
 ``manifest.json``. The manifest is the only description the runtime trusts: the
 input tensors, the questions and the order of their options, the calibration
 temperature per question, the feature version the model was trained on, the files
-per precision (with their SHA-256), the training-data hash and held-out metrics.
+per precision (with their SHA-256), the training-data hash and held-out metrics, and, for
+a version trained with them, the familiarity statistics' output and threshold (``familiarity``:
+absent in older versions, which then report no familiarity).
 
 Loading validates everything and reports *every* problem at once, each as
 ``field: message`` (like the config). A model built for another feature version
@@ -99,6 +101,17 @@ class ModelFile:
     size: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FamiliarityStats:
+    """How familiar a request's payload is to the model (manifest ``familiarity``): the payload graph's ``output`` is the
+    Mahalanobis distance of the payload head's input to the training rows' (the statistics are constants in the graph);
+    a distance above ``threshold`` (a high quantile of the calibration rows' distances) is unfamiliar."""
+
+    output: str
+    threshold: float
+    quantile: float | None = None
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A validated manifest; ``directory`` is the version directory it was read from."""
@@ -125,6 +138,8 @@ class Manifest:
     raw: Mapping[str, Any] = field(default_factory=dict)
     # a two-input model (feature version 2) ships its client half as a graph of its own, one file per precision
     client_files: Mapping[str, ModelFile] = field(default_factory=dict)
+    # None for a version without the statistics (every version before them): the runtime reports no familiarity
+    familiarity: FamiliarityStats | None = None
 
     @property
     def id(self) -> str:
@@ -304,6 +319,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
             problems.append(f"{key}: expected an object, got {type(value).__name__}")
             value = {}
         mappings[key] = value
+    familiarity = _familiarity(raw.get("familiarity"), {o.name for o in outputs}, problems)
     explain = raw.get("explain")
     if explain is not None and not isinstance(explain, Mapping):
         problems.append(f"explain: expected an object, got {type(explain).__name__}")
@@ -326,7 +342,7 @@ def parse(raw: Any, directory: Path, *, feature_version: str | None = None, feat
         files=files, inputs=inputs, outputs=outputs, questions=questions, temperature=temperature,
         feature_fingerprint=fingerprint, tokenizer=mappings["tokenizer"], training_data=mappings["training_data"],
         metrics=mappings["metrics"], explain=explain, created=str(raw.get("created", "")), opset=opset,
-        channel=channel, policy=policy, raw=raw, client_files=client_files)
+        channel=channel, policy=policy, raw=raw, client_files=client_files, familiarity=familiarity)
 
 
 def channel_problems(channel: Any, where: str) -> list[str]:
@@ -456,6 +472,27 @@ def _files(value: Any, directory: Path, require: tuple[str, ...], problems: list
         elif not (directory / out[precision].path).is_file():
             problems.append(f"{key}.{precision}: {out[precision].path} is missing from {directory}")
     return out
+
+
+def _familiarity(value: Any, outputs: set[str], problems: list[str]) -> FamiliarityStats | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        problems.append(f"familiarity: expected an object {{output, threshold}}, got {type(value).__name__}")
+        return None
+    output, threshold, quantile = value.get("output"), value.get("threshold"), value.get("quantile")
+    before = len(problems)
+    if not isinstance(output, str) or not output:
+        problems.append("familiarity.output: required, the name of the payload graph's distance output")
+    elif output in outputs:
+        problems.append(f"familiarity.output: {output!r} is a question's output, not a distance")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < float(threshold) < float("inf"):
+        problems.append(f"familiarity.threshold: expected a positive number, got {threshold!r}")
+    if quantile is not None and (isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0.0 < quantile < 1.0):
+        problems.append(f"familiarity.quantile: expected a number between 0 and 1, got {quantile!r}")
+    if len(problems) > before or not isinstance(threshold, (int, float)):
+        return None
+    return FamiliarityStats(str(output), float(threshold), None if quantile is None else float(quantile))
 
 
 def _temperature(value: Any, qids: set[str], problems: list[str]) -> dict[str, float]:

@@ -30,6 +30,10 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
   payload half runs for every row; the client half's calibrated answer is kept per client
   key (``ModelInput.client_key``: the client input and its rounded history) for
   ``client_cache_ttl_s``, so a person's page assets share one client run.
+- **Familiarity**: a manifest with ``familiarity`` statistics names a payload-graph output, the Mahalanobis
+  distance of the payload head's input to the training rows'; it is asked for with the payload questions and
+  answered beside them as ``familiarity`` {familiar, unfamiliar} (``gateway.verdict.distance_ratio`` reads it;
+  the policy abstains from a model-only block on an unfamiliar payload). Without the field, nothing is asked.
 - **explain**: the numeric features that pushed the predicted class most, from the
   linear numeric path of the class head (see :meth:`OnnxScorer.explain`).
 """
@@ -59,7 +63,7 @@ from gateway.decider import fpenv, int8probe
 from gateway.decider import manifest as mf
 from gateway.decider.scoring import InvalidOutput, ModelError
 from gateway.features import Features, ModelInput
-from gateway.verdict import Probabilities
+from gateway.verdict import FAMILIARITY, Probabilities
 
 log = logging.getLogger("clefgate.decider.onnx")
 
@@ -101,6 +105,7 @@ def cuda_usable() -> str | None:
         return f"the CUDA provider cannot load ({exc})"
     return None
 _REQUIRED_INPUTS = ("ids", "numeric")
+FAMILIARITY_OPTIONS = ("familiar", "unfamiliar")
 CLIENT_CACHE = metrics.counter("clefgate_client_answer_cache_total",
                                "Client-question answers of a two-input model, by result: hit (the client's answer was kept), "
                                "miss (the client half ran).", ("result",))
@@ -292,6 +297,11 @@ class OnnxScorer:
         # per output: its question and its number of options (what each run's outputs are checked against)
         self._output_width = {o.name: len(self.questions[o.question]) for o in self.manifest.outputs}
         self._payload_questions = [self._by_output[o] for o in self._half_outputs["payload"]]
+        # the payload graph's familiarity distance, asked for after the payload questions' outputs (width 0: one value a row)
+        self._familiarity = self._familiarity_output()
+        if self._familiarity is not None:
+            self._half_outputs["payload"].append(self._familiarity.output)
+            self._output_width[self._familiarity.output] = 0
         self._temperature = {q: t for q, _, t in self._questions}
         self._io_binding = self.provider == "cuda"
         flush = self.provider == "cpu" and self.options.flush_denormals
@@ -449,6 +459,23 @@ class OnnxScorer:
             return session, provider, variant
         raise ModelLoadError(problems or ["no providers configured"], str(self.manifest.directory))
 
+    def _familiarity_output(self) -> mf.FamiliarityStats | None:
+        """The manifest's familiarity statistics when this runtime can read them (a two-input model whose payload graph
+        has the named output); a manifest that names an output its graph lacks is refused."""
+        stats = self.manifest.familiarity
+        if stats is None:
+            return None
+        if not self.two_inputs:
+            log.warning("model %s: familiarity statistics are read from two-input models only; ignored", self.manifest.id)
+            return None
+        names = [o.name for o in self.session.get_outputs()]
+        if stats.output not in names:
+            problem = (f"familiarity.output: the payload graph has no output {stats.output!r} (its outputs: {', '.join(names)}); "
+                       "re-export the model")
+            del self.session
+            raise mf.ManifestError([problem], str(self.manifest.directory / mf.MANIFEST_FILE))
+        return stats
+
     def _explain_weights(self) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]] | None:
         block = self.manifest.explain
         if not block:
@@ -511,8 +538,9 @@ class OnnxScorer:
         width = self._output_width
         for (_, _, outputs, rows), result in zip(runs, results, strict=True):
             for name, out in zip(outputs, result, strict=True):
-                if out.shape != (rows, width[name]):
-                    raise InvalidOutput(f"output {name} has shape {out.shape}, expected {(rows, width[name])}")
+                expected = (rows, width[name]) if width[name] else (rows,)
+                if out.shape != expected:
+                    raise InvalidOutput(f"output {name} has shape {out.shape}, expected {expected}")
         return [[np.asarray(o) for o in result] for result in results]
 
     def _half_run(self, half: str, ids: np.ndarray, numeric: np.ndarray) -> _Run:
@@ -575,7 +603,8 @@ class OnnxScorer:
     def _scatter_payload(self, groups: Sequence[tuple[list[int] | None, _Run]], results: Sequence[list[np.ndarray]],
                          out: dict[str, np.ndarray]) -> None:
         for (rows, _), result in zip(groups, results, strict=True):
-            for q, values in zip(self._payload_questions, result, strict=True):
+            # the familiarity distance, when asked for, follows the questions' outputs: see _familiarities
+            for q, values in zip(self._payload_questions, result[:len(self._payload_questions)], strict=True):
                 if rows is None:
                     out[q][:] = values
                 else:
@@ -623,12 +652,14 @@ class OnnxScorer:
         results = self._run_all(runs)
         temperature = self._temperature
         if len(groups) == 1:
-            probs = {q: _softmax(values, temperature[q]) for q, values in zip(self._payload_questions, results[0], strict=True)}
+            probs = {q: _softmax(values, temperature[q]) for q, values in zip(self._payload_questions, results[0], strict=False)}
         else:
             out = {q: np.zeros((n, self._output_width[o]), dtype=np.float32)
-                   for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=True)}
+                   for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=False)}
             self._scatter_payload(groups, results[:len(groups)], out)
             probs = {q: _softmax(values, temperature[q]) for q, values in out.items()}
+        if self._familiarity is not None:
+            probs[FAMILIARITY] = self._familiarities(groups, results, n, self._familiarity.threshold)
         if missing and not kept and len(missing) == n:
             # every row a client of its own, in row order: the answers are the client column as they are
             answers = _softmax(results[-1][0], temperature.get("client", 1.0))
@@ -647,6 +678,21 @@ class OnnxScorer:
         probs["client"] = client
         return probs
 
+    @staticmethod
+    def _familiarities(groups: Sequence[tuple[list[int] | None, _Run]], results: Sequence[list[np.ndarray]], n: int,
+                       threshold: float) -> np.ndarray:
+        """[n, 2]: (familiar, unfamiliar) = (1 - u, u) with u = d / (d + threshold) per row (``gateway.verdict.FAMILIARITY``);
+        a distance that is not a finite number is unfamiliar (u = 1)."""
+        distance = np.zeros(n, dtype=np.float64)
+        for (rows, _), result in zip(groups, results, strict=False):
+            if rows is None:
+                distance[:] = result[-1]
+            else:
+                distance[rows] = result[-1]
+        finite = np.isfinite(distance)
+        u = np.where(finite, np.maximum(distance, 0.0) / (np.maximum(distance, 0.0) + threshold), 1.0)
+        return np.stack([1.0 - u, u], axis=1)
+
     def run_inputs(self, inputs: Sequence[ModelInput]) -> list[Probabilities]:
         """Probabilities for already-encoded inputs, one mapping per row."""
         wrong = next((i.version for i in inputs if i.version != self.feature_version), None)
@@ -656,6 +702,8 @@ class OnnxScorer:
         probs = self.probabilities(inputs)
         # one tolist() per question, not per row (indexing numpy row by row cost ~0.4 µs a request)
         columns = [(q, opts, probs[q].tolist()) for q, opts, _ in self._questions]
+        if FAMILIARITY in probs:
+            columns.append((FAMILIARITY, FAMILIARITY_OPTIONS, probs[FAMILIARITY].tolist()))
         return [{q: dict(zip(opts, values[i], strict=True)) for q, opts, values in columns} for i in range(len(inputs))]
 
     def run_batch(self, batch: list[Features]) -> list[Probabilities]:

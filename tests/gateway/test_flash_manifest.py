@@ -145,3 +145,18 @@ def test_an_unknown_channel_or_policy_is_listed(tmp_path: Path) -> None:
                                   "opset: expected a positive integer, got 'x'"]
     good = write_version(tmp_path, version="2.0.0", policy={"challenge_risk": 0.5, "block_risk": None})
     assert mf.load(good).policy == {"challenge_risk": 0.5, "block_risk": None}
+
+
+def test_familiarity_is_optional_and_checked_when_present(tmp_path: Path) -> None:
+    assert mf.load(write_version(tmp_path, version="1.0.0")).familiarity is None  # older versions: no field, no abstention
+    m = mf.load(write_version(tmp_path, version="1.0.1", familiarity={"output": "payload_distance", "threshold": 7.5, "quantile": 0.995,
+                                                                      "classes": ["benign", "attack"]}))
+    assert m.familiarity == mf.FamiliarityStats("payload_distance", 7.5, 0.995)
+    bad = write_version(tmp_path, version="1.0.2", familiarity={"output": "class_logits", "threshold": 0, "quantile": 2})
+    with pytest.raises(mf.ManifestError) as err:
+        mf.load(bad)
+    assert err.value.problems == ["familiarity.output: 'class_logits' is a question's output, not a distance",
+                                  "familiarity.threshold: expected a positive number, got 0",
+                                  "familiarity.quantile: expected a number between 0 and 1, got 2"]
+    with pytest.raises(mf.ManifestError, match="familiarity: expected an object"):
+        mf.load(write_version(tmp_path, version="1.0.3", familiarity=7.5))

@@ -538,3 +538,33 @@ async def test_earned_blocks_respect_shadow_mode_and_can_be_turned_off(tmp_path:
     first = await decided(p, browser_number(0, target="/search?q=%27--"))
     assert first.action is Action.FORWARD and first.shadow_action is Action.BLOCK
     assert (await decided(p, browser_number(0))).action is Action.FORWARD
+
+
+class UnfamiliarScorer(FakeScorer):
+    """A two-question model sure of an attack on a payload it finds unfamiliar (3x its familiarity threshold)."""
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        self.seen.append((features, request))
+        probs = {"payload": {"benign": 0.01, "attack": 0.99}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+                 "familiarity": {"familiar": 0.25, "unfamiliar": 0.75}}
+        return self.policy.verdict(features, probs, request)
+
+
+async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_attack() -> None:
+    async def decided(p: Pipeline, target: str) -> Verdict:
+        out = p.decide(make_features(target=target))
+        return out if isinstance(out, Verdict) else await out
+
+    beacon = "/collect?v=2&tid=G-XXXX&orderby=price-desc"
+    detected = build(cfg_of(challenge={"keys": [KEY]}, payload={"enabled": True}), UnfamiliarScorer)
+    v = await decided(detected, SQLI)
+    assert (v.action, v.source) == (Action.BLOCK, Source.DETECTOR) and "unfamiliar" not in v.reason  # a detector's block stands
+    v = await decided(detected, beacon)
+    assert (v.action, v.source) == (Action.CHALLENGE, Source.MODEL) and "unfamiliar to the model" in v.reason
+    # without the detectors, an injection signature in the fallback rules is the witness
+    ruled = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}), UnfamiliarScorer)
+    v = await decided(ruled, SQLI)
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "the model alone abstained" in v.reason
+    assert (await decided(ruled, beacon)).action is Action.CHALLENGE
+    blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False}), UnfamiliarScorer)
+    assert (await decided(blocking, beacon)).action is Action.BLOCK

@@ -306,3 +306,85 @@ def test_corroboration_needs_a_blocking_rule_can_be_turned_off_and_respects_shad
     quiet = shadow.corroborate(features, shadow.verdict(features, p, ScoreRequest()), Signatures())
     assert quiet.action is Action.FORWARD and quiet.source is Source.SHADOW and quiet.shadow_action is Action.BLOCK
     assert quiet.reason.startswith("shadow mode; would block: default policy: P(attack)=0.50 >= 0.4 and fallback rule")
+
+
+def unfamiliar(attack: float, ratio: float) -> dict[str, dict[str, float]]:
+    """A two-question answer with the familiarity a model with the statistics reports: distance = ``ratio`` x threshold."""
+    u = ratio / (1.0 + ratio)
+    return {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+            "attack_kind": {"sqli": 0.7, "xss": 0.3}, "familiarity": {"familiar": 1 - u, "unfamiliar": u}}
+
+
+def test_an_unfamiliar_request_the_model_alone_would_block_is_challenged_with_the_reason_and_counted() -> None:
+    pol = Policy(PolicyConfig())
+    before = policymod.ABSTAINED.get("default")
+    features = make_features(target="/collect?v=2&tid=G-XXXX&orderby=price-desc")
+    v = pol.verdict(features, unfamiliar(0.99, 3.0), ScoreRequest(backend="app"))
+    assert (v.action, v.source, v.payload, v.backend) == (Action.CHALLENGE, Source.MODEL, (), "app")
+    assert v.difficulty == 20  # as hard as the suspicion: P(attack) 0.99
+    assert "unfamiliar to the model" in v.reason and "3.00x the familiarity threshold" in v.reason, v.reason
+    assert "payload in query" in v.reason and v.explanation[0] in v.reason
+    assert policymod.ABSTAINED.get("default") == before + 1
+
+
+@pytest.mark.parametrize("name,config,p,target,action", [
+    ("familiar", PolicyConfig(), unfamiliar(0.99, 0.8), PAYLOAD, Action.BLOCK),
+    ("at the threshold is familiar", PolicyConfig(), unfamiliar(0.99, 1.0), PAYLOAD, Action.BLOCK),
+    ("a manifest without the statistics", PolicyConfig(),
+     {k: v for k, v in unfamiliar(0.99, 5.0).items() if k != "familiarity"}, PAYLOAD, Action.BLOCK),
+    ("switched off", PolicyConfig(abstain_unfamiliar=False), unfamiliar(0.99, 5.0), PAYLOAD, Action.BLOCK),
+    ("switched off for a route", PolicyConfig(routes={"r": RoutePolicyConfig(abstain_unfamiliar=False)}), unfamiliar(0.99, 5.0),
+     PAYLOAD, Action.BLOCK),
+    ("below the block, unfamiliar changes nothing", PolicyConfig(), unfamiliar(0.7, 5.0), PAYLOAD, Action.CHALLENGE),
+    ("no payload: challenged as before", PolicyConfig(), unfamiliar(0.99, 5.0), "/products/12", Action.CHALLENGE),
+])
+def test_only_an_unfamiliar_model_only_block_abstains(name: str, config: PolicyConfig, p: dict[str, dict[str, float]], target: str,
+                                                     action: Action) -> None:
+    pol = Policy(config)
+    before = policymod.ABSTAINED.get("default"), policymod.ABSTAINED.get("r")
+    headers = NO_PAYLOAD_HEADERS if target == "/products/12" else None
+    v = pol.verdict(make_features(target=target, headers=headers), p, ScoreRequest(policy="r" if config.routes else None))
+    assert v.action is action and "unfamiliar" not in v.reason, v.reason
+    assert (policymod.ABSTAINED.get("default"), policymod.ABSTAINED.get("r")) == before
+    if action is Action.BLOCK:
+        assert v.payload and v.payload[0].detector == "model"
+
+
+def test_a_route_can_abstain_where_the_default_does_not_and_shadow_mode_records_the_abstention() -> None:
+    pol = Policy(PolicyConfig(abstain_unfamiliar=False, routes={"forms": RoutePolicyConfig(abstain_unfamiliar=True, shadow=True)}))
+    before = policymod.ABSTAINED.get("forms")
+    v = pol.verdict(make_features(target=PAYLOAD), unfamiliar(0.99, 2.0), ScoreRequest(policy="forms"))
+    assert (v.action, v.source, v.shadow_action) == (Action.FORWARD, Source.SHADOW, Action.CHALLENGE)
+    assert "would challenge" in v.reason and "unfamiliar to the model" in v.reason
+    assert policymod.ABSTAINED.get("forms") == before + 1
+
+
+def test_a_fallback_rule_that_agrees_still_blocks_what_the_model_abstained_on() -> None:
+    pol, sigs = Policy(PolicyConfig()), Signatures()
+    features = make_features(target=SQLI)
+    abstained = pol.verdict(features, unfamiliar(0.99, 4.0), ScoreRequest())
+    assert abstained.action is Action.CHALLENGE
+    out = pol.corroborate(features, abstained, sigs)
+    assert out.action is Action.BLOCK and out.rule == "block-sql-injection" and sigs.read == 1
+    assert "fallback rule block-sql-injection matched (the model alone abstained: the request is unfamiliar to the model)" in out.reason
+    # no signature: the abstention stands
+    clean = make_features(target="/search?q=walnut+desk")
+    assert pol.corroborate(clean, pol.verdict(clean, unfamiliar(0.99, 4.0), ScoreRequest()), Signatures()).action is Action.CHALLENGE
+
+
+def test_the_policy_table_says_when_the_model_abstains() -> None:
+    assert "unfamiliar to the model" in Policy(PolicyConfig()).table()
+    assert "unfamiliar" not in Policy(PolicyConfig(abstain_unfamiliar=False)).table()
+
+
+def test_abstain_unfamiliar_is_checked_like_the_other_policy_fields_and_on_by_default() -> None:
+    from gateway import config as configmod
+
+    backends = {"app": {"servers": ["http://127.0.0.1:9"]}}
+    with pytest.raises(configmod.ConfigError) as err:
+        configmod.validate({"backends": backends, "policy": {"abstain_unfamiliar": "yes", "routes": {"r": {"abstain_unfamiliar": 1}}}},
+                           "c.yaml")
+    assert err.value.problems == ["policy.abstain_unfamiliar: expected true or false, got 'yes'",
+                                  "policy.routes.r.abstain_unfamiliar: expected true or false, got 1"]
+    cfg = configmod.validate({"backends": backends}, "c.yaml")
+    assert cfg.policy.abstain_unfamiliar is True and Policy(cfg.policy).default.abstain_unfamiliar is True
