@@ -232,7 +232,8 @@ def test_no_core_rule_set_data() -> None:
 def test_payload_corpora_are_large_and_compact() -> None:
     total = sum(len(v) for fams in payloads.corpora().values() for v in fams.values())
     assert total > 10000
-    assert sum(p.stat().st_size for p in DATA.iterdir()) < 4 * 2**20
+    # payload lists, browser and bot data about 1 MiB; real applications' request shapes (apps-*.json) about 4 MiB
+    assert sum(p.stat().st_size for p in DATA.iterdir()) < 6 * 2**20
     for half in ("a", "b"):
         assert set(payloads.kinds_available(generate.HALVES[half].payload_sources)) == set(payloads.ATTACK_KINDS)
 
