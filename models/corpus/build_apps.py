@@ -101,7 +101,7 @@ def shape_problems(shape: Mapping[str, Any]) -> list[str]:
         out.append("body does not match body_kind")
     if (kind == "raw") != ("content_type" in shape):
         out.append("content_type is for raw bodies only")
-    if body is not None and len(json.dumps(body).encode()) > MAX_BODY + 512:
+    if body is not None and len((body if isinstance(body, str) else json.dumps(body)).encode()) > MAX_BODY + 512:
         out.append("body over the size limit")
     names = {name for name, _ in query}
     for slot in shape.get("slots", []):

@@ -60,7 +60,8 @@ def test_every_shape_follows_the_format(path: Path) -> None:
             assert kind == "raw" and isinstance(body, str)
         assert ("content_type" in shape) == (kind == "raw")
         if body is not None:
-            assert len(json.dumps(body, separators=(",", ":")).encode()) <= 6 * 1024 + 512
+            sent = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))   # a raw body is sent as it is
+            assert len(sent.encode()) <= 6 * 1024 + 512
         names = {n for n, _ in shape["query"]}
         for where, what in shape["slots"]:
             if where == "query":
