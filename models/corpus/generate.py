@@ -386,6 +386,35 @@ def _pairs(query: str) -> list[tuple[str, str]]:
 _HEADER_SLOTS = ("X-Api-Version", "Referer", "X-Correlation-Id", "If-None-Match", "X-Client-Version")
 
 
+# the payload model reads a body's first 200 characters (gateway.features.split); an attack must start early enough
+# in it to be seen, or the row teaches that the body's benign opening is an attack. Later values are the payload
+# detectors' to read, which inspect every value of the whole body.
+_SEEN_BODY = 120
+
+
+def _visible_slots(req: Request) -> list[tuple[str, str]]:
+    """The slots of ``req`` whose value the payload model reads: the target's, and body values that start early."""
+    if req.body_kind == "raw":
+        text = str(req.body.get("text", ""))
+    elif req.body_kind == "form":
+        text = "&".join(f"{k}={v}" for k, v in req.body.items())
+    elif req.body_kind in ("json", "graphql"):
+        text = json.dumps(req.body)
+    else:
+        text = ""
+    out = []
+    for where, name in req.slots:
+        if where in ("form", "json"):
+            at = text.find(f"{name}=" if req.body_kind == "form" else json.dumps(name))
+        elif where == "raw":
+            at = text.find(name)
+        else:
+            at = 0
+        if 0 <= at < _SEEN_BODY:
+            out.append((where, name))
+    return out
+
+
 @dataclass
 class Placed:
     """Where a value ended up beyond the target and body: an extra header, a cookie."""
@@ -437,7 +466,7 @@ def place_attack(rng: random.Random, req: Request, site: Site, p: payloads.Paylo
     if req.body_kind == "multipart" and rng.random() < 0.3 and fam in ("xss", "ssti", "cmdi"):
         placed.upload = p.text
         return req, placed
-    where, name = rng.choice(req.slots)
+    where, name = rng.choice(_visible_slots(req) or [("query", site.params["search"])])
     if fam in ("traversal", "lfi", "redirect", "ssrf") and where in ("form", "json", "graphql", "raw") and rng.random() < 0.5:
         where, name = "query", rng.choice(("file", "page", "path", "template", "url", "next", "dest", "doc",
                                            site.params["redirect"]))

@@ -77,3 +77,23 @@ def test_attacks_land_in_application_shapes(data: Path) -> None:
         req, _placed = generate.place_attack(random.Random(i), req, site, p)
         target = generate._target(req, random.Random(i))
         assert "OR" in target or "%27" in target or "'" in target, target
+
+
+def test_attacks_go_where_the_payload_model_reads() -> None:
+    """A value deep in a long body is beyond the payload model's window: attacks are placed where it reads, so no row
+    teaches it that a benign opening is an attack (the detectors read the whole body)."""
+    early = sites.Request("POST", "/api/1/envelope/", [], "telemetry", "beacon", body_kind="raw",
+                          body={"text": '{"message":"short"}\n' + "x" * 400 + '{"note":"deep"}', "content_type": "text/plain"},
+                          slots=[("raw", "short"), ("raw", "deep")])
+    assert generate._visible_slots(early) == [("raw", "short")]
+    nested = sites.Request("POST", "/posts", [], "post", "xhr-write", body_kind="json",
+                           body={"title": "t", "content": "y" * 300, "status": "draft"},
+                           slots=[("json", "title"), ("json", "status")])
+    assert generate._visible_slots(nested) == [("json", "title")]
+    site = _site()
+    for i in range(20):
+        req, _ = generate.place_attack(random.Random(i), sites.Request(
+            "POST", "/api/1/envelope/", [], "telemetry", "beacon", body_kind="raw",
+            body={"text": "z" * 300 + '"deep"', "content_type": "text/plain"}, slots=[("raw", "deep")]),
+            site, payloads.Payload("<svg onload=alert(1)>", "xss", "fixture"))
+        assert "onload" not in str(req.body["text"]) and any("onload" in v for _k, v in req.query)
