@@ -40,8 +40,8 @@ lint: $(VENV)/.stamp-all
 	$(VENV)/bin/ruff check gateway models loadtest tests
 	$(VENV)/bin/mypy
 
-# the shipped 2.0.0: the corpus (models/corpus) written for training, calibration and held-out sides, then both halves
-# trained at once (about 5 minutes on a quiet core, 15-25 on the shared 2-core machine); models/README.md, Clef-flash 2.0.0
+# the shipped 2.1.0: the corpus (models/corpus) written for training, calibration and held-out sides, then both halves
+# trained at once (about 5 minutes on a quiet core, 15-25 on the shared 2-core machine); models/README.md, Clef-flash 2.1.0
 CORPUS = models/work/corpus
 model: $(VENV)/.stamp-all
 	mkdir -p $(CORPUS)

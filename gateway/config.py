@@ -331,7 +331,7 @@ class PolicyConfig:
                                        "unfamiliar to the model, i.e. its distance to everything the model was trained on exceeds the "
                                        "threshold in the model's manifest (familiarity). Counted in clefgate_model_abstained_total; a "
                                        "model without the statistics never abstains; false blocks on P(attack) alone as before.")
-    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.0.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
+    challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.1.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))
     shadow: bool = setting(False, "Shadow mode for every policy: decide and log what would happen, forward everything (one switch, also in metrics).")

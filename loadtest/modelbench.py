@@ -4,7 +4,7 @@
     clefgate bench model --providers cpu,cuda --variants fp32,int8,fp16 --batches 1,8,64,256
     clefgate bench model --repository models/work/repository --name clef-flash-tiny --json out.json
     clefgate bench model --variants int8 --batches 1,64 --runtimes tuned,plain   # the CPU tuning's gain, side by side
-    clefgate bench model --version 2.0.0,1.7.0 --variants int8 --runtimes tuned,uncached   # two versions in one run
+    clefgate bench model --version 2.1.0,1.7.0 --variants int8 --runtimes tuned,uncached   # two versions in one run
 
 It loads the model exactly as the gateway does (``gateway.decider.onnx.OnnxScorer``,
 one session per provider and variant, ``--threads`` intra-op threads) and feeds it a
@@ -26,7 +26,7 @@ CPUs (see ``gateway.decider.onnx``), as onnxruntime runs by default, so
 loads a two-input model (Clef-flash 2) without its kept client answers, so every request
 pays its client half too (what a request from a client never seen costs).
 
-``--version`` takes several versions (``2.0.0,1.7.0``): each is measured in turn, in
+``--version`` takes several versions (``2.1.0,1.7.0``): each is measured in turn, in
 the same run, on the same sample.
 
 The process is pinned to one CPU (``--cpu``) so per-core figures mean what they say. A

@@ -4,9 +4,9 @@
 
 One run writes, into ``--out``: ``host.txt`` (CPU vendor and model, AVX-512 and VNNI, the commit), per round
 ``timeit-rN.txt`` (``python -m timeit "sum(range(1000))"``: how fast plain Python ran on the host at that moment) and
-``clef-flash-V-rN.txt`` / ``.json`` for each version (the file each serves on the CPU: fp32 for the shipped 2.0.0,
+``clef-flash-V-rN.txt`` / ``.json`` for each version (the file each serves on the CPU: fp32 for the shipped 2.1.0,
 int8 for the rollback 1.7.0; batch 1 and 64; the gateway's tuned CPU runtime and the plain one, and for the two-input
-2.0.0 also ``uncached``: every request a client never seen, both halves run), then ``summary.txt``: batch-64
+2.1.0 also ``uncached``: every request a client never seen, both halves run), then ``summary.txt``: batch-64
 tokenize + infer decisions/s and single-request p50 per version, variant and runtime, round by round, with their
 median. The rounds alternate the versions so that a host getting slower or faster during the run touches both alike:
 compare the versions within one run, not across runs.
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 # version -> (variants, runtimes) measured: each version in the file it serves on the CPU; the shipped two-input version
 # also with no client answer kept (a client never seen)
-VERSIONS: dict[str, tuple[str, str]] = {"2.0.0": ("fp32", "tuned,uncached,plain"), "1.7.0": ("int8", "tuned,plain")}
+VERSIONS: dict[str, tuple[str, str]] = {"2.1.0": ("fp32", "tuned,uncached,plain"), "1.7.0": ("int8", "tuned,plain")}
 
 
 def host_lines() -> list[str]:

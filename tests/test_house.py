@@ -120,8 +120,8 @@ def test_two_clef_flash_versions_ship() -> None:
     from gateway.decider import manifest as mf
     from gateway.decider.onnx import DEFAULT_REPOSITORY
 
-    assert mf.versions(DEFAULT_REPOSITORY, "clef-flash") == ["1.7.0", "2.0.0"]
-    assert mf.load(mf.resolve(DEFAULT_REPOSITORY, "clef-flash")).version == "2.0.0"
+    assert mf.versions(DEFAULT_REPOSITORY, "clef-flash") == ["1.7.0", "2.1.0"]
+    assert mf.load(mf.resolve(DEFAULT_REPOSITORY, "clef-flash")).version == "2.1.0"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     for config in (ROOT / "models" / "configs").glob("clef-flash*.yaml"):
         assert config.name in makefile, f"no make target builds {config.name}"
@@ -129,7 +129,7 @@ def test_two_clef_flash_versions_ship() -> None:
 
 def test_the_changelog_has_an_entry_per_shipped_version() -> None:
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    for heading in ("## clefgate 0.1.0", "## Clef-flash 2.0.0", "## Clef-flash 1.7.0", "## clef 1"):
+    for heading in ("## clefgate 0.1.0", "## Clef-flash 2.1.0", "## Clef-flash 1.7.0", "## clef 1"):
         assert heading in text
 
 

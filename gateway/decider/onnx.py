@@ -383,7 +383,7 @@ class OnnxScorer:
         variant = self.options.variant
         if variant != "auto":
             return variant
-        # a version may name the file each provider runs (manifest "prefer": {"cpu": "fp32"}): Clef-flash 2.0.0 runs fp32 on
+        # a version may name the file each provider runs (manifest "prefer": {"cpu": "fp32"}): Clef-flash 2 runs fp32 on
         # the CPU, within the latency budget, because int8 activations quantized per run move its scores with their
         # batch-mates (by up to 0.04 at the block threshold); int8 stays shipped and is used when the config names it
         prefer = self.manifest.raw.get("prefer")

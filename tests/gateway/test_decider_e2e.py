@@ -103,7 +103,8 @@ def test_decision_log_is_the_training_feed(gateway: Gateway) -> None:
     line = next(ln for ln in scored if ln["record"]["path"] == "/forum")
     assert {q: set(o) for q, o in line["probabilities"].items()} == {
         "payload": {"benign", "attack"}, "attack_kind": {"sqli", "xss", "traversal", "cmdi", "probe", "other"},
-        "client": {"human", "good_bot", "bad_bot"}}
+        "client": {"human", "good_bot", "bad_bot"},
+        "familiarity": {"familiar", "unfamiliar"}}      # how near the payload lies to what the model learnt from
     assert line["input"]["client_text"] and len(line["input"]["client_numeric"]) == len(feat.split.CLIENT_NUMERIC_NAMES)
     assert line["input"]["feature_version"] and line["input"]["text"] and line["model"].startswith("clef-flash@")
     assert line["record"]["headers"] and line["latency_ms"] >= 0

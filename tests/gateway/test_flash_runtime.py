@@ -75,7 +75,7 @@ def test_cuda_first_falls_back_to_cpu_without_a_gpu() -> None:
     s = OnnxScorer(OnnxOptions())  # providers cuda, cpu
     if "CUDAExecutionProvider" in s.session.get_providers():
         assert (s.provider, s.precision) == ("cuda", "fp16")
-    else:  # the file the default version prefers on the CPU (2.0.0: fp32), int8 without a preference
+    else:  # the file the default version prefers on the CPU (2.1.0: fp32), int8 without a preference
         assert (s.provider, s.precision) == ("cpu", s.manifest.raw.get("prefer", {}).get("cpu", "int8"))
 
 
@@ -151,11 +151,11 @@ def test_eval_notes_a_policy_other_than_the_one_the_model_was_read_with(tmp_path
         out = capsys.readouterr().out
         assert ("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5" in out) is noted
     # side by side too, under the setup it concerns
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.0.0", "--model-version", "1.7.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.1.0", "--model-version", "1.7.0"]) == 0
     out = capsys.readouterr().out
     assert "clef-flash@1.7.0 was evaluated" not in out  # at the default 0.5: 1.7.0 was read with it
     config.write_text("model: {enabled: true}\npolicy: {challenge_risk: 0.6}\n", encoding="utf-8")
-    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.0.0", "--model-version", "1.7.0"]) == 0
+    assert evaluate.main(["--data", str(data), "--config", str(config), "--model-version", "2.1.0", "--model-version", "1.7.0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("  [2] ") and "clef-flash@1.7.0" in line)
     assert lines[at + 1].strip().startswith("note: policy.challenge_risk is 0.6, but clef-flash@1.7.0 was evaluated with 0.5")

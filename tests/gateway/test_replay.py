@@ -202,7 +202,7 @@ def test_the_model_scores_what_the_rules_leave_open(tmp_path: Path, capsys: pyte
 def test_an_int8_model_is_noted_as_moving_slightly_with_its_batch_mates(tmp_path: Path,
                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A reason a replayed decision can differ from the log with nothing changed (models/README.md, *Limits*): the
-    rollback version runs int8 on the CPU; the default (2.0.0) runs fp32 there, and is not noted."""
+    rollback version runs int8 on the CPU; the default (2.1.0) runs fp32 there, and is not noted."""
     log = tmp_path / "access.log"
     log.write_text(combined("203.0.113.7", "/shop") + "\n" + combined("198.51.100.1", "/search?q=%27x", agent="curl/8.5.0") + "\n")
     config = write_config(tmp_path, model={"enabled": True, "providers": ["cpu"], "version": "1.7.0"})

@@ -388,7 +388,7 @@ async def test_concurrent_model_swaps_take_turns_and_a_failed_one_does_not_undo_
 
     path = tmp_path / "gw.yaml"
     path.write_text(yaml.safe_dump({"backends": {"app": {"servers": ["http://127.0.0.1:9"]}},
-                                    "model": {"enabled": True, "version": "2.0.0", "providers": ["cpu"]},
+                                    "model": {"enabled": True, "version": "2.1.0", "providers": ["cpu"]},
                                     "challenge": {"dev_generate_secret": True}, "timeouts": {"drain_s": 0.1}}))
     cfg = configmod.load(str(path))
     worker = Worker(ConfigSource(str(path)), cfg, reuse_port=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -192,16 +193,9 @@ def test_a_training_run_fits_thresholds_and_ships_the_familiarity(tmp_path: Path
     np.testing.assert_allclose(got, distance / block["threshold"], rtol=1e-5)
 
 
-def test_a_manifest_without_the_field_serves_no_familiarity(tmp_path: Path) -> None:
-    """The shipped 2.0.0 predates the statistics: it loads, and its answers carry no familiarity (so nothing abstains)."""
-    scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1))
-    assert scorer.manifest.familiarity is None
-    (p,) = scorer.run_batch([make_features("GET", "/search?q=shoes")])
-    assert FAMILIARITY not in p and distance_ratio(p) is None
-
-
-def test_a_manifest_that_names_an_output_its_graph_lacks_is_refused(tmp_path: Path) -> None:
-    source = DEFAULT_REPOSITORY / "clef-flash" / "2.0.0"
+def _shipped_copy(tmp_path: Path, edit: dict[str, Any], drop: tuple[str, ...] = ()) -> Path:
+    """The shipped default's fp32 graphs under ``tmp_path`` as version 2.0.1, its manifest with ``edit`` applied."""
+    source = mf.resolve(DEFAULT_REPOSITORY, "clef-flash")
     copy = tmp_path / "clef-flash" / "2.0.1"
     copy.mkdir(parents=True)
     raw = json.loads((source / mf.MANIFEST_FILE).read_text())
@@ -210,8 +204,34 @@ def test_a_manifest_that_names_an_output_its_graph_lacks_is_refused(tmp_path: Pa
             shutil.copyfile(source / spec["path"], copy / spec["path"])
     raw["files"] = {"fp32": raw["files"]["fp32"]}
     raw["client_files"] = {"fp32": raw["client_files"]["fp32"]}
-    (copy / mf.MANIFEST_FILE).write_text(json.dumps({**raw, "version": "2.0.1",
-                                                     "familiarity": {"output": FAMILIARITY_OUTPUT, "threshold": 5.0}}))
-    with pytest.raises(mf.ManifestError, match=r"familiarity\.output: the payload graph has no output 'payload_distance'"):
-        OnnxScorer(OnnxOptions(repository=tmp_path, name="clef-flash", version="2.0.1", providers=("cpu",), variant="fp32",
-                               warmup_runs=1))
+    raw = {k: v for k, v in raw.items() if k not in drop}
+    (copy / mf.MANIFEST_FILE).write_text(json.dumps({**raw, "version": "2.0.1", **edit}))
+    return tmp_path
+
+
+def _scorer(repository: Path) -> OnnxScorer:
+    return OnnxScorer(OnnxOptions(repository=repository, name="clef-flash", version="2.0.1", providers=("cpu",),
+                                  variant="fp32", warmup_runs=1))
+
+
+def test_the_shipped_default_answers_with_its_familiarity() -> None:
+    scorer = OnnxScorer(OnnxOptions(providers=("cpu",), warmup_runs=1))
+    assert scorer.manifest.familiarity is not None
+    (p,) = scorer.run_batch([make_features("GET", "/search?q=shoes")])
+    ratio = distance_ratio(p)
+    assert ratio is not None and 0 < ratio < 1     # a plain search is familiar
+
+
+def test_a_manifest_without_the_field_serves_no_familiarity(tmp_path: Path) -> None:
+    """A manifest from before the statistics (2.0.0 had none): it loads, and its answers carry no familiarity
+    (so nothing abstains)."""
+    scorer = _scorer(_shipped_copy(tmp_path, {}, drop=("familiarity",)))
+    assert scorer.manifest.familiarity is None
+    (p,) = scorer.run_batch([make_features("GET", "/search?q=shoes")])
+    assert FAMILIARITY not in p and distance_ratio(p) is None
+
+
+def test_a_manifest_that_names_an_output_its_graph_lacks_is_refused(tmp_path: Path) -> None:
+    repository = _shipped_copy(tmp_path, {"familiarity": {"output": "no_such_output", "threshold": 5.0}})
+    with pytest.raises(mf.ManifestError, match=r"familiarity\.output: the payload graph has no output 'no_such_output'"):
+        _scorer(repository)

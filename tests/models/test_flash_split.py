@@ -16,7 +16,7 @@ from gateway.verdict import attack_probability, bot_probability, class_probabili
 from tests.conftest import make_features
 from tests.gateway.test_features import CHROME_HEAD
 
-DEFAULT = "2.0.0"
+DEFAULT = "2.1.0"
 ROLLBACK = "1.7.0"
 PEOPLE_CASES = Path(__file__).resolve().parents[1] / "data" / "people_cases.jsonl"
 SQLI = "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--"
