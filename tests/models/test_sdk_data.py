@@ -14,10 +14,6 @@ from models.corpus.build_sdk import chunks
 
 DATA = Path(__file__).resolve().parents[2] / "models" / "corpus" / "data"
 FILES = {"sdk-telemetry": "a", "rendered-posts": "b"}
-SHAPE_KEYS = {"app", "group", "method", "path", "query", "body_kind", "body", "content_type", "context", "slots"}
-GROUPS = {"api", "write", "telemetry", "post", "form", "search", "page"}
-METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
-CONTEXTS = {"xhr", "xhr-write", "nav", "nav-post", "beacon"}
 
 
 def _load(source: str) -> dict[str, Any]:
@@ -31,40 +27,15 @@ def _load(source: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("source", sorted(FILES))
-def test_file_follows_the_format(source: str) -> None:
+def test_file_names_its_half_and_every_shape_a_slot(source: str) -> None:
+    """The format of every apps-*.json is checked in test_apps_data.py; here: these two sources' halves, their
+    pinned packages, and a place for an attacker's value in every recorded request."""
     obj = _load(source)
-    assert set(obj) == {"source", "half", "from", "licence", "shapes"}
-    assert obj["source"] == source and obj["half"] == FILES[source]
-    assert "==" in obj["from"] and obj["licence"]
-    assert 300 <= len(obj["shapes"]) <= 4000
+    assert obj["source"] == source and obj["half"] == FILES[source] and "==" in obj["from"]
     for shape in obj["shapes"]:
-        assert set(shape) <= SHAPE_KEYS and SHAPE_KEYS - {"content_type"} <= set(shape), shape
-        assert shape["group"] in GROUPS and shape["method"] in METHODS and shape["context"] in CONTEXTS
-        path = shape["path"].replace("{id}", "").replace("{word}", "")
-        assert shape["path"].startswith("/") and "?" not in path and "{" not in path and "}" not in path
-        assert all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
-                   for p in shape["query"])
-        kind, body = shape["body_kind"], shape["body"]
-        if kind is None:
-            assert body is None
-        elif kind == "json":
-            assert isinstance(body, dict)
-        elif kind == "form":
-            assert isinstance(body, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in body.items())
-        else:
-            assert kind == "raw" and isinstance(body, str) and shape["content_type"]
-            assert len(body.encode()) <= 6 * 1024
-        assert ("content_type" in shape) == (kind == "raw")
         assert shape["slots"], shape["app"]
         for where, name in shape["slots"]:
-            if where in ("json", "form"):
-                assert where == kind and name in body
-            elif where == "raw":
-                assert kind == "raw" and name and name in body
-            elif where == "query":
-                assert name in {k for k, _ in shape["query"]}
-            else:
-                assert where == "path"
+            assert where != "raw" or name in shape["body"]
 
 
 def test_telemetry_bodies_are_what_the_sdks_send() -> None:
