@@ -33,8 +33,9 @@ string or a number context or reads as a statement (see :data:`SQLI_TEXT_FINGERP
 the value shapes it rejects for free text are documented there. Likewise a name that a
 signature knows (``document.cookie``, ``information_schema``, an ``<iframe>`` with no
 attribute) mentioned among words with no code around it is a question about the thing,
-not its use (:func:`_mentioned`); libinjection XSS needs what runs or loads to come with
-the markup, not before it.
+not its use (:func:`_mentioned`), and so is a tag with bare attributes only (``what does
+<script defer> mean``, :func:`_tag_mentioned`); libinjection XSS needs what runs or loads to
+come with the markup, not before it.
 
 Work per request is bounded: a value is inspected on its first ``max_value_bytes``,
 at most ``max_values`` values per request, bodies on their first ``max_body_bytes``
@@ -106,7 +107,12 @@ PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injectio
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
 _BARE_NAME = re.compile(r"<?\s*[a-z_][a-z0-9_.]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
-MENTION_WORDS = 2
+MENTION_WORDS = 1
+# libinjection XSS reads <script defer> and <svg viewBox> as markup, which people ask about by name ("what does <script
+# defer> mean"); a tag with bare attributes only (no value: nothing loads or runs from it) and no other markup in the
+# value is such a mention (:func:`_tag_mentioned`)
+_BARE_TAG = re.compile(r"<\s*([a-z][a-z0-9]*)(?:\s+[a-z][a-z0-9-]*)*\s*>", re.IGNORECASE)
+_RUNS_CONTENT = frozenset({"script", "style"})  # elements whose text content is code, not words
 # javascript:void(0) is the inert link target of countless pages, searched for and pasted by people; read as
 # "javascript:void" it still matches a signature when a call follows it (javascript:void(0);alert(1))
 _VOID = re.compile(r"void\s*\(\s*0\s*\)")
@@ -282,7 +288,7 @@ class PayloadInspector:
             start = min(i for i in (text.find("<"), text.find("=")) if i >= 0)
             if text[start] == "=":
                 start = len(text[:start].rstrip().rstrip(_ATTRIBUTE_CHARS))  # from the attribute's name (onerror=)
-            if _ACTIVE.search(text, start) and libinjection.is_xss(text)["is_xss"]:
+            if _ACTIVE.search(text, start) and not _tag_mentioned(text) and libinjection.is_xss(text)["is_xss"]:
                 return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
         if self._joined is not None:
             low = text.lower()
@@ -323,6 +329,20 @@ def _mentioned(low: str, start: int, end: int) -> bool:
     if any(c in part.replace("()", " ") for part in (before, after) for c in "'\"()=;+`<>{}"):
         return False
     return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
+
+
+def _tag_mentioned(text: str) -> bool:
+    """The value's only markup is one tag named with bare attributes and closed at once (``<script defer>``,
+    ``<svg viewBox>``), among at least MENTION_WORDS words: no attribute value, no second tag, and nothing after it
+    that a script or style element would run (a call, a template, a string, a statement, a block, an import or a
+    property)."""
+    m = _BARE_TAG.search(text)
+    if m is None or "<" in text[m.end():] or "<" in text[:m.start()] or "=" in text:
+        return False
+    after = text[m.end():]
+    if m.group(1).lower() in _RUNS_CONTENT and any(c in after for c in "()`'\";{}+@:"):
+        return False
+    return len(_WORD.findall(text[:m.start()])) + len(_WORD.findall(after)) >= MENTION_WORDS
 
 
 def _breaks_out(text: str) -> bool:
