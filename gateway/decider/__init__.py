@@ -6,7 +6,7 @@ Layers, each small and testable alone (see their modules)::
 
 ``load`` builds the stack for a config. A reload that leaves the model unchanged keeps
 the loaded session, its worker threads, the decision cache (the probabilities of an
-unchanged model stay valid) and, with the same breaker settings, the circuit breaker
+unchanged model stay valid; so do the payload answers a two-input model keeps while the cache is on) and, with the same breaker settings, the circuit breaker
 (a reload must not close a breaker that a failing model opened); a changed model is
 loaded and warmed beside the running one, and swapped in with the rest of the runtime.
 "Unchanged" is judged by the version directory and manifest that the ``model:`` section
@@ -103,6 +103,8 @@ class Decider:
             self.model.close()
 
 
+# the most payload answers a model keeps (each a few small arrays): a flood's payloads repeat, so few are needed
+PAYLOAD_ANSWERS_MAX = 65_536
 _BREAKER_SETTINGS = ("failure_threshold", "window_s", "cooldown_s", "half_open_probes")
 
 
@@ -162,6 +164,11 @@ def load(cfg: Config, previous: Decider | None = None) -> Decider | None:
     keep_breaker = (previous.breaker if previous is not None and model is previous.model
                     and all(getattr(previous.settings, k) == getattr(settings, k) for k in _BREAKER_SETTINGS) else None)
     scorer, cache, breaker, batcher = _chain(model, settings, executor, keep_cache, keep_breaker)
+    # the payload half's answers are kept beside the decision cache, as long as its decisions (see OnnxScorer.probabilities)
+    if cache is not None:
+        model.keep_payload_answers(settings.cache_ttl_s, min(settings.cache_size, PAYLOAD_ANSWERS_MAX))
+    else:
+        model.keep_payload_answers(0.0, 0)
     if getattr(model, "warmup_error", "") and keep_breaker is None:
         breaker.trip()  # model.on_warmup_failure: fallback
     return Decider(model, options, dataclasses.replace(settings), executor, scorer, cache, breaker, batcher,

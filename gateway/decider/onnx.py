@@ -29,7 +29,11 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
   graphs (``files`` and ``client_files`` in the manifest), each in its own session. The
   payload half runs for every row; the client half's calibrated answer is kept per client
   key (``ModelInput.client_key``: the client input and its rounded history) for
-  ``client_cache_ttl_s``, so a person's page assets share one client run.
+  ``client_cache_ttl_s``, so a person's page assets share one client run. With
+  ``payload_cache_ttl_s`` set (the decider sets it when its decision cache is on), the payload
+  half's calibrated answer (its questions and familiarity) is kept too, by a digest of exactly
+  what that half reads (the token ids and the numeric vector, which never depend on the client):
+  a flood's identical requests from ever new clients then run the client half alone.
 - **Familiarity**: a manifest with ``familiarity`` statistics names a payload-graph output, the Mahalanobis
   distance of the payload head's input to the training rows'; it is asked for with the payload questions and
   answered beside them as ``familiarity`` {familiar, unfamiliar} (``gateway.verdict.distance_ratio`` reads it;
@@ -40,9 +44,11 @@ the batching, cache and breaker layers wrap it, and it runs in their worker thre
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -109,6 +115,9 @@ FAMILIARITY_OPTIONS = ("familiar", "unfamiliar")
 CLIENT_CACHE = metrics.counter("clefgate_client_answer_cache_total",
                                "Client-question answers of a two-input model, by result: hit (the client's answer was kept), "
                                "miss (the client half ran).", ("result",))
+PAYLOAD_CACHE = metrics.counter("clefgate_payload_answer_cache_total",
+                                "Payload-half answers of a two-input model (its questions and familiarity), by result: hit "
+                                "(an identical payload input's answer was kept), miss (the payload half ran for it).", ("result",))
 
 LOADED = metrics.gauge("clefgate_model_loaded_info", "Loaded Clef-flash model versions (value 1), with the provider and precision in use.",
                        ("model", "provider", "precision"), merge="max")
@@ -180,6 +189,11 @@ class OnnxOptions:
     # many clients are kept at most
     client_cache_ttl_s: float = 60.0
     client_cache_size: int = 65_536
+    # two-input models: how long the payload half's answer for one payload input is kept (seconds; 0, the default, runs
+    # the payload half for every row, as ``clefgate eval`` and the model benchmarks measure it; the decider turns it on
+    # with its decision cache) and how many are kept at most
+    payload_cache_ttl_s: float = 0.0
+    payload_cache_size: int = 65_536
 
     @classmethod
     def from_config(cls, model_cfg: Any, base_dir: Path | None = None) -> OnnxOptions:
@@ -232,7 +246,8 @@ def _pad_one(ids: np.ndarray | None) -> np.ndarray:
 
 
 class _ClientAnswers:
-    """Calibrated client-question answers by client key, each kept ``ttl_s`` seconds (oldest dropped beyond ``maxsize``).
+    """Calibrated answers by key, each kept ``ttl_s`` seconds (oldest dropped beyond ``maxsize``): the client question's
+    by client key, and (as ``_PayloadAnswers``) the payload half's by payload key.
 
     Shared by the worker threads that run the model: every access holds the lock.
     """
@@ -240,10 +255,10 @@ class _ClientAnswers:
     def __init__(self, ttl_s: float, maxsize: int) -> None:
         self.ttl_s = ttl_s
         self.maxsize = maxsize
-        self._entries: OrderedDict[bytes, tuple[float, np.ndarray]] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[float, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: bytes, now: float) -> np.ndarray | None:
+    def get(self, key: bytes, now: float) -> Any:
         with self._lock:
             hit = self._entries.get(key)
             if hit is None:
@@ -253,7 +268,7 @@ class _ClientAnswers:
                 return None
             return hit[1]
 
-    def put(self, key: bytes, value: np.ndarray, now: float) -> None:
+    def put(self, key: bytes, value: Any, now: float) -> None:
         if self.ttl_s <= 0 or self.maxsize <= 0:
             return
         with self._lock:
@@ -265,6 +280,22 @@ class _ClientAnswers:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+# the payload half's kept answers: per payload key, one calibrated row per payload question (in the model's payload
+# output order), then the familiarity row (None when the manifest asks for none)
+_PayloadAnswers = _ClientAnswers
+PayloadAnswer = tuple[np.ndarray | None, ...]
+
+
+def payload_key(item: ModelInput) -> bytes:
+    """The payload half's cache key: a digest of exactly what that half reads, the token ids and the numeric vector
+    (at full precision: two inputs the model could answer differently never share a key). Neither depends on the
+    client, so identical payloads from many clients share one answer."""
+    h = hashlib.blake2b(np.ascontiguousarray(item.ids, dtype=np.int64).tobytes(), digest_size=16)
+    h.update(b"\0")
+    h.update(array.array("d", item.numeric).tobytes())
+    return h.digest()
 
 
 class OnnxScorer:
@@ -284,6 +315,9 @@ class OnnxScorer:
                                 feature_fingerprint=feat.SUPPORTED_VERSIONS[self.feature_version], name=opts.name)
         self.two_inputs = self.feature_version != feat.V1_VERSION
         self.client_answers = _ClientAnswers(opts.client_cache_ttl_s, opts.client_cache_size)
+        # the payload half's kept answers (None: off, every row runs the payload half)
+        self.payload_answers: _ClientAnswers | None = None
+        self.keep_payload_answers(opts.payload_cache_ttl_s, opts.payload_cache_size)
         self._check_contract()
         # a two-input model's client half (its own graph, opened beside the payload half by _open)
         self.client_session: ort.InferenceSession | None = None
@@ -346,6 +380,15 @@ class OnnxScorer:
     def questions(self) -> dict[str, tuple[str, ...]]:
         """Question id -> option names, in output order (for output validation)."""
         return {q.id: q.options for q in self.manifest.questions}
+
+    def keep_payload_answers(self, ttl_s: float, maxsize: int) -> None:
+        """Keep the payload half's answers ``ttl_s`` seconds, at most ``maxsize`` of them (either 0: off); a two-input
+        model only. The answers already kept stay when the settings are unchanged (they hold for this model)."""
+        answers = self.payload_answers
+        if not self.two_inputs or ttl_s <= 0 or maxsize <= 0:
+            self.payload_answers = None
+        elif answers is None or (answers.ttl_s, answers.maxsize) != (ttl_s, maxsize):
+            self.payload_answers = _PayloadAnswers(ttl_s, maxsize)
 
     def model_input(self, features: Features) -> ModelInput:
         """What this model reads about one request (featurized for its feature version)."""
@@ -615,7 +658,9 @@ class OnnxScorer:
 
         Two-input models answer the client question from the kept answers where they can (``client_answers``),
         running the client half once per distinct client key among the rest, in the same flushing block as the
-        payload half.
+        payload half; with ``payload_answers`` on, the payload questions and familiarity likewise (the payload half
+        runs once per distinct payload key among the rows it has no kept answer for, and not at all when it has one
+        for every row).
         """
         if not self.two_inputs:
             raw = self.logits(inputs)
@@ -636,7 +681,25 @@ class OnnxScorer:
                 missing.setdefault(key, []).append(i)
         if kept:
             CLIENT_CACHE.inc("hit", amount=len(kept))
-        groups = self._payload_groups(inputs)
+        # the rows the payload half runs for: every row, or (payload answers kept) the first of each payload not kept
+        payload_kept: list[tuple[int, PayloadAnswer]] = []
+        payload_missing: dict[bytes, list[int]] = {}
+        to_run: Sequence[ModelInput] = inputs
+        if self.payload_answers is not None:
+            for i, item in enumerate(inputs):
+                pkey = payload_key(item)
+                known = self.payload_answers.get(pkey, now)
+                if known is not None:
+                    payload_kept.append((i, known))
+                else:
+                    payload_missing.setdefault(pkey, []).append(i)
+            if payload_kept:
+                PAYLOAD_CACHE.inc("hit", amount=len(payload_kept))
+            if payload_missing:
+                PAYLOAD_CACHE.inc("miss", amount=len(payload_missing))
+            to_run = inputs if len(payload_missing) == n else [inputs[rows[0]] for rows in payload_missing.values()]
+        ran = len(to_run)
+        groups = self._payload_groups(to_run) if ran else []
         runs = [run for _, run in groups]
         if missing:
             CLIENT_CACHE.inc("miss", amount=len(missing))
@@ -649,17 +712,23 @@ class OnnxScorer:
                 ids = feat.pad_ids([i.client_ids if i.client_ids is not None else np.zeros(0, dtype=np.int64) for i in first])
                 numeric = np.array([i.client_numeric for i in first], dtype=np.float32)
             runs.append(self._half_run("client", ids, numeric))
-        results = self._run_all(runs)
+        results = self._run_all(runs) if runs else []
         temperature = self._temperature
-        if len(groups) == 1:
+        if not groups:
+            probs: dict[str, np.ndarray] = {}
+        elif len(groups) == 1:
             probs = {q: _softmax(values, temperature[q]) for q, values in zip(self._payload_questions, results[0], strict=False)}
         else:
-            out = {q: np.zeros((n, self._output_width[o]), dtype=np.float32)
+            out = {q: np.zeros((ran, self._output_width[o]), dtype=np.float32)
                    for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=False)}
             self._scatter_payload(groups, results[:len(groups)], out)
             probs = {q: _softmax(values, temperature[q]) for q, values in out.items()}
-        if self._familiarity is not None:
-            probs[FAMILIARITY] = self._familiarities(groups, results, n, self._familiarity.threshold)
+        if self._familiarity is not None and groups:
+            probs[FAMILIARITY] = self._familiarities(groups, results, ran, self._familiarity.threshold)
+        if self.payload_answers is not None and ran < n:
+            probs = self._with_kept_payloads(probs, n, payload_kept, payload_missing, now)
+        elif self.payload_answers is not None:
+            self._keep_payloads(probs, payload_missing, now)
         if missing and not kept and len(missing) == n:
             # every row a client of its own, in row order: the answers are the client column as they are
             answers = _softmax(results[-1][0], temperature.get("client", 1.0))
@@ -677,6 +746,34 @@ class OnnxScorer:
                     cache.put(key, answer, now)
         probs["client"] = client
         return probs
+
+    def _payload_names(self) -> list[str]:
+        """The keys of the payload half's answers, in the order a kept answer holds them."""
+        return [*self._payload_questions, *([FAMILIARITY] if self._familiarity is not None else [])]
+
+    def _keep_payloads(self, computed: dict[str, np.ndarray], missing: dict[bytes, list[int]], now: float) -> None:
+        """Keep the answer of each payload the half just ran for (``computed``'s rows, one per key of ``missing``)."""
+        names = self._payload_names()
+        for j, key in enumerate(missing):
+            # copies: a caller's edit of the probabilities it was given must not reach the kept answers
+            self.payload_answers.put(key, tuple(computed[q][j].copy() for q in names), now)  # type: ignore[union-attr]
+
+    def _with_kept_payloads(self, computed: dict[str, np.ndarray], n: int, kept: list[tuple[int, PayloadAnswer]],
+                            missing: dict[bytes, list[int]], now: float) -> dict[str, np.ndarray]:
+        """The payload answers of all ``n`` rows: the kept ones and those just computed (one row per key of ``missing``,
+        in its order, now kept too)."""
+        names = self._payload_names()
+        self._keep_payloads(computed, missing, now)
+        widths = {q: self._output_width[o] for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=False)}
+        widths[FAMILIARITY] = len(FAMILIARITY_OPTIONS)
+        out = {q: np.zeros((n, widths[q]), dtype=np.float64) for q in names}
+        for i, answer in kept:
+            for q, row in zip(names, answer, strict=True):
+                out[q][i] = row
+        for j, rows in enumerate(missing.values()):
+            for q in names:
+                out[q][rows] = computed[q][j]
+        return out
 
     @staticmethod
     def _familiarities(groups: Sequence[tuple[list[int] | None, _Run]], results: Sequence[list[np.ndarray]], n: int,
