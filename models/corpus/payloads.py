@@ -169,6 +169,25 @@ def _lang_lines(half: str | None) -> tuple[str, ...]:
     return tuple(x for x in lines if half is None or _half_key(x) == half)
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
+
+
+@functools.cache
+def attack_words(half: str | None) -> tuple[tuple[str, ...], ...]:
+    """The words of each payload of the half's corpora, in order, without their syntax: ``net user hacker Password1
+    ADD`` from ``& net user hacker Password1 /ADD``. As benign values they teach that a word is not evidence, only
+    the syntax around it is (people type "Password1", "select", "alert" and "passwd" too)."""
+    sources = HALF_PAYLOADS.get(half or "", PAYLOAD_SOURCES)
+    out = []
+    for src in sources:
+        for fam in sorted(corpora().get(src, {})):
+            for text in corpora()[src][fam]:
+                found = tuple(_WORD.findall(text))[:8]
+                if found:
+                    out.append(found)
+    return tuple(out)
+
+
 def benign(rng: random.Random, words: tuple[str, ...], half: str | None, where: str, rich: bool = True) -> Benign:
     """A benign value for a slot (``where``: query, path, form, json, graphql). ``rich`` values (questions about
     code, other languages, free text) go where people type; elsewhere values are words, identifiers, tokens."""
@@ -214,6 +233,10 @@ def benign(rng: random.Random, words: tuple[str, ...], half: str | None, where: 
     if r < 0.92:
         return Benign(str(rng.choice((rng.randint(0, 10**6), round(rng.uniform(0, 999), 2), -rng.randint(1, 99)))),
                       "numbers")
+    if r < 0.96:
+        found = rng.choice(attack_words(half))
+        start = rng.randrange(len(found))
+        return Benign(("-" if where == "path" else " ").join(found[start:start + rng.randint(1, 4)]), "attack-words")
     return Benign(" ".join(rng.choice(words) for _ in range(rng.randint(5, 25))) + rng.choice((".", "?", "!", "")),
                   "words")
 

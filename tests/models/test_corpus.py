@@ -161,7 +161,7 @@ def test_the_halves_share_no_source(both: dict[str, list[dict[str, Any]]]) -> No
     a, b = both["a"], both["b"]
     for field in fields:
         shared = {r[field] for r in a} & {r[field] for r in b}
-        shared -= {"words", "devqueries", "langtext", "tokens", "structured", "numbers", "well-known", "site", "xml"}
+        shared -= {"words", "devqueries", "langtext", "tokens", "structured", "numbers", "well-known", "site", "xml", "attack-words"}
         assert not shared, (field, shared)
     browser_sources = lambda rows: {r["source"] for r in rows if r["client_kind"] == "browser"}  # noqa: E731
     assert not browser_sources(a) & browser_sources(b)
@@ -283,3 +283,16 @@ def test_a_good_crawler_naming_a_verifying_operator_comes_from_its_ranges(both: 
     claims = re.compile(r"googlebot|bingbot|applebot|duckduckbot", re.IGNORECASE)
     spoofed = [r for rows in both.values() for r in rows if r["payload_label"] == "attack" and claims.search(str(r["headers"]))]
     assert all(not r.get("verified") for r in spoofed)
+
+
+def test_the_words_of_attacks_are_benign_without_their_syntax(both: dict[str, list[dict[str, Any]]]) -> None:
+    """A word seen only in attacks ("Password1" of `net user hacker Password1 /ADD`) would become evidence by
+    itself; people type such words too, so the words of each half's payloads are also benign values."""
+    for half, rows in both.items():
+        words = payloads.attack_words(half)
+        assert len(words) > 1000
+        assert all(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{2,}", w) for found in words for w in found)
+        used = [r for r in rows if r["payload_source"] == "attack-words"]
+        assert used and all(r["payload_label"] == "benign" for r in used)
+    assert ("net", "user", "hacker", "Password1", "ADD") in payloads.attack_words(None)
+    assert payloads.attack_words("a") != payloads.attack_words("b")      # each half's from its own corpora
