@@ -55,7 +55,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,6 +267,19 @@ class _ClientAnswers:
                 del self._entries[key]
                 return None
             return hit[1]
+
+    def partition(self, inputs: Sequence[Any], key_of: Callable[[Any], bytes], now: float) -> tuple[list[tuple[int, Any]], dict[bytes, list[int]]]:
+        """(the rows whose answer is kept, each with it; the key of every other row with the rows that share it)."""
+        kept: list[tuple[int, Any]] = []
+        missing: dict[bytes, list[int]] = {}
+        for i, item in enumerate(inputs):
+            key = key_of(item)
+            answer = self.get(key, now)
+            if answer is not None:
+                kept.append((i, answer))
+            else:
+                missing.setdefault(key, []).append(i)
+        return kept, missing
 
     def put(self, key: bytes, value: Any, now: float) -> None:
         if self.ttl_s <= 0 or self.maxsize <= 0:
@@ -670,15 +683,7 @@ class OnnxScorer:
             return {q: np.zeros((0, len(opts)), dtype=np.float64) for q, opts, _ in self._questions}
         now = time.monotonic()
         cache = self.client_answers
-        kept: list[tuple[int, np.ndarray]] = []
-        missing: dict[bytes, list[int]] = {}
-        for i, item in enumerate(inputs):
-            key = item.client_key()
-            answer = cache.get(key, now)
-            if answer is not None:
-                kept.append((i, answer))
-            else:
-                missing.setdefault(key, []).append(i)
+        kept, missing = cache.partition(inputs, ModelInput.client_key, now)
         if kept:
             CLIENT_CACHE.inc("hit", amount=len(kept))
         # the rows the payload half runs for: every row, or (payload answers kept) the first of each payload not kept
@@ -686,13 +691,7 @@ class OnnxScorer:
         payload_missing: dict[bytes, list[int]] = {}
         to_run: Sequence[ModelInput] = inputs
         if self.payload_answers is not None:
-            for i, item in enumerate(inputs):
-                pkey = payload_key(item)
-                known = self.payload_answers.get(pkey, now)
-                if known is not None:
-                    payload_kept.append((i, known))
-                else:
-                    payload_missing.setdefault(pkey, []).append(i)
+            payload_kept, payload_missing = self.payload_answers.partition(inputs, payload_key, now)
             if payload_kept:
                 PAYLOAD_CACHE.inc("hit", amount=len(payload_kept))
             if payload_missing:
