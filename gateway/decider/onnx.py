@@ -245,9 +245,9 @@ def _pad_one(ids: np.ndarray | None) -> np.ndarray:
     return out
 
 
-class _ClientAnswers:
+class _KeptAnswers:
     """Calibrated answers by key, each kept ``ttl_s`` seconds (oldest dropped beyond ``maxsize``): the client question's
-    by client key, and (as ``_PayloadAnswers``) the payload half's by payload key.
+    by client key (``client_answers``), and the payload half's by payload key (``payload_answers``).
 
     Shared by the worker threads that run the model: every access holds the lock.
     """
@@ -297,7 +297,6 @@ class _ClientAnswers:
 
 # the payload half's kept answers: per payload key, one calibrated row per payload question (in the model's payload
 # output order), then the familiarity row (None when the manifest asks for none)
-_PayloadAnswers = _ClientAnswers
 PayloadAnswer = tuple[np.ndarray | None, ...]
 
 
@@ -327,9 +326,9 @@ class OnnxScorer:
         self.manifest = mf.load(directory, feature_version=self.feature_version,
                                 feature_fingerprint=feat.SUPPORTED_VERSIONS[self.feature_version], name=opts.name)
         self.two_inputs = self.feature_version != feat.V1_VERSION
-        self.client_answers = _ClientAnswers(opts.client_cache_ttl_s, opts.client_cache_size)
+        self.client_answers = _KeptAnswers(opts.client_cache_ttl_s, opts.client_cache_size)
         # the payload half's kept answers (None: off, every row runs the payload half)
-        self.payload_answers: _ClientAnswers | None = None
+        self.payload_answers: _KeptAnswers | None = None
         self.keep_payload_answers(opts.payload_cache_ttl_s, opts.payload_cache_size)
         self._check_contract()
         # a two-input model's client half (its own graph, opened beside the payload half by _open)
@@ -344,6 +343,8 @@ class OnnxScorer:
         # per output: its question and its number of options (what each run's outputs are checked against)
         self._output_width = {o.name: len(self.questions[o.question]) for o in self.manifest.outputs}
         self._payload_questions = [self._by_output[o] for o in self._half_outputs["payload"]]
+        # each payload question's number of options (a kept answer's familiarity row has its two)
+        self._payload_widths = {self._by_output[o]: self._output_width[o] for o in self._half_outputs["payload"]}
         # the payload graph's familiarity distance, asked for after the payload questions' outputs (width 0: one value a row)
         self._familiarity = self._familiarity_output()
         if self._familiarity is not None:
@@ -401,7 +402,7 @@ class OnnxScorer:
         if not self.two_inputs or ttl_s <= 0 or maxsize <= 0:
             self.payload_answers = None
         elif answers is None or (answers.ttl_s, answers.maxsize) != (ttl_s, maxsize):
-            self.payload_answers = _PayloadAnswers(ttl_s, maxsize)
+            self.payload_answers = _KeptAnswers(ttl_s, maxsize)
 
     def model_input(self, features: Features) -> ModelInput:
         """What this model reads about one request (featurized for its feature version)."""
@@ -716,10 +717,10 @@ class OnnxScorer:
         if not groups:
             probs: dict[str, np.ndarray] = {}
         elif len(groups) == 1:
-            probs = {q: _softmax(values, temperature[q]) for q, values in zip(self._payload_questions, results[0], strict=False)}
+            questions = self._payload_questions   # the familiarity distance, when asked for, follows their outputs
+            probs = {q: _softmax(values, temperature[q]) for q, values in zip(questions, results[0][:len(questions)], strict=True)}
         else:
-            out = {q: np.zeros((ran, self._output_width[o]), dtype=np.float32)
-                   for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=False)}
+            out = {q: np.zeros((ran, width), dtype=np.float32) for q, width in self._payload_widths.items()}
             self._scatter_payload(groups, results[:len(groups)], out)
             probs = {q: _softmax(values, temperature[q]) for q, values in out.items()}
         if self._familiarity is not None and groups:
@@ -763,8 +764,7 @@ class OnnxScorer:
         in its order, now kept too)."""
         names = self._payload_names()
         self._keep_payloads(computed, missing, now)
-        widths = {q: self._output_width[o] for q, o in zip(self._payload_questions, self._half_outputs["payload"], strict=False)}
-        widths[FAMILIARITY] = len(FAMILIARITY_OPTIONS)
+        widths = {**self._payload_widths, FAMILIARITY: len(FAMILIARITY_OPTIONS)}
         out = {q: np.zeros((n, widths[q]), dtype=np.float64) for q in names}
         for i, answer in kept:
             for q, row in zip(names, answer, strict=True):

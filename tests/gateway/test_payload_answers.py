@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gateway import features as feat
-from gateway.decider.onnx import PAYLOAD_CACHE, OnnxOptions, OnnxScorer, _PayloadAnswers, payload_key
+from gateway.decider.onnx import PAYLOAD_CACHE, OnnxOptions, OnnxScorer, _KeptAnswers, payload_key
 from gateway.features import ClientStats
 from gateway.verdict import FAMILIARITY
 from tests.conftest import make_features
@@ -43,7 +43,7 @@ def _flood(ip: str, target: str = "/shop", head: list[tuple[str, str]] = BOT_HEA
 
 
 def test_kept_answers_expire_and_are_bounded() -> None:
-    answers = _PayloadAnswers(ttl_s=10.0, maxsize=2)
+    answers = _KeptAnswers(ttl_s=10.0, maxsize=2)
     one = (np.array([0.9, 0.1]), None)
     answers.put(b"a", one, now=100.0)
     assert answers.get(b"a", now=109.0) is one  # a hit

@@ -10,7 +10,7 @@ import pytest
 
 from gateway import features as feat
 from gateway.decider import manifest as mf
-from gateway.decider.onnx import CLIENT_CACHE, DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, _ClientAnswers, describe
+from gateway.decider.onnx import CLIENT_CACHE, DEFAULT_REPOSITORY, OnnxOptions, OnnxScorer, _KeptAnswers, describe
 from gateway.tools import evaluate
 from gateway.verdict import attack_probability, bot_probability, class_probabilities
 from tests.conftest import make_features
@@ -99,7 +99,7 @@ def test_a_clients_answer_is_kept_and_its_page_assets_share_it(scorer: OnnxScore
 
 
 def test_kept_client_answers_expire_and_are_bounded() -> None:
-    answers = _ClientAnswers(ttl_s=10.0, maxsize=2)
+    answers = _KeptAnswers(ttl_s=10.0, maxsize=2)
     one = np.array([0.9, 0.05, 0.05])
     answers.put(b"a", one, now=100.0)
     assert answers.get(b"a", now=109.0) is one
@@ -107,7 +107,7 @@ def test_kept_client_answers_expire_and_are_bounded() -> None:
     for key in (b"a", b"b", b"c"):
         answers.put(key, one, now=200.0)
     assert len(answers) == 2 and answers.get(b"a", now=200.0) is None
-    off = _ClientAnswers(ttl_s=0.0, maxsize=10)
+    off = _KeptAnswers(ttl_s=0.0, maxsize=10)
     off.put(b"a", one, now=1.0)
     assert len(off) == 0
 
