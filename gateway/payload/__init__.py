@@ -328,6 +328,11 @@ def _mentioned(low: str, start: int, end: int) -> bool:
         after = after[close + 1:] if close >= 0 else ""
     if any(c in part.replace("()", " ") for part in (before, after) for c in "'\"()=;+`<>{}"):
         return False
+    return _among_words(before, after)
+
+
+def _among_words(before: str, after: str) -> bool:
+    """At least MENTION_WORDS words around a mention, before it and after it together."""
     return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
 
 
@@ -342,7 +347,7 @@ def _tag_mentioned(text: str) -> bool:
     after = text[m.end():]
     if m.group(1).lower() in _RUNS_CONTENT and any(c in after for c in "()`'\";{}+@:"):
         return False
-    return len(_WORD.findall(text[:m.start()])) + len(_WORD.findall(after)) >= MENTION_WORDS
+    return _among_words(text[:m.start()], after)
 
 
 def _breaks_out(text: str) -> bool:
