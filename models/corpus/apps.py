@@ -27,10 +27,6 @@ from models.corpus.sites import Request, Site
 
 DATA = Path(__file__).resolve().parent / "data"
 
-GROUPS = ("api", "write", "telemetry", "post", "form", "search", "page")
-CONTEXTS = ("xhr", "xhr-write", "nav", "nav-post", "beacon")
-BODY_KINDS = (None, "json", "form", "raw")
-
 
 @functools.cache
 def sources(directory: Path = DATA) -> dict[str, dict[str, Any]]:
