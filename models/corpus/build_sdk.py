@@ -35,24 +35,12 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-DATA = Path(__file__).resolve().parent / "data"
+from models.corpus.build_apps import DATA, MAX_BODY, load_words, write_source
 
-MAX_BODY = 6 * 1024          # bytes; longer bodies are cut at an item/element boundary or skipped
 MAX_SLOTS = 8
-
-
-def _words() -> list[str]:
-    return (DATA / "words.txt").read_text().split()
-
-
-def _dump(obj: dict[str, Any], path: Path) -> None:
-    with path.open("w") as f:
-        json.dump(obj, f, indent=None, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
 
 
 def _raw_slot(body: str, value: Any) -> str | None:
@@ -755,7 +743,7 @@ def sdk_telemetry() -> dict[str, Any]:
     """Sentry envelopes, PostHog batches and OTLP/JSON trace exports, as the SDKs send them."""
     from importlib.metadata import version
 
-    words = _words()
+    words = load_words()
     noise = Denoise(1)
     pick = random.Random(14)
     shapes = _budget(_sentry(words, random.Random(11), noise), pick, 800_000)
@@ -1045,7 +1033,7 @@ def rendered_posts() -> dict[str, Any]:
     """Rendered long descriptions of installed distributions, posted as editors post them."""
     from importlib.metadata import version
 
-    words = _words()
+    words = load_words()
     rng = random.Random(21)
     shapes: list[dict[str, Any]] = []
     for _name, _ver, _lic, ctype, text in readmes():
@@ -1071,7 +1059,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.only and args.only != name:
             continue
         obj = build()
-        _dump(obj, DATA / f"apps-{name}.json")
+        write_source(DATA, obj["source"], obj["half"], obj["from"], obj["licence"], obj["shapes"])
         print(f"apps-{name}.json: {len(obj['shapes'])} shapes")
 
 
