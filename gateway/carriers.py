@@ -45,7 +45,7 @@ _PATH_PAYLOAD = re.compile(r"%(?:0[09]|20|2[346]|3[bB]|7[cC]|60)|https?(?::|%3[a
 # a cookie value that is only a token (ids, signed tokens, base64) carries no payload
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=:-]*")
 # headers that only describe the client software or the request's framing: where header injections do not go
-_DESCRIPTIVE = frozenset({
+DESCRIPTIVE = frozenset({
     "host", "accept", "accept-language", "accept-encoding", "connection", "keep-alive", "te", "priority", "dnt",
     "sec-gpc", "upgrade-insecure-requests", "cache-control", "pragma", "content-length", "transfer-encoding",
     "content-type", "cookie", "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "sec-ch-ua-platform-version",
@@ -58,12 +58,18 @@ _MAX_FRAGMENT = 80
 _MAX_FIELDS = 64
 
 
-def _suspicious(value: str) -> bool:
+def suspicious(value: str) -> bool:
+    """The value holds injection characters, as sent or percent-decoded."""
     if _INJECTION.search(value) is not None:
         return True
     if "%" in value or "+" in value:
         return _INJECTION.search(unquote_plus(value)) is not None
     return False
+
+
+def is_token(value: str) -> bool:
+    """A cookie value that is only a token (an id, a signed token, base64): it carries no payload."""
+    return _TOKEN.fullmatch(value) is not None
 
 
 def _fragment(value: str) -> str:
@@ -88,12 +94,12 @@ def payload_carriers(features: Features) -> tuple[tuple[str, str], ...]:
     marked: list[tuple[str, str]] = []
     plain: list[tuple[str, str]] = []
     path = features.path
-    if _suspicious(path) or _PATH_PAYLOAD.search(path) is not None or ("%" in path and _suspicious(unquote(path))):
+    if suspicious(path) or _PATH_PAYLOAD.search(path) is not None or ("%" in path and suspicious(unquote(path))):
         marked.append(("path", _fragment(path)))
     if features.query:
         fields = _fields(features.query, "&")
-        hits = [(f"query:{_fragment(unquote_plus(name))}", _fragment(unquote_plus(value))) for name, value in fields if _suspicious(value)
-                or _suspicious(name)]
+        hits = [(f"query:{_fragment(unquote_plus(name))}", _fragment(unquote_plus(value))) for name, value in fields if suspicious(value)
+                or suspicious(name)]
         marked += hits
         if not hits:
             plain.append(("query", _fragment(features.query)))
@@ -104,17 +110,17 @@ def payload_carriers(features: Features) -> tuple[tuple[str, str], ...]:
         hits = []
         if "application/x-www-form-urlencoded" in content_type:
             hits = [(f"form:{_fragment(unquote_plus(name))}", _fragment(unquote_plus(value))) for name, value in _fields(text, "&")
-                    if _suspicious(value) or _suspicious(name)]
+                    if suspicious(value) or suspicious(name)]
         marked += hits
         if not hits:
-            (marked if _suspicious(text) else plain).append(("body", _fragment(text)))
+            (marked if suspicious(text) else plain).append(("body", _fragment(text)))
     cookie = features.header_map.get("cookie")
     if cookie:
         for name, value in _fields(cookie, ";"):
-            if _TOKEN.fullmatch(value) is None:
-                (marked if _suspicious(value) else plain).append((f"cookie:{_fragment(name)}", _fragment(value)))
+            if not is_token(value):
+                (marked if suspicious(value) else plain).append((f"cookie:{_fragment(name)}", _fragment(value)))
     for name, value in features.header_map.items():
-        if name not in _DESCRIPTIVE and _suspicious(value):
+        if name not in DESCRIPTIVE and suspicious(value):
             marked.append((f"header:{name}", _fragment(value)))
     return (*marked, *plain)
 

@@ -304,6 +304,8 @@ class RoutePolicyConfig:
     block_attack_corroborated: float | None = setting(None, "Block when P(attack) >= this and a fallback rule would block the request.", check=fraction)
     abstain_unfamiliar: bool | None = setting(None, "Challenge instead of a model-only block when the request is unfamiliar to the model "
                                               "(see policy.abstain_unfamiliar).")
+    block_needs_syntax: bool | None = setting(None, "Challenge instead of a model-only block when no value of the request holds the syntax "
+                                              "of the attack kind the model names (see policy.block_needs_syntax).")
     challenge_risk: float | None = setting(None, "Challenge when P(bad_bot) + P(attack) >= this.", check=fraction)
     difficulty_min: int | None = setting(None, "Proof-of-work difficulty (bits) at challenge_risk.", check=lambda v: _bits(v))
     difficulty_max: int | None = setting(None, "Proof-of-work difficulty (bits) at risk 1.0.", check=lambda v: _bits(v))
@@ -331,6 +333,12 @@ class PolicyConfig:
                                        "unfamiliar to the model, i.e. its distance to everything the model was trained on exceeds the "
                                        "threshold in the model's manifest (familiarity). Counted in clefgate_model_abstained_total; a "
                                        "model without the statistics never abstains; false blocks on P(attack) alone as before.")
+    block_needs_syntax: bool = setting(True, "A block on P(attack) alone (no payload detector, rule or fallback rule witnessing the attack) "
+                                       "needs a value of the request holding the syntax of the attack kind the model names: a quote, "
+                                       "comment or parenthesis for SQL injection, markup, a script URL or an event handler for XSS, a shell "
+                                       "separator for command injection, .. or a system path for traversal, a template, scheme or "
+                                       "address for the others (gateway.witness). Without it the request is challenged, counted in "
+                                       "clefgate_model_unwitnessed_total; false blocks on P(attack) alone.")
     challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.1.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))
     difficulty_max: int = setting(20, "Proof-of-work difficulty at risk 1.0.", check=lambda v: _bits(v))

@@ -18,6 +18,11 @@ For a scored request it answers with a ``Verdict``:
   familiarity statistics), and beyond its threshold the model abstains; counted in
   ``clefgate_model_abstained_total``. Detector and rule blocks decide before the model and are
   never affected; a fallback rule that agrees still blocks (``corroborate``);
+* ``challenge`` instead of that model-only block when no value of the request holds the syntax
+  of the attack kind the model names (``block_needs_syntax``, on by default;
+  ``gateway.witness``): an injection has to break out of where its value is put, and a value
+  in plain words, a password or an id cannot. Counted in ``clefgate_model_unwitnessed_total``;
+  a fallback rule that agrees still blocks;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
@@ -66,6 +71,7 @@ from gateway.verdict import (
     bot_probability,
     distance_ratio,
 )
+from gateway.witness import named_kinds, syntax_witness
 
 DECISIONS = metrics.counter("clefgate_policy_decisions_total",
                             "Model and fallback decisions by policy, action decided, and whether it was enforced (enforce, shadow, rollout).",
@@ -86,12 +92,18 @@ ABSTAINED = metrics.counter("clefgate_model_abstained_total",
                             "Requests the model would have blocked on P(attack) alone whose payload is unfamiliar to it (farther from its "
                             "training rows than its manifest's familiarity threshold), challenged instead (policy.abstain_unfamiliar), by "
                             "policy; a fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy",))
+UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
+                              "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
+                              "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
+                              "fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy", "kind"))
 ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
                         merge="min")
 
 DEFAULT = "default"
 # the words a verdict's reason carries when the model abstained (operators search the decision log for them)
 UNFAMILIAR = "unfamiliar to the model"
+# ... and when no value held the syntax of the kind the model named
+NO_SYNTAX = "no value holds the syntax"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
 
 
@@ -109,6 +121,7 @@ class Thresholds:
     shadow: bool
     rollout_percent: float
     abstain_unfamiliar: bool = True
+    block_needs_syntax: bool = True
 
     def difficulty(self, risk: float) -> int:
         """Proof-of-work bits for a challenge at ``risk`` (linear between the threshold and 1)."""
@@ -130,6 +143,7 @@ def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) ->
         shadow=base.shadow if o.shadow is None else o.shadow,
         rollout_percent=base.rollout_percent if o.rollout_percent is None else o.rollout_percent,
         abstain_unfamiliar=base.abstain_unfamiliar if o.abstain_unfamiliar is None else o.abstain_unfamiliar,
+        block_needs_syntax=base.block_needs_syntax if o.block_needs_syntax is None else o.block_needs_syntax,
     )
 
 
@@ -230,6 +244,8 @@ class Policy:
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
             distance = distance_ratio(probabilities) if carriers and t.abstain_unfamiliar else None
+            kinds = named_kinds(probabilities.get("attack_kind"))
+            witness = syntax_witness(features, kinds) if carriers and t.block_needs_syntax and not (distance or 0.0) > 1.0 else None
             if distance is not None and distance > 1.0:
                 # the model abstains: nothing but the model witnessed an attack (detectors and rules decided before it; a
                 # fallback rule that agrees still blocks, Policy.corroborate), and the payload is unlike what it learned from
@@ -239,10 +255,21 @@ class Policy:
                           f"{UNFAMILIAR} (its payload lies {distance:.2f}x the familiarity threshold from what the model was trained "
                           "on) and no detector or rule witnessed an attack: challenged")
                 ABSTAINED.inc(t.name)
+            elif carriers and t.block_needs_syntax and witness is None:
+                # nothing in the request could break out of where it is put: the model's suspicion alone, not evidence
+                action = Action.CHALLENGE
+                difficulty = t.difficulty(max(risk, attack))
+                reason = (f"P(attack)={shown} >= {t.block_attack:g}{named}; payload in {describe_carriers(carriers)}, but {NO_SYNTAX} "
+                          f"of {' or '.join(kinds)} and no detector or rule witnessed an attack: challenged")
+                UNWITNESSED.inc(t.name, kinds[0])
             elif carriers:
                 action = Action.BLOCK
                 reason = f"P(attack)={shown} >= {t.block_attack:g}{named}; payload in {describe_carriers(carriers)}"
                 payload = tuple(PayloadHit("model", kind[0] if kind else "attack", location, fragment) for location, fragment in carriers[:3])
+                if witness is not None:
+                    reason += f"; {witness.describe()}"
+                    others = (hit for hit in payload if hit.location != witness.location)
+                    payload = (PayloadHit("model", witness.kind, witness.location, witness.fragment), *others)[:3]
             else:
                 action = Action.CHALLENGE
                 difficulty = t.difficulty(max(risk, attack))
@@ -294,6 +321,8 @@ class Policy:
         reason = f"P(attack)={attack:.2f} >= {floor:g} and fallback rule {rule} matched"
         if UNFAMILIAR in verdict.reason:
             reason += f" (the model alone abstained: the request is {UNFAMILIAR})"
+        elif NO_SYNTAX in verdict.reason:
+            reason += f" (the model alone challenged: {NO_SYNTAX} of the kind it named)"
         kind = _top(verdict.probabilities.get("attack_kind"))
         carriers = payload_carriers(features)[:1] or (("request", features.target[:80]),)
         payload = outcome.payload or tuple(PayloadHit(f"model+rule:{rule}", kind[0] if kind else "attack", location, fragment)
@@ -370,6 +399,8 @@ class Policy:
             rows.append((f"P(bad_bot) + P(attack) >= {t.block_risk:g} (opt-in block_risk)", "block on look alone"))
         if t.abstain_unfamiliar:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but the request is {UNFAMILIAR}", "challenge (the model abstains)"))
+        if t.block_needs_syntax:
+            rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),

@@ -566,5 +566,8 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
     v = await decided(ruled, SQLI)
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "the model alone abstained" in v.reason
     assert (await decided(ruled, beacon)).action is Action.CHALLENGE
-    blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False}), UnfamiliarScorer)
+    # familiar or not, the beacon's values hold no syntax an injection needs: the model alone challenges it
+    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False}), UnfamiliarScorer), beacon)
+    assert v.action is Action.CHALLENGE and "no value holds the syntax" in v.reason
+    blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False, "block_needs_syntax": False}), UnfamiliarScorer)
     assert (await decided(blocking, beacon)).action is Action.BLOCK

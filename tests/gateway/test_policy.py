@@ -211,10 +211,10 @@ NO_PAYLOAD_HEADERS = [("Host", "www.example.com"), ("Sec-Fetch-Dest", "document"
 @pytest.mark.parametrize("target,headers,body,where", [
     ("/products/12", NO_PAYLOAD_HEADERS, b"", None),                                     # nothing carried: challenged
     ("/wiki/Main_Page", None, b"", None),
-    ("/search?q=red+shoes", None, b"", "query"),                                         # a query is a payload
+    ("/search?q=red+shoes+(size+9)", None, b"", "query"),                                # a query is a payload
     ("/item?id=1%27%20OR%201=1", None, b"", "query:id"),                                 # the parameter with the injection is named
     ("/login", [("Host", "h"), ("Content-Type", "application/x-www-form-urlencoded")], b"user=a&pw=%27or%201=1--", "form:pw"),
-    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": 1}', "body"),
+    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": "1;"}', "body"),
     ("/", [("Host", "h"), ("Cookie", 'prefs={"t":"<script>"}')], b"", "cookie:prefs"),   # a cookie more than a token
     ("/", [("Host", "h"), ("User-Agent", "() { :; }; /bin/cat /etc/passwd")], b"", "header:user-agent"),
     ("/", [("Host", "h"), ("Referer", "https://x/?q=<script>alert(1)</script>")], b"", "header:referer"),
@@ -225,14 +225,16 @@ def test_a_block_on_p_attack_needs_a_payload_and_names_where(target: str, header
                                                              where: str | None) -> None:
     pol = Policy(PolicyConfig())
     before = policymod.NO_PAYLOAD.get("default")
-    v = pol.verdict(make_features(target=target, headers=headers, body=body), probs(attack=0.999, kind={"sqli": 0.9, "xss": 0.1}),
+    v = pol.verdict(make_features(target=target, headers=headers, body=body), probs(attack=0.999, kind={"sqli": 0.7, "traversal": 0.3}),
                     ScoreRequest())
     if where is None:
         assert (v.action, v.payload, v.difficulty) == (Action.CHALLENGE, (), 20)
         assert "carries no payload" in v.reason and policymod.NO_PAYLOAD.get("default") == before + 1
     else:
         assert v.action is Action.BLOCK and f"payload in {where}" in v.reason, v.reason
-        assert v.payload[0].location == where and v.payload[0].detector == "model" and v.payload[0].kind == "sqli"
+        # the first hit names the value holding the syntax of a kind the model named (a JSON body: the value itself)
+        assert v.payload[0].location.startswith("json:" if where == "body" else where) and v.payload[0].detector == "model"
+        assert v.payload[0].kind == ("traversal" if where == "path" else "sqli") and " syntax in " in v.reason
 
 
 def test_a_two_headed_model_is_read_by_its_payload_and_client_questions() -> None:
@@ -375,6 +377,63 @@ def test_a_fallback_rule_that_agrees_still_blocks_what_the_model_abstained_on() 
 def test_the_policy_table_says_when_the_model_abstains() -> None:
     assert "unfamiliar to the model" in Policy(PolicyConfig()).table()
     assert "unfamiliar" not in Policy(PolicyConfig(abstain_unfamiliar=False)).table()
+
+
+SIGN_IN = [("Host", "shop.example"), ("Content-Type", "application/x-www-form-urlencoded"),
+           ("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"),
+           ("Referer", "https://shop.example/login?next=/account"), ("Cookie", "sid=AbC123.sig; _ga=GA1.2.3.4")]
+
+
+@pytest.mark.parametrize("name,target,headers,body,kind,action", [
+    # a person's values with none of the syntax of the kind named: suspicion, challenged
+    ("a password", "/login", SIGN_IN, b"user=ana%40example.org&password=Password1%21", {"cmdi": 0.8, "other": 0.2}, Action.CHALLENGE),
+    ("plain words", "/search?q=red+shoes+size+9", None, b"", {"sqli": 0.9, "xss": 0.1}, Action.CHALLENGE),
+    ("JSON ids", "/api/orders", [("Host", "h"), ("Content-Type", "application/json")], b'{"id": "ord_81f3a", "qty": 2}',
+     {"sqli": 0.6, "cmdi": 0.4}, Action.CHALLENGE),
+    ("an apostrophe is not markup", "/reviews?text=it%27s+great", None, b"", {"xss": 0.95, "sqli": 0.05}, Action.CHALLENGE),
+    # the syntax of a named kind: the model's block stands
+    ("a quote breaking out", "/reviews?text=it%27s+great", None, b"", {"sqli": 0.95, "xss": 0.05}, Action.BLOCK),
+    ("a shell separator in a form", "/login", SIGN_IN, b"user=a&password=x%3Bid", {"cmdi": 0.8, "other": 0.2}, Action.BLOCK),
+    ("markup in JSON", "/api/c", [("Host", "h"), ("Content-Type", "application/json")], b'{"c": "<svg onload=x>"}', {"xss": 1.0},
+     Action.BLOCK),
+    ("a second kind with a fifth of the answer", "/f?u=%2e%2e%2fetc%2fpasswd", None, b"", {"sqli": 0.75, "traversal": 0.25}, Action.BLOCK),
+    ("a kind below a fifth is not named", "/f?u=%2e%2e%2fetc%2fpasswd", None, b"", {"sqli": 0.85, "traversal": 0.15}, Action.CHALLENGE),
+    ("a probe takes any kind's syntax", "/admin.php?cmd=id%7Cuname", None, b"", {"probe": 1.0}, Action.BLOCK),
+])
+def test_a_model_only_block_needs_the_syntax_of_the_kind_it_names(name: str, target: str, headers: list[tuple[str, str]] | None,
+                                                                 body: bytes, kind: dict[str, float], action: Action) -> None:
+    pol = Policy(PolicyConfig())
+    top = max(kind, key=lambda k: kind[k])
+    before = policymod.UNWITNESSED.get("default", top)
+    v = pol.verdict(make_features(method="POST" if body else "GET", target=target, headers=headers, body=body),
+                    probs(attack=0.99, kind=kind), ScoreRequest())
+    assert v.action is action, v.reason
+    if action is Action.CHALLENGE:
+        assert "no value holds the syntax of " + top in v.reason and v.payload == () and v.difficulty == 20
+        assert policymod.UNWITNESSED.get("default", top) == before + 1
+    else:
+        assert " syntax in " in v.reason and v.payload[0].detector == "model"
+        assert policymod.UNWITNESSED.get("default", top) == before
+    # switched off, the model alone blocks as it did
+    assert Policy(PolicyConfig(block_needs_syntax=False)).verdict(
+        make_features(method="POST" if body else "GET", target=target, headers=headers, body=body), probs(attack=0.99, kind=kind),
+        ScoreRequest()).action is Action.BLOCK
+
+
+def test_a_route_can_block_without_the_syntax_and_a_fallback_rule_that_agrees_still_blocks() -> None:
+    pol = Policy(PolicyConfig(routes={"api": RoutePolicyConfig(block_needs_syntax=False)}))
+    plain = make_features(target="/search?q=walnut+desk")
+    assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest(policy="api")).action is Action.BLOCK
+    challenged = pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest())
+    assert challenged.action is Action.CHALLENGE
+    assert pol.corroborate(plain, challenged, Signatures()).action is Action.CHALLENGE  # nothing agrees: the challenge stands
+    # the model names the wrong kind (no markup in a SQL injection), and the injection signature is the witness
+    features = make_features(target=SQLI)
+    named_wrong = pol.verdict(features, probs(attack=0.99, kind={"xss": 1.0}), ScoreRequest())
+    assert named_wrong.action is Action.CHALLENGE
+    out = pol.corroborate(features, named_wrong, Signatures())
+    assert out.action is Action.BLOCK and "(the model alone challenged: no value holds the syntax of the kind it named)" in out.reason
+    assert "suspicion only" in pol.table() and "suspicion only" not in Policy(PolicyConfig(block_needs_syntax=False)).table()
 
 
 def test_abstain_unfamiliar_is_checked_like_the_other_policy_fields_and_on_by_default() -> None:

@@ -1,0 +1,151 @@
+"""The syntax an attack kind cannot do without: what a block on P(attack) alone needs to find.
+
+The model says how likely a request is an attack and of which kind (``attack_kind``:
+sqli, xss, traversal, cmdi, probe, other), not where. A person's request that the model
+finds suspicious — a JSON value in a shape it never saw, a password like ``Password1!``, a
+review in plain words — holds no injection syntax at all: an injection has to break out of
+where its value is put (a quote, a comment, a tag, a separator, a template, a scheme), and
+a value without any of that cannot. :func:`syntax_witness` looks for that syntax, kind by
+kind, in every value the client chose, decoded as the application decodes it; the policy
+blocks on the model alone only when the kind the model names finds its syntax somewhere
+(``policy.block_needs_syntax``), and challenges otherwise. It is a second witness, weaker
+than a detector (which needs the attack itself) and independent of the model: it reads
+only characters and a few keywords, never the client's look.
+
+What each kind needs (lower-cased, per value, in any of its decodings):
+
+* ``sqli``: a quote, ``;``, a comment (``--``, ``#``, ``/*``), parentheses, a comparison,
+  ``@@``, ``||``, a hex literal, or the keyword shapes that need none (``order by 3``,
+  ``union select``, ``waitfor delay``);
+* ``xss``: markup (``<`` before a name, ``!``, ``/``, ``?``), a script URL, ``data:`` with a
+  type, an event handler (``onload=``), a quote closing into code, ``{{``, ``expression(``,
+  JavaScript or HTML escapes;
+* ``traversal`` (with file inclusion): ``..``, an encoded dot, a system path (``/etc/``,
+  ``/proc/``, ``c:\\``), a UNC path, a NUL byte, a stream wrapper (``php://``, ``file:``),
+  a known system file;
+* ``cmdi``: a shell separator or substitution (``;``, ``|``, ``&``, backquote, a line
+  break, ``$(``, ``${``, ``$VAR``), a redirection to a path;
+* ``other`` (template, expression-language, JNDI, deserialization, XXE, CRLF, SSI, NoSQL,
+  LDAP, XPath, request forgery, open redirects): a template or entity opener, a scheme, a
+  protocol-relative or UNC start (``//evil.example``; a URL's user part rides on its scheme),
+  Mongo operators, an LDAP filter, a line break,
+  serialized-object markers, ``__proto__``, an address literal or ``localhost``;
+* ``probe``: any of the above (a scanner's request carries whatever it tries).
+
+Where values come from: the path; query and form pairs (value and name); JSON string values
+and keys; multipart fields and file names; any other body as one text; cookies that are
+more than a token; and header values that ``gateway.carriers`` counts as carriers (not the
+ones that only describe the client: a browser's User-Agent holds ``(`` and ``;``, and a
+Referer holds ``://``, and neither is a payload). The search stops at the first witness and
+runs only for requests the model already puts at or above the block threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from gateway.carriers import DESCRIPTIVE, is_token, suspicious
+from gateway.features import Features
+from gateway.payload.decoding import fragment, variants
+from gateway.payload.locations import boundary_of, json_values, multipart_values, pairs
+
+_SQLI = r"""['"`;()=<>#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|\bwaitfor\s+delay\b"""
+_XSS = (r"""<\s*[a-z!/?]|(?:java|vb|live)script\s*:|\bdata\s*:\s*[a-z]+/[a-z0-9+.-]+\s*[;,]|\bon[a-z]{3,}\s*=|['"`]\s*[;)}+,]|"""
+        r"""\{\{|\bexpression\s*\(|\\u00[0-9a-f]{2}|\\x[0-9a-f]{2}|&#""")
+_TRAVERSAL = (r"""\.\.|%2e|\x00|%00|(?:^|[\s=:'"])/(?:etc|proc|windows|winnt)/|\b[a-z]:[\\/]|"""
+              r"""^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data)://|\bfile:|\b(?:boot|win|system)\.ini\b|\.ht(?:access|passwd)\b|"""
+              r"""/(?:passwd|shadow)\b|~/""")
+_CMDI = r"""[;|&`\n\r]|\$\(|\$\{|\$[a-z_]|[<>]\s*[/&]"""
+_OTHER = (r"""\{\{|\{%|\$\{|#\{|\*\{|<%|<!|<\?|://|^\s*//|^\s*[\\/]\\|\[\$|\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|"""
+          r"""not|expr|function)\b|\*\)|\)\(|\(\s*[|&!]|[\r\n]|%0[ad]|\bro0|\bo:\d+:|aced0005|!!python|__proto__|\bconstructor\b|"""
+          r"""__class__|\b\d{1,3}(?:\.\d{1,3}){3}\b|\blocalhost\b|\[::|\bjndi\b""")
+SYNTAX: Mapping[str, re.Pattern[str]] = {
+    kind: re.compile(pattern, re.IGNORECASE)
+    for kind, pattern in (("sqli", _SQLI), ("xss", _XSS), ("traversal", _TRAVERSAL), ("cmdi", _CMDI), ("other", _OTHER))
+}
+# a scanner's probe carries whatever it tries: any kind's syntax witnesses it
+SYNTAX = {**SYNTAX, "probe": re.compile("|".join(f"(?:{p.pattern})" for p in SYNTAX.values()), re.IGNORECASE)}
+# a kind the model gives at least this share of its attack_kind answer is one it names (the top kind always is)
+KIND_SHARE = 0.2
+# the values read, and each value's first characters (as the payload detectors bound their work)
+MAX_VALUES = 256
+MAX_CHARS = 4096
+_BODY_CHARS = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """Where the syntax of a named kind was found: ``kind``, ``location`` (``query:id``, ``json:$.a``), a ``fragment`` around it."""
+
+    kind: str
+    location: str
+    fragment: str
+
+    def describe(self) -> str:
+        return f"{self.kind} syntax in {self.location} ({self.fragment!r})"
+
+
+def named_kinds(attack_kind: Mapping[str, float] | None) -> tuple[str, ...]:
+    """The kinds the model names: its top kind and every kind with at least KIND_SHARE; every kind when it names none."""
+    if not attack_kind:
+        return ("probe",)
+    top = max(attack_kind, key=lambda k: attack_kind[k])
+    named = [top, *(k for k, p in attack_kind.items() if k != top and p >= KIND_SHARE)]
+    return tuple(k if k in SYNTAX else "probe" for k in named)
+
+
+def values(features: Features) -> Iterator[tuple[str, str, bool]]:
+    """``(location, value, form-encoded)`` for every value the client chose that can carry an injection (module docstring)."""
+    if features.path and features.path != "/":
+        yield "path", features.path, False
+    if features.query:
+        for location, value, plus, _, _ in pairs(features.query, "query", True):
+            yield location, value, plus
+    body = features.body_prefix[:_BODY_CHARS]
+    if body:
+        yield from _body(features.header_map.get("content-type", ""), body)
+    cookie = features.header_map.get("cookie")
+    if cookie:
+        for part in cookie.split(";"):
+            name, eq, value = part.strip().partition("=")
+            if eq and not is_token(value):
+                yield f"cookie:{name}", value, False
+    for name, value in features.header_map.items():
+        if name not in DESCRIPTIVE and name != "cookie" and suspicious(value):
+            yield f"header:{name}", value, False
+
+
+def _body(content_type: str, body: bytes) -> Iterator[tuple[str, str, bool]]:
+    ctype = content_type.lower()
+    if not ctype:
+        head = body.lstrip()[:1]
+        ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
+    if "x-www-form-urlencoded" in ctype:
+        for location, value, plus, _, _ in pairs(body.decode("latin-1"), "form", True):
+            yield location, value, plus
+    elif "json" in ctype:
+        for location, value, _, _, _ in json_values(body):
+            yield location, value, False
+    elif "multipart/form-data" in ctype and (boundary := boundary_of(content_type)):
+        for location, value, _, _, _ in multipart_values(body, boundary):
+            yield location, value, False
+    else:
+        yield "body", body.decode("utf-8", "replace"), False
+
+
+def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
+    """The first value holding the syntax of one of ``kinds`` (:func:`named_kinds`), or None when no value does."""
+    patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
+    if not patterns:
+        return None
+    for i, (location, value, plus) in enumerate(values(features)):
+        if i >= MAX_VALUES:
+            break
+        for text, _ in variants(value[:MAX_CHARS], plus=plus):
+            for kind, pattern in patterns:
+                m = pattern.search(text)
+                if m is not None:
+                    return Witness(kind, location, fragment(text, m.start(), m.end()))
+    return None
