@@ -51,16 +51,34 @@ from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
 from gateway.payload.locations import boundary_of, json_values, multipart_values, pairs
 
-_SQLI = r"""['"`;()=<>#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|\bwaitfor\s+delay\b"""
+# encodings no client writes for its own values: overlong UTF-8, %u escapes, doubled or nested percent signs, hex
+# spelt-out dots and slashes, a NUL byte; every kind hides its syntax behind them
+_EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25[0-9a-f]{2}|\b0x(?:2e|2f|5c)|\x00|%00|\\x00"""
+# a call: a name, or what closes an index, right before an opening parenthesis or a backquote (``alert(1)``, ``system`id` ``)
+_CALL = r"""[\w$\]]\(|[\w$]`"""
+_SQLI = (r"""['"`;()=<>#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|"""
+         r"""\bwaitfor\s+delay\b|""" + _EVASION)
 _XSS = (r"""<\s*[a-z!/?]|(?:java|vb|live)script\s*:|\bdata\s*:\s*[a-z]+/[a-z0-9+.-]+\s*[;,]|\bon[a-z]{3,}\s*=|['"`]\s*[;)}+,]|"""
-        r"""\{\{|\bexpression\s*\(|\\u00[0-9a-f]{2}|\\x[0-9a-f]{2}|&#""")
-_TRAVERSAL = (r"""\.\.|%2e|\x00|%00|(?:^|[\s=:'"])/(?:etc|proc|windows|winnt)/|\b[a-z]:[\\/]|"""
-              r"""^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data)://|\bfile:|\b(?:boot|win|system)\.ini\b|\.ht(?:access|passwd)\b|"""
-              r"""/(?:passwd|shadow)\b|~/""")
-_CMDI = r"""[;|&`\n\r]|\$\(|\$\{|\$[a-z_]|[<>]\s*[/&]"""
-_OTHER = (r"""\{\{|\{%|\$\{|#\{|\*\{|<%|<!|<\?|://|^\s*//|^\s*[\\/]\\|\[\$|\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|"""
-          r"""not|expr|function)\b|\*\)|\)\(|\(\s*[|&!]|[\r\n]|%0[ad]|\bro0|\bo:\d+:|aced0005|!!python|__proto__|\bconstructor\b|"""
-          r"""__class__|\b\d{1,3}(?:\.\d{1,3}){3}\b|\blocalhost\b|\[::|\bjndi\b""")
+        r"""\{\{|\bexpression\s*\(|\\u00[0-9a-f]{2}|\\x[0-9a-f]{2}|&#|"""
+        r"""&(?:lt|gt|quot|apos|lpar|rpar|grave|colon|sol|bsol|excl|lsqb|rsqb|lcub|rcub|semi|equals|period|comma|plus|num);|"""
+        + _CALL + "|" + _EVASION)
+_TRAVERSAL = (r"""\.\.|%2e|(?:^|[^\w.-])/?(?:etc|proc)/|/(?:var|opt|usr|root|tmp|srv|windows|winnt|inetpub)/|\b[a-z]:[\\/]|"""
+              r"""^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data)://|\bfile:|\b(?:web|meta)-inf\b|"""
+              r"""\.(?:ini|log|conf|cnf|history|passwd|htpasswd|htaccess)\b|/(?:passwd|shadow|issue|hosts|environ)\b|~/|""" + _EVASION)
+# a shell separator or substitution; or a command with the argument it needs run as the whole value (``ping 127.0.0.1``,
+# ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone, or a call that runs one
+_CMDI = (r"""[;|&`\n\r]|\$\(|\$\{|\$[a-z_]|[<>]\s*[/&]|<!--\s*#|"""
+         r"""(?:^|[\s(`'"])(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|"""
+         r"""rm|chmod|python[0-9.]*|perl|php|ruby|telnet|tftp|certutil|bitsadmin)\s+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
+         r"""^\s*(?:whoami|id|ifconfig|ipconfig|systeminfo|hostname|uname|pwd|ver)\s*$|\bnet\s+(?:user|localgroup|view|share|use)\b|"""
+         r"""\b(?:system|exec|eval|passthru|shell_exec|popen|proc_open|spawn|execsync|getruntime)\s*\(|""" + _EVASION)
+# template and expression languages, JNDI, deserialization, XXE, CRLF, SSI, NoSQL, LDAP, XPath, request forgery and
+# redirects: an opener, a scheme, two slashes anywhere (a protocol-relative URL), code (a call, braces, a statement
+# separator, JavaScript logic), Mongo operators, an LDAP filter, a line break, serialized-object markers, an address
+_OTHER = (r"""\{\{|\{%|\$\{|#\{|\*\{|<%|<!|<\?|://|[/\\]{2}|[{};]|&&|\|\||\[\$|\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|"""
+          r"""or|and|not|expr|function)\b|\*\)|\)\(|\(\s*[|&!]|[\r\n]|%0[ad]|\bro0|\bo:\d+:|aced0005|!!python|__proto__|"""
+          r"""\bconstructor\b|__class__|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b0x[0-9a-f]{1,8}\.|\blocalhost\b|\[::|\bjndi\b|"""
+          + _CALL + "|" + _EVASION)
 SYNTAX: Mapping[str, re.Pattern[str]] = {
     kind: re.compile(pattern, re.IGNORECASE)
     for kind, pattern in (("sqli", _SQLI), ("xss", _XSS), ("traversal", _TRAVERSAL), ("cmdi", _CMDI), ("other", _OTHER))
@@ -129,7 +147,7 @@ def _body(content_type: str, body: bytes) -> Iterator[tuple[str, str, bool]]:
         for location, value, _, _, _ in json_values(body):
             yield location, value, False
     elif "multipart/form-data" in ctype and (boundary := boundary_of(content_type)):
-        for location, value, _, _, _ in multipart_values(body, boundary):
+        for location, value, _, _, _ in multipart_values(body, boundary, contents=True):
             yield location, value, False
     else:
         yield "body", body.decode("utf-8", "replace"), False

