@@ -18,7 +18,8 @@ What counts, and why:
 * **header**: a header value with injection characters (quotes, angle brackets, braces,
   ``$``, backquote, ``|``, backslash, ``../``, SQL comments, control characters, or their
   percent-encodings), in any header but those that only describe the client (Accept,
-  Accept-Language, Sec-Fetch-*, client hints, ...) — User-Agent, Referer, X-Forwarded-Host
+  Accept-Language, Sec-Fetch-*, client hints, ...) or the connection as a front proxy writes it
+  (CF-Visitor, Via, Forwarded, trace ids) — User-Agent, Referer, X-Forwarded-Host
   and custom headers are where header injections go;
 * **path**: a path with injection characters (raw or percent-decoded), encoded whitespace or
   shell separators, an embedded URL, an LDAP filter or a wildcard. A path that only names a
@@ -53,6 +54,10 @@ DESCRIPTIVE = frozenset({
     "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user", "if-none-match", "if-modified-since",
     "authorization", "proxy-authorization", "upgrade", "sec-websocket-key", "sec-websocket-version",
     "sec-websocket-extensions", "sec-websocket-protocol", "expect", "range", "if-range",
+    # what the fronts users deploy write about the connection (Cloudflare's CF-Visitor is JSON on every request)
+    "cf-visitor", "cf-connecting-ip", "cf-ipcountry", "cf-ray", "cdn-loop", "via", "forwarded", "x-forwarded-proto",
+    "x-forwarded-port", "x-real-ip", "x-request-id", "x-amzn-trace-id", "x-cloud-trace-context", "traceparent", "tracestate",
+    "x-envoy-expected-rq-timeout-ms", "x-envoy-attempt-count", "x-envoy-external-address",
 })
 _MAX_FRAGMENT = 80
 _MAX_FIELDS = 64
