@@ -107,6 +107,8 @@ PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injectio
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
 _BARE_NAME = re.compile(r"<?\s*[a-z_][a-z0-9_.]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_GLUED_BEFORE = re.compile(r"[\w.:/]+\Z")
+_GLUED_AFTER = re.compile(r"\A[\w.:/]+")
 MENTION_WORDS = 1
 # libinjection XSS reads <script defer> and <svg viewBox> as markup, which people ask about by name ("what does <script
 # defer> mean"); a tag with bare attributes only (no value: nothing loads or runs from it) and no other markup in the
@@ -332,8 +334,11 @@ def _mentioned(low: str, start: int, end: int) -> bool:
 
 
 def _among_words(before: str, after: str) -> bool:
-    """At least MENTION_WORDS words around a mention, before it and after it together."""
-    return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
+    """At least MENTION_WORDS words around a mention, before it and after it together, each set apart from it: what
+    name and URL characters (letters, digits, ``_ . : /``) join to the name is part of it (the rest of an identifier,
+    as in smarty_internal_filter, the scheme and path of a URL around a host), while a word after a space or a hyphen
+    (a slug: /xp_cmdshell-ping) is around it."""
+    return len(_WORD.findall(_GLUED_BEFORE.sub("", before, 1))) + len(_WORD.findall(_GLUED_AFTER.sub("", after, 1))) >= MENTION_WORDS
 
 
 def _tag_mentioned(text: str) -> bool:

@@ -132,11 +132,14 @@ MENTIONS = ["what is document.cookie", "how do I read document.cookie in react",
             "replace SUBSTRING() with <iframe>", "how to embed an <iframe> in a page"]
 BENIGN += [record("/search?q=" + quote(text)) for text in MENTIONS]
 BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application/json"]], body=json.dumps({"note": text})) for text in MENTIONS]
+BENIGN += [record("/blog/xp_cmdshell-ping"), record("/search?q=" + quote("http://metadata.google.internal/computeMetadata/v1/ returns 403"))]
 # ... and the same names used, or alone where a value belongs, still are
 USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
         "please show me how <iframe src=//evil.example> works", "see <iframe>x</iframe> here", "';document.cookie",
         "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
-        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`"]
+        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
+        # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
+        "http://metadata.google.internal/computeMetadata/v1/", "x.smarty_internal_write_file.php"]
 
 
 @pytest.mark.parametrize("text", USES)
