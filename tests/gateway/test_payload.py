@@ -167,6 +167,40 @@ def test_variants(value: str, plus: bool, expected: list[tuple[str, str]]) -> No
     assert variants(value, plus=plus) == expected
 
 
+XXE = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>'
+# values the detectors leave to the rules and the model, which the fallback rules read: an uploaded file, a body no
+# parser reads (XML; JSON sent as text/plain), a header not in payload.headers
+UNPARSED = [
+    (record("/upload", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+            body=multipart([("note", "hello", None), ("file", XXE, "a.xml")])), "block-xml-external-entities"),
+    (record("/soap", method="POST", headers=[["Content-Type", "application/xml"]], body=XXE), "block-xml-external-entities"),
+    (record("/beacon", method="POST", headers=[["Content-Type", "text/plain;charset=UTF-8"]],
+            body=json.dumps({"note": "see our notes on contributing, reporting issues and asking questions in the forum", "path": "../../../../etc/passwd"})),
+     "block-path-traversal"),
+    (record("/", headers=[["X-Note", "<script>alert(1)</script>"]]), "block-xss"),
+]
+
+
+@pytest.mark.parametrize("rec,rule", UNPARSED, ids=range(len(UNPARSED)))
+def test_the_fallback_reading_takes_every_value_the_request_holds(inspector: PayloadInspector, rec: dict[str, Any], rule: str) -> None:
+    cfg = config()
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True)
+    f = from_record(rec)
+    assert inspector.inspect(f) == ()
+    assert rule in reader.matched(f)
+
+
+def test_the_fallback_reading_judges_each_value_as_the_detectors_do(inspector: PayloadInspector) -> None:
+    cfg = config(payload={"enabled": False, "detectors": ["libinjection-sqli"], "max_values": 1, "max_value_bytes": 16})
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True)
+    for rec in BENIGN:
+        assert reader.matched(from_record(rec)) == frozenset(), rec
+    # whatever payload switches off or caps: a late value, a long one
+    late = from_record(record("/search?a=1&b=2&q=" + quote("x " * 40 + "' union select password from users--")))
+    assert reader.matched(late) == {"block-sql-injection"}
+    assert inspector.matched(late) == {"block-sql-injection"} and reader.matched(from_record(record("/search?q=union+select+meaning"))) == frozenset()
+
+
 # ---------------------------------------------------------------------------------------------------- bounds and config
 
 def test_a_value_is_inspected_up_to_its_cap() -> None:
