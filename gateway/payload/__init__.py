@@ -117,6 +117,7 @@ _BARE_NAME = re.compile(r"<?\s*[a-z_][a-z0-9_.]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _GLUED_BEFORE = re.compile(r"[\w.:/]+\Z")
 _GLUED_AFTER = re.compile(r"\A[\w.:/]+")
+_TOKEN_REST = re.compile(r"\A\S+")
 MENTION_WORDS = 1
 # libinjection XSS reads <script defer> and <svg viewBox> as markup, which people ask about by name ("what does <script
 # defer> mean"); a tag with bare attributes only (no value: nothing loads or runs from it) and no other markup in the
@@ -392,9 +393,13 @@ def _mentioned(low: str, start: int, end: int) -> bool:
 def _among_words(before: str, after: str) -> bool:
     """At least MENTION_WORDS words around a mention, before it and after it together, each set apart from it: what
     name and URL characters (letters, digits, ``_ . : /``) join to the name is part of it (the rest of an identifier,
-    as in smarty_internal_filter, the scheme and path of a URL around a host), while a word after a space or a hyphen
-    (a slug: /xp_cmdshell-ping) is around it."""
-    return len(_WORD.findall(_GLUED_BEFORE.sub("", before, 1))) + len(_WORD.findall(_GLUED_AFTER.sub("", after, 1))) >= MENTION_WORDS
+    as in smarty_internal_filter), and so is the whole URL a host sits in (http://metadata.google.internal/a-b/c),
+    while a word after a space or a hyphen (a slug: /xp_cmdshell-ping) is around it."""
+    head = _GLUED_BEFORE.search(before)
+    if head is not None:
+        before = before[:head.start()]
+    after = (_TOKEN_REST if head is not None and "://" in head.group() else _GLUED_AFTER).sub("", after, 1)
+    return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
 
 
 def _tag_mentioned(text: str) -> bool:

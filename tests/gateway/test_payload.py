@@ -139,7 +139,8 @@ USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x
         "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
         "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
         # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
-        "http://metadata.google.internal/computeMetadata/v1/", "x.smarty_internal_write_file.php"]
+        "http://metadata.google.internal/computeMetadata/v1/", "http://metadata.google.internal/computeMetadata/v1/service-accounts/default/token",
+        "x.smarty_internal_write_file.php"]
 
 
 @pytest.mark.parametrize("text", USES)
