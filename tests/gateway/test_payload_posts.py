@@ -90,7 +90,16 @@ POSTS = [
     '<pre><code class="language-bash"># the CMake prefix for conda environment\n'
     "export CMAKE_PREFIX_PATH=&quot;${CONDA_PREFIX:-'$(dirname $(which conda))/../'}:${CMAKE_PREFIX_PATH}&quot;\n"
     "python -m pip install --no-build-isolation -v -e .\n</code></pre>",
+    # SQL a developer posts: a statement ending in GROUP BY 1;, an aggregate, a statement after a statement on the next line
+    "```sql\nSELECT kind, count(*) FROM events GROUP BY 1;\n```\nWhy is this slow on a big table?",
+    "SELECT author, group_concat(title) FROM posts GROUP BY author;\n\nHow do I sort inside group_concat?",
+    "```sql\nINSERT INTO users (name) VALUES ('me');\nINSERT INTO audit (who) VALUES ('me');\n```\nDo I need a transaction here?",
+    # the last line is code with a comment after a string it opened and closed itself
+    'Here is the fix:\nfoo("x")  # done',
 ]
+# a line of code, alone in a search box or a field: its quotes are its own, its statement ends where it ends
+CODE_LINES = ['foo("x")  # done', "print('total')  # prints it", "SELECT kind, count(*) FROM t GROUP BY 1;",
+              "select group_concat(name) from t group by kind"]
 # prose: a Windows path, a tag or a name asked about among words
 QUESTIONS = ["what does <script defer> mean", "<script defer> example", "<svg viewBox> and `${}` template literal together",
              "when to use C:\\Windows\\System32", "C:\\Windows\\System32 best practice", "how to cd c:\\windows\\system32 in cmd"]
@@ -107,6 +116,14 @@ PLACES = ("form", "json")
 @pytest.mark.parametrize("place", PLACES)
 @pytest.mark.parametrize("text", POSTS, ids=range(len(POSTS)))
 def test_code_in_a_post_is_forwarded(inspector: PayloadInspector, fallback: RuleEvaluator, text: str, place: str) -> None:
+    f = request(place, text)
+    assert inspector.inspect(f) == ()
+    assert blocked_by_fallback(fallback, f) is None
+
+
+@pytest.mark.parametrize("place", ("query", *PLACES))
+@pytest.mark.parametrize("text", CODE_LINES)
+def test_a_line_of_code_is_forwarded(inspector: PayloadInspector, fallback: RuleEvaluator, text: str, place: str) -> None:
     f = request(place, text)
     assert inspector.inspect(f) == ()
     assert blocked_by_fallback(fallback, f) is None
@@ -147,6 +164,10 @@ INJECTIONS = [
     "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<script defer> alert(1)", "<script> location=name",
     "--><script>alert(1)</script>", "x</title><script>alert(1)</script>", '"></title><img src=x onerror=alert(1)>',
     '<svg><set attributeName="xlink:href" begin="accessKey(a)" to="//evil.example/?a" /></svg>',
+    # a column count cut short by a comment, a stacked statement after a value (on its line or the next), a quote the
+    # value closes but never opened, a server-side include
+    "1 ORDER BY 5--", "1' ORDER BY 3#", "x') GROUP BY 1-- -", "1;\nDROP TABLE users", "1'; INSERT INTO users (name) VALUES ('x')--",
+    "1); DELETE FROM users", 'admin" -- x', '<!--#exec cmd="id"-->',
 ]
 
 
