@@ -28,7 +28,8 @@ What each stage does:
 - ``model``: the score stage (decider + policy, ``ScoreStage``) under the route's named
   policy, its cache answering synchronously; a verdict short of a block that a fallback
   rule corroborates is blocked (``Policy.corroborate``), and when the model cannot
-  answer (or there is none) the fallback rules (``rules.fallback_files``) decide.
+  answer (or there is none) the fallback rules (``rules.fallback_files``) decide, their
+  injection signatures read value by value as the payload stage reads them.
 
 A challenge decided by the rules, the default or the model is turned into a forward for
 a client holding a valid pass, and into a block for a client that earned one
@@ -452,11 +453,15 @@ def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeli
 
     tables: dict[bool, RuleTable | None] = {False: None, True: None}  # rules.files, rules.fallback_files
     challengers: list[str] = []
+    # the fallback rules' injection signatures read value by value, as the payload detectors read them (a name mentioned
+    # among words, prose, a line break in a body field), not over the whole request as one text
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True) if cfg.rules.fallback_files else None
     for fallback, files in ((False, cfg.rules.files), (True, cfg.rules.fallback_files)):
         if not files:
             continue
         try:
-            tables[fallback] = compiled = from_config(cfg, state, fallback=fallback)
+            tables[fallback] = compiled = from_config(cfg, state, fallback=fallback,
+                                                      signatures=reader.matched if fallback and reader is not None else None)
         except RuleFileError as exc:
             source = source if rule_problems else exc.source
             rule_problems += exc.problems

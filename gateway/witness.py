@@ -147,7 +147,7 @@ def _body(content_type: str, body: bytes) -> Iterator[tuple[str, str, bool]]:
         for location, value, _, _, _ in json_values(body):
             yield location, value, False
     elif "multipart/form-data" in ctype and (boundary := boundary_of(content_type)):
-        for location, value, _, _, _ in multipart_values(body, boundary, contents=True):
+        for location, value, _, _, _ in multipart_values(body, boundary, files=True):
             yield location, value, False
     else:
         yield "body", body.decode("utf-8", "replace"), False

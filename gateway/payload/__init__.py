@@ -37,6 +37,13 @@ not its use (:func:`_mentioned`), and so is a tag with bare attributes only (``w
 <script defer> mean``, :func:`_tag_mentioned`); libinjection XSS needs what runs or loads to
 come with the markup, not before it.
 
+The fallback rules (``rules.fallback_files``) read their signatures the same way: the
+pipeline compiles their table with :meth:`PayloadInspector.matched` of an inspector made
+``fallback=True``, so a request the model cannot answer is judged value by value with
+these allowances, not as one text in which a mention in a search box or a line of shell
+in a post blocks. That inspector reads every value the whole-request text holds: uploaded
+file contents, every header with application data and a body no parser reads as well.
+
 Work per request is bounded: a value is inspected on its first ``max_value_bytes``,
 at most ``max_values`` values per request, bodies on their first ``max_body_bytes``
 (the proxy reads no further before deciding; a longer body is counted in
@@ -47,6 +54,7 @@ matched a value is not asked again about it.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +67,7 @@ from gateway.config import Config
 from gateway.features import Features
 from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
 from gateway.payload.locations import INERT, Value, boundary_of, is_address, json_values, multipart_values, name_of, pairs
-from gateway.rules.inputs import PatternError, compile_inputs
+from gateway.rules.inputs import STRUCTURAL_HEADERS, PatternError, compile_inputs
 from gateway.rules.loader import inputs_signatures
 from gateway.verdict import PayloadHit
 
@@ -107,6 +115,9 @@ PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injectio
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
 _BARE_NAME = re.compile(r"<?\s*[a-z_][a-z0-9_.]*")
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_GLUED_BEFORE = re.compile(r"[\w.:/]+\Z")
+_GLUED_AFTER = re.compile(r"\A[\w.:/]+")
+_TOKEN_REST = re.compile(r"\A\S+")
 MENTION_WORDS = 1
 # libinjection XSS reads <script defer> and <svg viewBox> as markup, which people ask about by name ("what does <script
 # defer> mean"); a tag with bare attributes only (no value: nothing loads or runs from it) and no other markup in the
@@ -132,12 +143,14 @@ def compile_signatures(named: Sequence[tuple[str, list[str]]]) -> tuple[Signatur
     return tuple(Signature(name, name.removeprefix("block-"), compile_inputs(patterns)) for name, patterns in named)
 
 
-def signatures_for(cfg: Config) -> tuple[Signature, ...]:
-    """The signatures the config's rule files hold (``gateway.rules.loader.inputs_signatures``).
+def signatures_for(cfg: Config, files: Sequence[str] | None = None) -> tuple[Signature, ...]:
+    """The signatures the config's rule files hold (``gateway.rules.loader.inputs_signatures``): those of ``files``,
+    by default of ``rules.files`` and ``rules.fallback_files``.
 
     A rule whose patterns do not compile is left out here; the rule table reports it.
     """
-    named = inputs_signatures([*cfg.rules.files, *cfg.rules.fallback_files], cfg.rules.disabled, cfg.rules.actions)
+    files = [*cfg.rules.files, *cfg.rules.fallback_files] if files is None else files
+    named = inputs_signatures(files, cfg.rules.disabled, cfg.rules.actions)
     out: list[Signature] = []
     for name, patterns in named:
         try:
@@ -150,23 +163,31 @@ def signatures_for(cfg: Config) -> tuple[Signature, ...]:
 class PayloadInspector:
     """Finds attack payloads in a request's locations (see the module docstring).
 
-    ``inspect(features)`` returns the hits, at most MAX_HITS, empty for a clean request.
+    ``inspect(features)`` returns the hits, at most MAX_HITS, empty for a clean request. ``matched(features)`` names
+    the signatures that some value of a request matches, each value judged as ``inspect`` judges it.
+
+    With ``fallback``, the inspector reads for the fallback rules (``rules.fallback_files``, where the pipeline hands
+    :meth:`matched` to their table): the signatures only, whatever ``payload`` enables, on every value the whole-request
+    reading (``gateway.rules.inputs``) covers: the locations above, every header that carries application data (not
+    the structural ones), and a body none of the parsers reads (text, XML) as one value; no value is skipped or clipped
+    (the body prefix the proxy read bounds them).
     """
 
-    def __init__(self, cfg: Config, signatures: Sequence[Signature]) -> None:
+    def __init__(self, cfg: Config, signatures: Sequence[Signature], *, fallback: bool = False) -> None:
         p = cfg.payload
         self.enabled = p.enabled
-        self.max_body = p.max_body_bytes
-        self.max_value = p.max_value_bytes
-        self.max_values = p.max_values
-        self.sqli = "libinjection-sqli" in p.detectors
-        self.xss = "libinjection-xss" in p.detectors
-        self.signatures = tuple(signatures) if "signatures" in p.detectors else ()
+        self.max_body = p.max_body_bytes if not fallback else sys.maxsize
+        self.max_value = p.max_value_bytes if not fallback else sys.maxsize
+        self.max_values = p.max_values if not fallback else sys.maxsize
+        self.sqli = "libinjection-sqli" in p.detectors and not fallback
+        self.xss = "libinjection-xss" in p.detectors and not fallback
+        self.signatures = tuple(signatures) if "signatures" in p.detectors or fallback else ()
         self._joined = (re2.compile("|".join(f"(?:{s.regex.pattern})" for s in self.signatures), _options())
                         if self.signatures else None)
         self.pass_cookie = cfg.challenge.cookie_name
         self.header_names = frozenset(h for h in p.headers if not h.endswith("*"))
         self.header_prefixes = tuple(h[:-1] for h in p.headers if h.endswith("*"))
+        self.every_header = self.whole_body = fallback
         # short values repeat from request to request (user agents, referers, paths, cookies): their answer is kept
         self._known: dict[tuple[str, bool, bool, str], tuple[str, str, str, str] | None] = {}
 
@@ -190,10 +211,10 @@ class PayloadInspector:
                 if not eq or name == self.pass_cookie:
                     continue
                 yield f"cookie:{name_of(name)}", value, False, False, "raw"
-        names, prefixes = self.header_names, self.header_prefixes
+        names, prefixes, every = self.header_names, self.header_prefixes, self.every_header
         for name, value in f.headers:
             key = name.lower()
-            if key in names or (prefixes and key.startswith(prefixes)):
+            if key in names or (prefixes and key.startswith(prefixes)) or (every and key not in STRUCTURAL_HEADERS and key != "cookie"):
                 if key == "x-forwarded-for":
                     for entry in value.split(","):
                         entry = entry.strip()
@@ -212,10 +233,15 @@ class PayloadInspector:
                 yield location, value, plus, True, base
         elif "json" in ctype:
             yield from json_values(body)
-        elif "multipart/form-data" in ctype:
-            boundary = boundary_of(f.header_map.get("content-type", ""))
-            if boundary:
-                yield from multipart_values(body, boundary)
+        elif "multipart/form-data" in ctype and (boundary := boundary_of(f.header_map.get("content-type", ""))):
+            yield from multipart_values(body, boundary, files=self.whole_body)
+        elif self.whole_body:
+            # a body no parser reads by its type: JSON sent as text/plain (a beacon, a request kept CORS-simple) is
+            # read as JSON, anything else (text, XML) as one value
+            if body.lstrip()[:1] in (b"{", b"["):
+                yield from json_values(body)
+            else:
+                yield "body", body.decode("utf-8", "replace"), False, True, "raw"
 
     # ------------------------------------------------------------------ detection
 
@@ -241,6 +267,22 @@ class PayloadInspector:
                     break
         return tuple(hits)
 
+    def matched(self, f: Features) -> frozenset[str]:
+        """The names of the signatures that some value of the request matches, each value read as :meth:`inspect`
+        reads it (its decodings, and a signature's match a mention or, in prose, of a kind prose is not asked about,
+        passed over)."""
+        if self._joined is None:
+            return frozenset()
+        names: set[str] = set()
+        for seen, (location, value, plus, body, base) in enumerate(self.values(f), 1):
+            if seen > self.max_values:
+                break
+            for text, _ in self._decodings(location, value[:self.max_value], plus, base):
+                names.update(sig.name for sig, _, _, _ in self._signed(text, body, _prose(text, body)))
+            if len(names) == len(self.signatures):
+                break
+        return frozenset(names)
+
     def _known_value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
         """``_value`` for a short value, answered from the values seen before when it is one of them."""
         key = (value, plus, body, base)
@@ -254,7 +296,16 @@ class PayloadInspector:
         return None if known is None else PayloadHit(known[0], known[1], location, known[2], known[3])
 
     def _value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
-        """The first hit in one value, trying each decoding in turn.
+        """The first hit in one value, trying each decoding in turn."""
+        for text, decoding in self._decodings(location, value, plus, base):
+            hit = self._text(location, text, decoding, body)
+            if hit is not None:
+                return hit
+        return None
+
+    @staticmethod
+    def _decodings(location: str, value: str, plus: bool, base: str) -> list[tuple[str, str]]:
+        """The distinct decodings of one value the detectors read (:func:`variants`).
 
         The application reads a parameter, field or cookie decoded, so its percent-encoded form is not inspected
         as text (an encoded line break in a form is a line break, not "%0d%0a"); the path is, as servers differ.
@@ -262,15 +313,10 @@ class PayloadInspector:
         decoded = variants(value, plus=plus, base=base)
         if len(decoded) > 1 and location != "path" and decoded[1][1] in ("percent", "percent2", "plus"):
             decoded = decoded[1:]
-        tried: set[str] = set()
+        distinct: dict[str, str] = {}
         for text, decoding in decoded:
-            if text in tried:
-                continue
-            tried.add(text)
-            hit = self._text(location, text, decoding, body)
-            if hit is not None:
-                return hit
-        return None
+            distinct.setdefault(text, decoding)
+        return list(distinct.items())
 
     def _text(self, location: str, text: str, decoding: str, body: bool) -> PayloadHit | None:
         if self.sqli and not INERT.fullmatch(text):
@@ -280,7 +326,7 @@ class PayloadInspector:
                 if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
                         and (shape[0] != "s" or _breaks_out(text)):
                     return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
-        prose = (body and "\n" in text) or (text.count(" ") >= PROSE_WORDS - 1 and len(text.split()) >= PROSE_WORDS)
+        prose = _prose(text, body)
         # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
         # percent-decoded, never HTML-decoded (the signatures still read that)
         if self.xss and not prose and "html" not in decoding and ("<" in text or "=" in text):
@@ -291,26 +337,39 @@ class PayloadInspector:
             if _ACTIVE.search(text, start) and not _tag_mentioned(text) and libinjection.is_xss(text)["is_xss"]:
                 return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
         if self._joined is not None:
-            low = text.lower()
-            if not low.isascii():
-                low += "\n" + low.translate(_FOLD)
-            if "/**/" in low:
-                low = low.replace("/**/", " ")
-            if "void" in low:
-                low = _VOID.sub("void", low)
-            if body and "\n" in low:
-                # a line break inside a body field is text, never a command separator or a smuggled CRLF
-                low = low.replace("\r\n", "\f").replace("\n", "\f")
-            if self._joined.search(low) is not None:
-                for sig in self.signatures:
-                    if prose and sig.kind in PROSE_SKIPPED:
-                        continue
-                    m = sig.regex.search(low)
-                    if m is not None and not _mentioned(low, m.start(), m.end()):
-                        # show the text as sent when lower-casing kept its length (it nearly always does)
-                        shown = text if len(text) == len(low) else low
-                        return PayloadHit("signatures", sig.kind, location, fragment(shown, m.start(), m.end()), decoding)
+            for sig, low, start, end in self._signed(text, body, prose):
+                # show the text as sent when lower-casing kept its length (it nearly always does)
+                shown = text if len(text) == len(low) else low
+                return PayloadHit("signatures", sig.kind, location, fragment(shown, start, end), decoding)
         return None
+
+    def _signed(self, text: str, body: bool, prose: bool) -> Iterator[tuple[Signature, str, int, int]]:
+        """Each signature that matches ``text`` as the signatures read it, in order, with that reading and the match's
+        span; a match that is a mention (:func:`_mentioned`), or in prose of a kind prose is not asked about, is not one."""
+        assert self._joined is not None
+        low = text.lower()
+        if not low.isascii():
+            low += "\n" + low.translate(_FOLD)
+        if "/**/" in low:
+            low = low.replace("/**/", " ")
+        if "void" in low:
+            low = _VOID.sub("void", low)
+        if body and "\n" in low:
+            # a line break inside a body field is text, never a command separator or a smuggled CRLF
+            low = low.replace("\r\n", "\f").replace("\n", "\f")
+        if self._joined.search(low) is None:
+            return
+        for sig in self.signatures:
+            if prose and sig.kind in PROSE_SKIPPED:
+                continue
+            m = sig.regex.search(low)
+            if m is not None and not _mentioned(low, m.start(), m.end()):
+                yield sig, low, m.start(), m.end()
+
+
+def _prose(text: str, body: bool) -> bool:
+    """A post, a review or a pasted snippet: a line break in a body field, or at least PROSE_WORDS words."""
+    return (body and "\n" in text) or (text.count(" ") >= PROSE_WORDS - 1 and len(text.split()) >= PROSE_WORDS)
 
 
 def _mentioned(low: str, start: int, end: int) -> bool:
@@ -332,7 +391,14 @@ def _mentioned(low: str, start: int, end: int) -> bool:
 
 
 def _among_words(before: str, after: str) -> bool:
-    """At least MENTION_WORDS words around a mention, before it and after it together."""
+    """At least MENTION_WORDS words around a mention, before it and after it together, each set apart from it: what
+    name and URL characters (letters, digits, ``_ . : /``) join to the name is part of it (the rest of an identifier,
+    as in smarty_internal_filter), and so is the whole URL a host sits in (http://metadata.google.internal/a-b/c),
+    while a word after a space or a hyphen (a slug: /xp_cmdshell-ping) is around it."""
+    head = _GLUED_BEFORE.search(before)
+    if head is not None:
+        before = before[:head.start()]
+    after = (_TOKEN_REST if head is not None and "://" in head.group() else _GLUED_AFTER).sub("", after, 1)
     return len(_WORD.findall(before)) + len(_WORD.findall(after)) >= MENTION_WORDS
 
 

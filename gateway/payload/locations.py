@@ -3,7 +3,7 @@
 Query and form pairs (``query:NAME``, ``form:NAME``; a name that is more than a word is
 looked at too, as ``NAME (name)``), JSON string values and keys with their path
 (``json:$.a.b[0]``, or ``json:#n`` for the n-th string of a body cut short), multipart field
-values, names and file names (``multipart:NAME``; file contents are not read), and
+values, names and file names (``multipart:NAME``; file contents are read only for the fallback rules), and
 X-Forwarded-For entries that are not addresses.
 """
 
@@ -102,8 +102,8 @@ def boundary_of(content_type: str) -> bytes | None:
     return None if m is None else (m.group(1) or m.group(2)).encode("latin-1")
 
 
-def multipart_values(body: bytes, boundary: bytes, contents: bool = False) -> Iterator[Value]:
-    """Multipart field values, field names and file names; file contents only when ``contents`` (``multipart:NAME (file)``)."""
+def multipart_values(body: bytes, boundary: bytes, files: bool = False) -> Iterator[Value]:
+    """Multipart field values, field names and file names; file contents only with ``files`` (``multipart:NAME (file)``)."""
     for part in body.split(b"--" + boundary)[1:]:
         if part.startswith(b"--"):
             break
@@ -122,9 +122,9 @@ def multipart_values(body: bytes, boundary: bytes, contents: bool = False) -> It
         if "filename" in params:
             if params["filename"]:
                 yield f"multipart:{shown} (filename)", params["filename"], False, True, "raw"
-            if not contents:
+            if not files:
                 continue
-            shown = f"{shown} (file)"
+            shown += " (file)"
         if sep:
             value = content[:-2] if content.endswith(b"\r\n") else content.rstrip(b"\n")
             if value:

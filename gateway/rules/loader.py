@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
 from gateway.clients import ClientState
 from gateway.config import ClientsConfig, Config, ConfigError
+from gateway.features import Features
 from gateway.rules.conditions import CONDITION_KEYS, Context, Emitter, compile_conditions, conjunction, did_you_mean
 from gateway.rules.iplist import NamedLists
 from gateway.rules.table import ACTIONS, CompiledRule, RuleTable
@@ -56,6 +57,9 @@ class RuleOptions:
     block_status: int = 403
     clients: ClientsConfig = field(default_factory=ClientsConfig)
     known_elsewhere: Collection[str] = ()  # rule names of the other rule set (rules.files vs rules.fallback_files)
+    # the injection signatures (:func:`is_signature`) read value by value: the names of those a request matches
+    # (``PayloadInspector.matched``); None reads every ``inputs`` condition over the whole request
+    signatures: Callable[[Features], Collection[str]] | None = None
 
 
 @dataclass
@@ -79,18 +83,20 @@ def renamed(names: Sequence[str], *, warn: bool = True) -> list[str]:
     return [RENAMED.get(n, n) for n in names]
 
 
-def from_config(cfg: Config, state: ClientState, *, fallback: bool = False) -> RuleTable:
+def from_config(cfg: Config, state: ClientState, *, fallback: bool = False,
+                signatures: Callable[[Features], Collection[str]] | None = None) -> RuleTable:
     """Compile ``cfg.rules.files`` (or ``rules.fallback_files``); raises ConfigError listing every problem.
 
     ``rules.disabled`` and ``rules.actions`` may name a rule of either set, by its current name or an old one
-    (:data:`RENAMED`).
+    (:data:`RENAMED`). ``signatures``: see :attr:`RuleOptions.signatures`.
     """
     files, other = (cfg.rules.fallback_files, cfg.rules.files) if fallback else (cfg.rules.files, cfg.rules.fallback_files)
     # both rule sets are compiled from one config: the old names are reported once, with the first
     actions = dict(zip(renamed(list(cfg.rules.actions), warn=not fallback), cfg.rules.actions.values(), strict=True))
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
                        disabled=renamed(cfg.rules.disabled, warn=not fallback), actions=actions, difficulty=cfg.challenge.difficulty,
-                       block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other))
+                       block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other),
+                       signatures=signatures)
     return load(files, opts, state)
 
 
@@ -122,14 +128,18 @@ def inputs_signatures(files: Sequence[str], disabled: Collection[str] = (), acti
     out: list[tuple[str, list[str]]] = []
     for e in entries:
         name, patterns = e.raw.get("name"), e.raw.get("inputs")
-        conditions = [k for k in e.raw if k in CONDITION_KEYS]
         action = (actions or {}).get(name, e.raw.get("action")) if isinstance(name, str) else None
-        if not isinstance(name, str) or name in disabled or conditions != ["inputs"] or action != "block":
+        if not is_signature(name, e.raw, action) or name in disabled:
             continue
         patterns = [patterns] if isinstance(patterns, str) else patterns
         if isinstance(patterns, list) and patterns and all(isinstance(p, str) for p in patterns):
             out.append((name, list(patterns)))
     return out
+
+
+def is_signature(name: object, raw: Mapping[str, Any], action: object) -> TypeGuard[str]:
+    """An injection signature: a named block rule whose only condition is ``inputs`` (``action`` after ``rules.actions``)."""
+    return isinstance(name, str) and action == "block" and [k for k in raw if k in CONDITION_KEYS] == ["inputs"]
 
 
 def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTable:
@@ -305,6 +315,9 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     problems.extend(f"{entry.file}:{label}: {p}" for p in mine)
     if mine or action is None:
         return None
+    if opts.signatures is not None and is_signature(name, raw, action):
+        # sig: the names of the signatures the request's values match (per request, on first use)
+        exprs = [f"{emit.const(name)} in (sig := {emit.const(opts.signatures)}(f) if sig is None else sig)"]
 
     explanation = (description.strip(),) if description.strip() else ()
     reason = f"rule {label}: {action}" + (f" to {backend}" if action == "route" else "")

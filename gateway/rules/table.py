@@ -87,7 +87,7 @@ def _prologue(uses: set[str]) -> list[str]:
         "    ip = _parse_ip(f.client_ip)" if "ip" in uses else "    ip = None",
         "    ua = f.user_agent.lower()" if "ua" in uses else "    ua = ''",
         "    hm = f.header_map",
-        "    inp = inh = None",
+        "    inp = inh = sig = None",
     ]
 
 

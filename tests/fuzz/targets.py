@@ -268,14 +268,22 @@ _CONDITION_VALUES: list[Any] = ["/", "/a/*", "~^/x", "GET", ["GET", "POST"], 3, 
 def _rule_setup() -> dict[str, Any]:
     if _RULE_STATE:
         return _RULE_STATE
+    from gateway import config as configmod
     from gateway.clients import ClientState
+    from gateway.payload import PayloadInspector, signatures_for
     from gateway.rules import RuleOptions, load
 
     state = ClientState()
+    injections = str(ROOT / "rules" / "injections.yaml")
     shipped = load([str(ROOT / "rules" / "default.yaml")], RuleOptions(), state)
-    fallback = load([str(ROOT / "rules" / "injections.yaml")], RuleOptions(), state)
+    fallback = load([injections], RuleOptions(), state)
+    # the fallback rules as the pipeline compiles them: their signatures read value by value (every location, uploads too)
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"fallback_files": [injections]},
+                              "challenge": {"dev_generate_secret": True}}, str(ROOT / "clefgate.yaml"))
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True)
+    by_value = load([injections], RuleOptions(signatures=reader.matched), state)
     folder = Path(tempfile.mkdtemp(prefix="clefgate-fuzz-rules-"))
-    _RULE_STATE.update(shipped=shipped, fallback=fallback, state=state, folder=folder)
+    _RULE_STATE.update(shipped=shipped, fallback=fallback, by_value=by_value, state=state, folder=folder)
     return _RULE_STATE
 
 
@@ -298,7 +306,7 @@ def rules(data: bytes) -> None:
         rule["any"] = [{p.pick(CONDITION_KEYS): p.text(30)}]
     path = st["folder"] / "fuzzed.yaml"
     path.write_text(yaml.safe_dump({"rules": [rule]}, allow_unicode=True), encoding="utf-8")
-    tables = [st["shipped"], st["fallback"]]
+    tables = [st["shipped"], st["fallback"], st["by_value"]]
     try:
         tables.append(load([str(path)], RuleOptions(), st["state"]))
     except ConfigError as exc:

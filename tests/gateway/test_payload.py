@@ -132,11 +132,15 @@ MENTIONS = ["what is document.cookie", "how do I read document.cookie in react",
             "replace SUBSTRING() with <iframe>", "how to embed an <iframe> in a page"]
 BENIGN += [record("/search?q=" + quote(text)) for text in MENTIONS]
 BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application/json"]], body=json.dumps({"note": text})) for text in MENTIONS]
+BENIGN += [record("/blog/xp_cmdshell-ping"), record("/search?q=" + quote("http://metadata.google.internal/computeMetadata/v1/ returns 403"))]
 # ... and the same names used, or alone where a value belongs, still are
 USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
         "please show me how <iframe src=//evil.example> works", "see <iframe>x</iframe> here", "';document.cookie",
         "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
-        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`"]
+        "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
+        # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
+        "http://metadata.google.internal/computeMetadata/v1/", "http://metadata.google.internal/computeMetadata/v1/service-accounts/default/token",
+        "x.smarty_internal_write_file.php"]
 
 
 @pytest.mark.parametrize("text", USES)
@@ -162,6 +166,40 @@ def test_benign_look_alikes_are_not_hits(inspector: PayloadInspector, rec: dict[
 ])
 def test_variants(value: str, plus: bool, expected: list[tuple[str, str]]) -> None:
     assert variants(value, plus=plus) == expected
+
+
+XXE = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>'
+# values the detectors leave to the rules and the model, which the fallback rules read: an uploaded file, a body no
+# parser reads (XML; JSON sent as text/plain), a header not in payload.headers
+UNPARSED = [
+    (record("/upload", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+            body=multipart([("note", "hello", None), ("file", XXE, "a.xml")])), "block-xml-external-entities"),
+    (record("/soap", method="POST", headers=[["Content-Type", "application/xml"]], body=XXE), "block-xml-external-entities"),
+    (record("/beacon", method="POST", headers=[["Content-Type", "text/plain;charset=UTF-8"]],
+            body=json.dumps({"note": "see our notes on contributing, reporting issues and asking questions in the forum", "path": "../../../../etc/passwd"})),
+     "block-path-traversal"),
+    (record("/", headers=[["X-Note", "<script>alert(1)</script>"]]), "block-xss"),
+]
+
+
+@pytest.mark.parametrize("rec,rule", UNPARSED, ids=range(len(UNPARSED)))
+def test_the_fallback_reading_takes_every_value_the_request_holds(inspector: PayloadInspector, rec: dict[str, Any], rule: str) -> None:
+    cfg = config()
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True)
+    f = from_record(rec)
+    assert inspector.inspect(f) == ()
+    assert rule in reader.matched(f)
+
+
+def test_the_fallback_reading_judges_each_value_as_the_detectors_do(inspector: PayloadInspector) -> None:
+    cfg = config(payload={"enabled": False, "detectors": ["libinjection-sqli"], "max_values": 1, "max_value_bytes": 16})
+    reader = PayloadInspector(cfg, signatures_for(cfg, cfg.rules.fallback_files), fallback=True)
+    for rec in BENIGN:
+        assert reader.matched(from_record(rec)) == frozenset(), rec
+    # whatever payload switches off or caps: a late value, a long one
+    late = from_record(record("/search?a=1&b=2&q=" + quote("x " * 40 + "' union select password from users--")))
+    assert reader.matched(late) == {"block-sql-injection"}
+    assert inspector.matched(late) == {"block-sql-injection"} and reader.matched(from_record(record("/search?q=union+select+meaning"))) == frozenset()
 
 
 # ---------------------------------------------------------------------------------------------------- bounds and config

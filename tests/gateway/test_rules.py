@@ -450,3 +450,27 @@ def test_files_that_are_not_utf8_are_listed_problems(tmp_path: Path) -> None:
         load([str(tmp_path / "latin1.yaml"), str(tmp_path / "uses_list.yaml")], RuleOptions(), ClientState())
     assert err.value.problems == ["latin1.yaml: not UTF-8 text (byte 20)",
                                   "uses_list.yaml:office: ip: list 'office': office.txt: not UTF-8 text (byte 12)"]
+
+
+def test_signatures_are_read_by_the_reader_given_once_per_request(tmp_path: Path) -> None:
+    """With ``RuleOptions.signatures``, a named block rule whose only condition is ``inputs`` matches when the reader
+    names it (asked once per request, however many signatures are tried); any other ``inputs`` condition reads the text."""
+    rules = tmp_path / "r.yaml"
+    rules.write_text("rules:\n  - {name: sig-a, inputs: ['<script'], action: block}\n  - {name: sig-b, inputs: ['drop\\s+table'], action: block}\n"
+                     "  - {name: posted, method: POST, inputs: ['<script'], action: block}\n"
+                     "  - {name: sig-c, inputs: ['evil'], action: block}\n")
+    asked: list[Features] = []
+    said: set[str] = set()
+
+    def reader(f: Features) -> set[str]:
+        asked.append(f)
+        return said
+
+    table = load([str(rules)], RuleOptions(actions={"sig-c": "challenge"}, signatures=reader), ClientState())
+    assert outcome(table, req("/x?q=<script>")) == (None, "none") and len(asked) == 1  # the reader, not the text, decides sig-a and sig-b
+    said.add("sig-b")
+    assert outcome(table, req("/x?q=<script>")) == ("sig-b", "block") and len(asked) == 2
+    said.clear()
+    assert outcome(table, req("/x", method="POST", body=b"<script>")) == ("posted", "block")  # another condition too: the text
+    assert outcome(table, req("/x?q=evil")) == ("sig-c", "challenge")  # overridden to challenge: no longer a signature
+    assert outcome(load([str(rules)], RuleOptions(), ClientState()), req("/x?q=<script>")) == ("sig-a", "block")  # no reader: the text
