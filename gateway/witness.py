@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from gateway.carriers import DESCRIPTIVE, is_token, suspicious
 from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
-from gateway.payload.locations import boundary_of, json_values, multipart_values, pairs
+from gateway.payload.locations import body_values, pairs
 
 # encodings no client writes for its own values: overlong UTF-8, %u escapes, doubled or nested percent signs, hex
 # spelt-out dots and slashes, a NUL byte; every kind hides its syntax behind them
@@ -123,7 +123,8 @@ def values(features: Features) -> Iterator[tuple[str, str, bool]]:
             yield location, value, plus
     body = features.body_prefix[:_BODY_CHARS]
     if body:
-        yield from _body(features.header_map.get("content-type", ""), body)
+        for location, value, plus, _, _ in body_values(features.header_map.get("content-type", ""), body, whole=True):
+            yield location, value, plus
     cookie = features.header_map.get("cookie")
     if cookie:
         for part in cookie.split(";"):
@@ -133,24 +134,6 @@ def values(features: Features) -> Iterator[tuple[str, str, bool]]:
     for name, value in features.header_map.items():
         if name not in DESCRIPTIVE and name != "cookie" and suspicious(value):
             yield f"header:{name}", value, False
-
-
-def _body(content_type: str, body: bytes) -> Iterator[tuple[str, str, bool]]:
-    ctype = content_type.lower()
-    if not ctype:
-        head = body.lstrip()[:1]
-        ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
-    if "x-www-form-urlencoded" in ctype:
-        for location, value, plus, _, _ in pairs(body.decode("latin-1"), "form", True):
-            yield location, value, plus
-    elif "json" in ctype:
-        for location, value, _, _, _ in json_values(body):
-            yield location, value, False
-    elif "multipart/form-data" in ctype and (boundary := boundary_of(content_type)):
-        for location, value, _, _, _ in multipart_values(body, boundary, files=True):
-            yield location, value, False
-    else:
-        yield "body", body.decode("utf-8", "replace"), False
 
 
 def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:

@@ -66,7 +66,7 @@ from gateway import metrics
 from gateway.config import Config
 from gateway.features import Features
 from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
-from gateway.payload.locations import INERT, Value, boundary_of, is_address, json_values, multipart_values, name_of, pairs
+from gateway.payload.locations import INERT, Value, body_values, is_address, name_of, pairs
 from gateway.rules.inputs import STRUCTURAL_HEADERS, PatternError, compile_inputs
 from gateway.rules.loader import inputs_signatures
 from gateway.verdict import PayloadHit
@@ -203,7 +203,7 @@ class PayloadInspector:
         if body and self.max_body:
             if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
                 TRUNCATED.inc()
-            yield from self._body(f, body[:self.max_body])
+            yield from body_values(f.header_map.get("content-type", ""), body[:self.max_body], whole=self.whole_body)
         cookie = f.header_map.get("cookie")
         if cookie:
             for part in cookie.split(";"):
@@ -222,26 +222,6 @@ class PayloadInspector:
                             yield f"header:{key}", entry, False, False, "raw"
                 elif value:
                     yield f"header:{name_of(key)}", value, False, False, "raw"
-
-    def _body(self, f: Features, body: bytes) -> Iterator[Value]:
-        ctype = f.header_map.get("content-type", "").lower()
-        if not ctype:
-            head = body.lstrip()[:1]
-            ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
-        if "x-www-form-urlencoded" in ctype:
-            for location, value, plus, _, base in pairs(body.decode("latin-1"), "form", True):
-                yield location, value, plus, True, base
-        elif "json" in ctype:
-            yield from json_values(body)
-        elif "multipart/form-data" in ctype and (boundary := boundary_of(f.header_map.get("content-type", ""))):
-            yield from multipart_values(body, boundary, files=self.whole_body)
-        elif self.whole_body:
-            # a body no parser reads by its type: JSON sent as text/plain (a beacon, a request kept CORS-simple) is
-            # read as JSON, anything else (text, XML) as one value
-            if body.lstrip()[:1] in (b"{", b"["):
-                yield from json_values(body)
-            else:
-                yield "body", body.decode("utf-8", "replace"), False, True, "raw"
 
     # ------------------------------------------------------------------ detection
 

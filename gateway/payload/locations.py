@@ -129,3 +129,26 @@ def multipart_values(body: bytes, boundary: bytes, files: bool = False) -> Itera
             value = content[:-2] if content.endswith(b"\r\n") else content.rstrip(b"\n")
             if value:
                 yield f"multipart:{shown}", value.decode("utf-8", "replace"), False, True, "raw"
+
+
+def body_values(content_type: str, body: bytes, whole: bool = False) -> Iterator[Value]:
+    """A body's values by its ``Content-Type`` (sniffed when missing: JSON when it starts like JSON, a form when it has
+    ``=``): form pairs, JSON strings, multipart fields. With ``whole``, also uploaded files' contents and a body no
+    parser reads by its type: JSON sent as text/plain (a beacon, a request kept CORS-simple) as JSON, anything else
+    (text, XML) as one value."""
+    ctype = content_type.lower()
+    if not ctype:
+        head = body.lstrip()[:1]
+        ctype = "application/json" if head in (b"{", b"[") else "application/x-www-form-urlencoded" if b"=" in body else ""
+    if "x-www-form-urlencoded" in ctype:
+        for location, value, plus, _, base in pairs(body.decode("latin-1"), "form", True):
+            yield location, value, plus, True, base
+    elif "json" in ctype:
+        yield from json_values(body)
+    elif "multipart/form-data" in ctype and (boundary := boundary_of(content_type)):
+        yield from multipart_values(body, boundary, files=whole)
+    elif whole:
+        if body.lstrip()[:1] in (b"{", b"["):
+            yield from json_values(body)
+        else:
+            yield "body", body.decode("utf-8", "replace"), False, True, "raw"
