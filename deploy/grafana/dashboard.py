@@ -173,9 +173,13 @@ def build() -> dict[str, Any]:
     L.add(timeseries("Refused before deciding", "Requests the gateway refused as malformed, too large or too slow (400/408/413/431), by reason.",
                      targets((rate_by("clefgate_client_errors_total", "reason"), "{{reason}}")), unit="reqps"))
     L.add(timeseries("Policy decisions", "Model and fallback decisions by action and whether they were enforced, shadowed or outside the rollout; "
-                     "corroborated: model verdicts short of a block that a fallback rule turned into one (policy.block_attack_corroborated).",
+                     "corroborated: model verdicts short of a block that a fallback rule turned into one (policy.block_attack_corroborated); "
+                     "challenged, not blocked: blocks on P(attack) alone the model abstained from (an unfamiliar payload, "
+                     "policy.abstain_unfamiliar) or that no value's syntax witnessed (policy.block_needs_syntax).",
                      targets((rate_by("clefgate_policy_decisions_total", "action, mode"), "{{action}} ({{mode}})"),
-                             (rate_by("clefgate_corroborated_blocks_total", "rule, mode"), "corroborated by {{rule}} ({{mode}})")), unit="reqps"))
+                             (rate_by("clefgate_corroborated_blocks_total", "rule, mode"), "corroborated by {{rule}} ({{mode}})"),
+                             (rate_by("clefgate_model_abstained_total", "policy"), "challenged, unfamiliar ({{policy}})"),
+                             (rate_by("clefgate_model_unwitnessed_total", "kind"), "challenged, no {{kind}} syntax")), unit="reqps"))
 
     # ------------------------------------------------------------------ latency
     L.row("Latency")
