@@ -14,7 +14,7 @@ only characters and a few keywords, never the client's look.
 
 What each kind needs (lower-cased, per value, in any of its decodings):
 
-* ``sqli``: a quote, ``;``, a comment (``--``, ``#``, ``/*``), parentheses, a comparison,
+* ``sqli``: a quote, ``;``, a comment (``--``, ``#``, ``/*``), a call or a subquery, a comparison,
   ``@@``, ``||``, a hex literal, or the keyword shapes that need none (``order by 3``,
   ``union select``, ``waitfor delay``);
 * ``xss``: markup (``<`` before a name, ``!``, ``/``, ``?``), a script URL, ``data:`` with a
@@ -34,7 +34,8 @@ What each kind needs (lower-cased, per value, in any of its decodings):
 
 Where values come from: the path; query and form pairs (value and name); JSON string values
 and keys; multipart fields and file names; any other body as one text; cookies that are
-more than a token; and header values that ``gateway.carriers`` counts as carriers (not the
+more than a token, read as the script that wrote them reads them (:func:`cookie_values`);
+and header values that ``gateway.carriers`` counts as carriers (not the
 ones that only describe the client: a browser's User-Agent holds ``(`` and ``;``, and a
 Referer holds ``://``, and neither is a payload). The search stops at the first witness and
 runs only for requests the model already puts at or above the block threshold.
@@ -42,22 +43,27 @@ runs only for requests the model already puts at or above the block threshold.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote, unquote_plus
 
 from gateway.carriers import DESCRIPTIVE, is_token, suspicious
 from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
-from gateway.payload.locations import body_values, pairs
+from gateway.payload.locations import body_values, json_values, pairs
 
 # encodings no client writes for its own values: overlong UTF-8, %u escapes, doubled or nested percent signs, hex
 # spelt-out dots and slashes, a NUL byte; every kind hides its syntax behind them
 _EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25[0-9a-f]{2}|\b0x(?:2e|2f|5c)|\x00|%00|\\x00"""
 # a call: a name, or what closes an index, right before an opening parenthesis or a backquote (``alert(1)``, ``system`id` ``)
 _CALL = r"""[\w$\]]\(|[\w$]`"""
-_SQLI = (r"""['"`;()=<>#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|"""
-         r"""\bwaitfor\s+delay\b|""" + _EVASION)
+# SQL: a quote, a statement separator, a comment, a comparison between operands (not base64's padding), a call or a
+# subquery (not a parenthesis in words, "GMT+0100 (Central European Time)"), and the keyword shapes that need none
+_SQLI = (r"""['"`;#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|[\w'")\]]\s*(?:<>|!=|<=|>=|=|<|>)\s*[\w'"(@-]|\(\s*select\b|"""
+         r"""\)\s*(?:or|and|union|;|--|#)|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|\bwaitfor\s+delay\b|"""
+         + _CALL + "|" + _EVASION)
 _XSS = (r"""<\s*[a-z!/?]|(?:java|vb|live)script\s*:|\bdata\s*:\s*[a-z]+/[a-z0-9+.-]+\s*[;,]|\bon[a-z]{3,}\s*=|['"`]\s*[;)}+,]|"""
         r"""\{\{|\bexpression\s*\(|\\u00[0-9a-f]{2}|\\x[0-9a-f]{2}|&#|"""
         r"""&(?:lt|gt|quot|apos|lpar|rpar|grave|colon|sol|bsol|excl|lsqb|rsqb|lcub|rcub|semi|equals|period|comma|plus|num);|"""
@@ -85,6 +91,11 @@ SYNTAX: Mapping[str, re.Pattern[str]] = {
 }
 # a scanner's probe carries whatever it tries: any kind's syntax witnesses it
 SYNTAX = {**SYNTAX, "probe": re.compile("|".join(f"(?:{p.pattern})" for p in SYNTAX.values()), re.IGNORECASE)}
+# a cookie written by a script: a JavaScript object literal of simple keys and values, and ``a=1&b=2`` pairs
+_LITERAL_ENTRY = r"""\s*[\w$]+\s*:\s*(?:'[^'\\]*'|"[^"\\]*"|[\w.+-]*)\s*"""
+_OBJECT_LITERAL = re.compile(rf"\{{(?:{_LITERAL_ENTRY}(?:,{_LITERAL_ENTRY})*)?\}}")
+_LITERAL_VALUE = re.compile(r"""[\w$]+\s*:\s*(?:'([^'\\]*)'|"([^"\\]*)"|([\w.+-]*))""")
+_PAIRS = re.compile(r"[\w.%-]+=[^&=\s]*(?:&[\w.%-]+=[^&=\s]*)+")
 # a kind the model gives at least this share of its attack_kind answer is one it names (the top kind always is)
 KIND_SHARE = 0.2
 # the values read, and each value's first characters (as the payload detectors bound their work)
@@ -130,10 +141,35 @@ def values(features: Features) -> Iterator[tuple[str, str, bool]]:
         for part in cookie.split(";"):
             name, eq, value = part.strip().partition("=")
             if eq and not is_token(value):
-                yield f"cookie:{name}", value, False
+                for leaf in cookie_values(value):
+                    yield f"cookie:{name}", leaf, False
     for name, value in features.header_map.items():
         if name not in DESCRIPTIVE and name != "cookie" and suspicious(value):
             yield f"header:{name}", value, False
+
+
+def cookie_values(value: str) -> list[str]:
+    """A cookie's values as the script that wrote it reads them back: the string values of a JSON document, the values
+    of ``a=1&b=2`` pairs, or the values of a JavaScript object literal (``{stamp:'x',necessary:true}``); any other
+    value, or one whose structure does not hold to the end (a quote closed early, a pair with a space), whole.
+
+    Consent managers keep their state so (OneTrust ``OptanonConsent`` as pairs, Cookiebot ``CookieConsent`` as an
+    object literal): their quotes, braces and ``&`` are the serialization a script wrote, on every request of a person
+    who clicked the banner, not syntax a value breaks out with."""
+    text = unquote(value) if "%" in value else value
+    if text[:1] in ("{", "["):
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError):
+            doc = None
+        if isinstance(doc, dict | list):
+            return [leaf for _, leaf, _, _, _ in json_values(text.encode())]
+        literal = _OBJECT_LITERAL.fullmatch(text)
+        if literal is not None:
+            return [leaf for m in _LITERAL_VALUE.finditer(text[1:-1]) if (leaf := next((g for g in m.groups() if g), ""))]
+    if "&" in value and _PAIRS.fullmatch(value):
+        return [unquote_plus(v) for _, _, v in (pair.partition("=") for pair in value.split("&")) if v]
+    return [value]
 
 
 def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:

@@ -63,7 +63,7 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     cfg = tmp_path / "clefgate.yaml"
     cfg.write_text(f"rules:\n  files: [{rules}]\npolicy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
     rows = [record("/page/1", "human")] * 6 + [record("/odd/1", "human")] * 2 + [record("/scrape/1", "bad_bot")] * 3 + [
-        record("/page/2", "bad_bot"), record("/inject?q=(1)", "attack", attack_kind="sqli"), record("/weak/.env", "attack"),
+        record("/page/2", "bad_bot"), record("/inject?q=f(1)", "attack", attack_kind="sqli"), record("/weak/.env", "attack"),
         record("/weak/1", "attack"), record("/feed", "good_bot", verified=True), record("/page/3", "good_bot", verified=False),
         record("/scrape/2", "good_bot", verified=True)]
     data = tmp_path / "data.jsonl"
@@ -298,7 +298,7 @@ def test_rows_are_independent_a_clients_history_never_carries_over(setup: dict[s
     """Eval tells no observer how a row ended: a client that was blocked for an attack, or challenged again and again,
     is not blocked on a later row for it (serve would escalate: ``Policy.escalate``)."""
     setup["config"].write_text(setup["config"].read_text().replace("policy:\n", "policy:\n  block_ignored_challenges: 2\n"))
-    rows = [record("/inject?q=(1)", "attack")] + [record("/odd/1", "human")] * 5 + [record("/weak/1", "attack")]
+    rows = [record("/inject?q=f(1)", "attack")] + [record("/odd/1", "human")] * 5 + [record("/weak/1", "attack")]
     data = setup["config"].parent / "one-client.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")  # one address and browser throughout
     out = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(setup["config"]), FakeScorer())

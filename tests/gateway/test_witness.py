@@ -63,7 +63,7 @@ def test_values_are_read_where_the_application_reads_them_and_not_where_the_clie
     f = make_features(method="POST", target="/api/cart?coupon=SAVE10", headers=headers, body=b'{"items": [{"sku": "A-1", "note": "gift"}]}')
     read = {location: value for location, value, _ in values(f)}
     assert read == {"path": "/api/cart", "query:coupon": "SAVE10", "json:$.items[0].sku": "A-1", "json:$.items[0].note": "gift",
-                    "cookie:prefs": "{\"t\":\"dark\"}", "header:x-custom": "a'b"}
+                    "cookie:prefs": "dark", "header:x-custom": "a'b"}
     # the JSON document's own quotes and braces, the browser's parentheses and the referer's scheme are no witness
     plain = make_features(method="POST", target="/api/cart", headers=headers[:5], body=b'{"items": [{"sku": "A-1", "note": "gift"}]}')
     assert syntax_witness(plain, ("sqli", "xss", "cmdi", "other", "traversal")) is None
@@ -93,3 +93,33 @@ def test_a_kind_finds_only_its_own_syntax() -> None:
     f = make_features(target="/search?q=it%27s+(not)+a+drill")
     assert syntax_witness(f, ("xss",)) is None and syntax_witness(f, ("traversal", "cmdi")) is None
     assert syntax_witness(f, ("xss", "sqli")) is not None
+
+
+# consent managers' cookies, in the formats they write (OneTrust: pairs; Cookiebot: an object literal; others: JSON)
+ONETRUST = ("isGpcEnabled=0&datestamp=Thu+Dec+03+2026+10%3A12%3A31+GMT%2B0100+(Central+European+Standard+Time)&version=202409.1.0"
+            "&browserGpcFlag=0&isIABGlobal=false&hosts=&consentId=5f1c9a8e-3b2d-4e6f-9a1b-7c8d9e0f1a2b&interactionCount=1"
+            "&isAnonUser=1&landingPath=NotLandingPage&groups=C0001%3A1%2CC0002%3A1%2CC0003%3A0%2CC0004%3A0&AwaitingReconsent=false")
+COOKIEBOT = ("%7Bstamp%3A%27x7Qm1bJ9sOq4Ue2Q3nGZy8dH0rWf5tKcLa6pVvEiNuT%3D%3D%27%2Cnecessary%3Atrue%2Cpreferences%3Atrue%2Cstatistics%3A"
+             "false%2Cmarketing%3Afalse%2Cmethod%3A%27explicit%27%2Cver%3A1%2Cutc%3A1764756751000%2Cregion%3A%27de%27%7D")
+
+
+@pytest.mark.parametrize("cookie", [
+    f"OptanonConsent={ONETRUST}", f"CookieConsent={COOKIEBOT}",
+    'cc_cookie={"categories":["necessary","analytics"],"revision":0,"data":null,"consentTimestamp":"2026-12-03T09:12:31.120Z"}',
+    "prefs=%7B%22theme%22%3A%22dark%22%2C%22lang%22%3A%22en-GB%22%7D",
+])
+def test_a_consent_cookie_is_read_as_its_script_reads_it_and_witnesses_nothing(cookie: str) -> None:
+    f = make_features(target="/products/12", headers=[("Host", "shop.example"), ("Cookie", f"sid=AbC123.sig; {cookie}")])
+    assert syntax_witness(f, tuple(SYNTAX)) is None
+
+
+@pytest.mark.parametrize("cookie,kind", [
+    ("CookieConsent={stamp:'x' OR '1'='1',necessary:true}", "sqli"),           # the structure breaks: read whole
+    ("OptanonConsent=isGpcEnabled=0&groups=C0001%3A1%27%3Balert(1)%2F%2F", "xss"),  # a value of the pairs holds it
+    ('prefs={"theme":"<script>alert(1)</script>"}', "xss"),
+    ("lang=..%2f..%2f..%2f..%2fetc%2fpasswd", "traversal"),
+])
+def test_a_cookie_that_carries_an_injection_still_witnesses_it(cookie: str, kind: str) -> None:
+    f = make_features(target="/products/12", headers=[("Host", "shop.example"), ("Cookie", cookie)])
+    witness = syntax_witness(f, (kind,))
+    assert witness is not None and witness.location.startswith("cookie:")
