@@ -63,7 +63,8 @@ import numpy as np
 from gateway import config as config_mod
 from gateway import features as feat
 from gateway.features.split import CLIENT_NUMERIC_NAMES
-from gateway.verdict import Action, Probabilities, ScoreRequest, Verdict, attack_probability, class_probabilities
+from gateway.policy import NO_SYNTAX, UNFAMILIAR
+from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict, attack_probability, class_probabilities
 
 if TYPE_CHECKING:
     from gateway.policy import Policy
@@ -331,6 +332,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     rule_hits: dict[str, int] = {}
     payload_hits: dict[str, int] = {}
     policy_blocks = {"p_attack": 0, "combined_risk": 0}
+    held_back = {"unfamiliar": 0, "no_syntax": 0}
     corroborating: dict[str, int] = {}
     block = ACTIONS.index(Action.BLOCK)
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
@@ -359,6 +361,11 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
             corroborating[verdict.rule or "?"] = corroborating.get(verdict.rule or "?", 0) + 1
         elif actions["rules_model"][i] == block:
             policy_blocks["p_attack" if attack_probability(probs) >= policy.thresholds(said.policy).block_attack else "combined_risk"] += 1
+        elif said.source is Source.MODEL and said.action is Action.CHALLENGE:
+            # a block on P(attack) alone the policy held back: the payload unfamiliar to the model, or no value's syntax
+            for why, words in (("unfamiliar", UNFAMILIAR), ("no_syntax", NO_SYNTAX)):
+                if words in said.reason:
+                    held_back[why] += 1
     ece, brier = _softmax_ece(cls, labels)
     scored = ~decided_by_rule
     ece_scored, brier_scored = _softmax_ece(cls[scored], labels[scored])
@@ -401,7 +408,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "model_class": class_metrics(cls, labels), "attack_kind_accuracy": kind_acc,
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
         "payload_hits": dict(sorted(payload_hits.items(), key=lambda kv: -kv[1])),
-        "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()),
+        "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()), "held_back": held_back,
                           "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
         "humans_blocked_by_source": _blocked_people(rows, actions["rules_model"]),
@@ -508,6 +515,10 @@ def render(result: Mapping[str, Any], data: str) -> str:
         lines += ["", f"{SYSTEM_TITLES['rules_model']}: what the model scored was blocked at P(attack) {pb['p_attack']}, "
                   f"at combined risk {pb['combined_risk']}, corroborated by a fallback rule {pb['corroborated']}"
                   + (f" ({by_rule})" if by_rule else "")]
+    held = (pb or {}).get("held_back") or {}
+    if any(held.values()):
+        lines += [f"{SYSTEM_TITLES['rules_model']}: blocks on P(attack) alone challenged instead: the payload {UNFAMILIAR} "
+                  f"{held['unfamiliar']}, {NO_SYNTAX} of the kind named {held['no_syntax']}"]
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
     if result.get("payload_hits"):

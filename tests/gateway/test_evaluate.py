@@ -164,7 +164,8 @@ def test_a_fallback_rule_corroborates_as_in_the_gateway(setup: dict[str, Path], 
     # /weak/1 (P(attack) 0.70) is blocked when the floor is at or under 0.70 and the signature matches
     assert s["rules_model"]["matrix"]["attack"]["block"] == blocked
     assert result["policy_blocks"] == {"p_attack": 1, "combined_risk": 0, "corroborated": blocked - 2,
-                                       "corroborating_rules": {"weak-signature": 1} if blocked == 3 else {}}
+                                       "corroborating_rules": {"weak-signature": 1} if blocked == 3 else {},
+                                       "held_back": {"unfamiliar": 0, "no_syntax": 0}}
     assert ("corroborated by a fallback rule 1 (weak-signature 1)" in ev.render(result, "d")) is (blocked == 3)
     assert s["model"]["matrix"]["attack"]["block"] == 1  # the model alone has no rules to corroborate it
     assert s["rules_only"]["matrix"]["attack"]["block"] == 2  # the fallback rule decides when the model is down
@@ -324,3 +325,16 @@ def test_the_model_stage_eval_builds_decides_with_the_pipelines_policy(setup: di
     pipeline = build(ev.offline(ev.load_config(setup["config"])), ev.PrecomputedStage)
     assert isinstance(pipeline.scorer, ev.PrecomputedStage) and pipeline.scorer.policy is pipeline.policy
     assert [s.name for s in pipeline.stages] == ["rules", "payload", "default", "model"]
+
+
+def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tmp_path: Path) -> None:
+    """P(attack) 0.98 on ``q=1``: no value holds SQL syntax, so the block on P(attack) alone is a challenge, and eval
+    says how many such blocks the policy held back."""
+    cfg = tmp_path / "clefgate.yaml"
+    cfg.write_text("policy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in (record("/inject?q=1", "attack"), record("/inject?q=f(1)", "attack"))) + "\n")
+    result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
+    assert result["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 1}
+    assert result["policy_blocks"]["held_back"] == {"unfamiliar": 0, "no_syntax": 1}
+    assert "challenged instead: the payload unfamiliar to the model 0, no value holds the syntax of the kind named 1" in ev.render(result, "d")
