@@ -7,6 +7,7 @@ import dataclasses
 import gc
 import math
 import threading
+import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,10 +44,16 @@ class FakeModel:
         self.batches: list[int] = []
         self.release = threading.Event()
         self.calls = 0
+        self.threads: list[str] = []  # the thread each run ran in
+        self.busy_s = 0.0  # CPU seconds each run computes (a slower model)
 
     def run_inputs(self, batch: list[ModelInput]) -> list[Probabilities]:
         self.calls += 1
         self.batches.append(len(batch))
+        self.threads.append(threading.current_thread().name)
+        began = time.thread_time()
+        while time.thread_time() - began < self.busy_s:
+            pass
         behaviour = self.behaviour
         if behaviour == "sometimes_slow":
             behaviour = "hang" if self.calls % 3 == 0 else "ok"
@@ -100,6 +107,65 @@ async def test_a_batcher_whose_threads_are_shut_down_fails_its_callers_and_count
         with pytest.raises(ModelError, match="shut down"):
             await asyncio.wait_for(scorer.score(mi(target="/p")), 1.0)
     assert scorer.queued == 0
+
+
+async def test_a_fast_models_tiny_batches_run_on_the_event_loop_once_measured(executor) -> None:
+    """Nothing runs on the event loop before a run was measured; then lone calls do, with the same answers, while a
+    batch larger than inline_rows still goes to the thread."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=2, inline_budget_us=50_000)
+    loop_thread = threading.current_thread().name
+    first = await scorer.score(mi(target="/a"))
+    assert model.threads == ["test-model_0"]
+    second = await scorer.score(mi(target="/a"))
+    assert model.threads[-1] == loop_thread
+    assert second == first and second.probabilities == probs_for(mi(target="/a"))
+    results = await asyncio.gather(*(scorer.score(mi(target=f"/p{i}")) for i in range(8)))
+    assert model.batches[-1] == 8 and model.threads[-1] == "test-model_0"
+    assert [r.probabilities for r in results] == [probs_for(mi(target=f"/p{i}")) for i in range(8)]
+    assert scorer.queued == 0
+
+
+async def test_a_run_over_the_inline_budget_sends_the_next_batches_to_the_thread(executor) -> None:
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=2000)
+    loop_thread = threading.current_thread().name
+    await scorer.score(mi(target="/a"))  # measured in the thread: fast
+    await scorer.score(mi(target="/b"))
+    assert model.threads == ["test-model_0", loop_thread]
+    model.busy_s = 0.02  # ten times the budget: this inline run is the last one
+    await scorer.score(mi(target="/c"))
+    await scorer.score(mi(target="/d"))
+    assert model.threads[2:] == [loop_thread, "test-model_0"]
+    assert not scorer.runs_inline(1)
+
+
+async def test_inline_runs_fail_like_thread_runs(executor) -> None:
+    """A failing or invalid inline run fails only its callers, with the errors a thread's run gives."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    await scorer.score(mi(target="/warm"))
+    with pytest.raises(ModelError, match="poisoned batch"):
+        await scorer.score(mi(target="/poison"))
+    model.behaviour = "nan"
+    with pytest.raises(InvalidOutput):
+        await scorer.score(mi(target="/x"))
+    model.behaviour = "ok"
+    assert (await scorer.score(mi(target="/y"))).probabilities == probs_for(mi(target="/y"))
+    assert model.threads[1:] == [threading.current_thread().name] * 3
+    assert scorer.queued == 0
+
+
+async def test_a_closed_batcher_fails_its_callers_even_inline(executor) -> None:
+    """A replaced runtime's batcher (Decider.close) runs nothing more, on the event loop either."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    await scorer.score(mi(target="/a"))
+    assert scorer.runs_inline(1)
+    scorer.close()
+    with pytest.raises(ModelError, match="shut down"):
+        await scorer.score(mi(target="/b"))
+    assert model.calls == 1 and scorer.queued == 0
 
 
 async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
