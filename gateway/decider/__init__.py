@@ -76,7 +76,7 @@ class Decider:
     def stage(self, policy: PolicyLike) -> ModelStage:
         """The pipeline's score stage for this model and ``policy`` (``pipeline.build`` calls it with the runtime's one Policy)."""
         return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain,
-                          cache=self.cache, featurize=self.model.model_input)
+                          cache=self.cache, featurize=self.model.model_input, ready=self.batcher.runs_at_once)
 
     def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
         return self.model.explain(item, probabilities=probabilities)

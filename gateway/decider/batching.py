@@ -79,6 +79,33 @@ class BatchingScorer:
         row_s = self._row_s
         return rows <= self.inline_rows and row_s is not None and row_s * rows <= self.inline_budget_s
 
+    def runs_at_once(self) -> bool:
+        """Would a lone call run on the event loop at once (nothing waiting or running, a batch of one inline)?"""
+        return not self._closed and not self._pending and not self._running and self.runs_inline(1)
+
+    def score_sync(self, item: ModelInput) -> Scored | None:
+        """``score(item)`` answered on the event loop at once, when :meth:`runs_at_once` (else None: ask ``score``).
+
+        The same run, checks, metrics and errors as a batch of one; no future, timer or task.
+        """
+        if not self.runs_at_once():
+            return None
+        self._running += 1
+        try:
+            outputs, seconds, cpu_s = self._run([item])
+        except Exception as exc:
+            raise (exc if isinstance(exc, ModelError) else ModelError(f"model run failed: {exc!r}")) from exc
+        finally:
+            self._running -= 1
+        BATCH_SIZE.observe(1, self.label)
+        INFERENCE_SECONDS.observe(seconds, self.label)
+        self._measured(1, cpu_s)
+        if not isinstance(outputs, list) or len(outputs) != 1:
+            raise InvalidOutput(f"model returned {len(outputs) if isinstance(outputs, list) else type(outputs).__name__} "
+                                f"results for a batch of 1")
+        check_probabilities(outputs[0], self.questions)
+        return Scored(outputs[0], model=self.label)
+
     def _measured(self, rows: int, seconds: float) -> None:
         """Track the time per row: a slower run counts at once, faster ones bring the estimate down gradually."""
         per_row = seconds / max(1, rows)

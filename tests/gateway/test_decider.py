@@ -563,6 +563,95 @@ def test_stage_answers_a_known_request_synchronously(executor) -> None:
     assert ModelStage(cache, FakePolicy()).decide_cached(features, ScoreRequest(), None) is None
 
 
+def sync_chain(model: FakeModel, executor: ThreadPoolExecutor, *, cached: bool = True,
+               breaker: CircuitBreaker | None = None) -> tuple[ModelStage, BatchingScorer]:
+    """The decider's chain with a batcher that runs lone calls on the event loop, and the stage reading it."""
+    batcher = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    guarded = BreakerScorer(batcher, breaker or CircuitBreaker("fake@1", failure_threshold=1000), 0.5)
+    scorer = CachedScorer(guarded) if cached else guarded
+    stage = ModelStage(scorer, FakePolicy(), fallback="challenge", model_label="fake@1",
+                       cache=scorer if isinstance(scorer, CachedScorer) else None, ready=batcher.runs_at_once)
+    return stage, batcher
+
+
+@pytest.mark.parametrize("cached", [True, False])
+async def test_stage_scores_an_unseen_request_synchronously_once_the_model_runs_inline(executor, cached: bool) -> None:
+    """Before a run was measured an unseen request waits for decide(); then one is scored within decide_cached, with the
+    verdict decide() gives, the model input kept for the decision log, and its repeat answered from the cache."""
+    model = FakeModel()
+    stage, batcher = sync_chain(model, executor, cached=cached)
+    features = make_features(target="/attack/1")
+    assert stage.decide_cached(features, ScoreRequest(rule="r"), None) is None  # nothing measured: await decide()
+    reference = await stage.decide(features, ScoreRequest(rule="r"))
+    assert batcher.runs_at_once()
+    fresh = make_features(target="/attack/2")
+    sync = stage.decide_cached(fresh, ScoreRequest(rule="r"), None)
+    assert isinstance(sync, Verdict) and model.threads[-1] == threading.current_thread().name
+    assert sync.action is reference.action is Action.BLOCK and sync.source is Source.MODEL and sync.rule == "r"
+    expected = model_input(fresh)
+    assert sync.model == "fake@1" and sync.probabilities == probs_for(expected)
+    assert sync.model_input is not None and (sync.model_input.text, tuple(sync.model_input.numeric)) == (expected.text, tuple(expected.numeric))
+    again = stage.decide_cached(make_features(target="/attack/2", request_id="again"), ScoreRequest(rule="r"), None)
+    assert isinstance(again, Verdict)
+    if cached:
+        assert again.source is Source.CACHE and model.calls == 2
+    else:
+        assert again.source is Source.MODEL and model.calls == 3
+
+
+async def test_stage_scores_synchronously_with_the_clients_window() -> None:
+    from gateway.features import ClientStats
+
+    seen: list[ModelInput] = []
+    model = FakeModel()
+    real = model.run_inputs
+    model.run_inputs = lambda batch: (seen.extend(batch), real(batch))[1]  # type: ignore[method-assign]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-model") as ex:
+        stage, _ = sync_chain(model, ex)
+        await stage.decide(make_features(target="/warm"), ScoreRequest())
+        busy = ClientStats(requests=500, rate_per_min=900.0)
+        assert stage.decide_cached(make_features(target="/x"), ScoreRequest(), busy) is not None
+    expected = model_input(make_features(target="/x", client=busy))
+    assert (seen[-1].text, tuple(seen[-1].numeric)) == (expected.text, tuple(expected.numeric))
+    assert tuple(seen[-1].numeric) != tuple(model_input(make_features(target="/x")).numeric)
+
+
+async def test_a_failure_in_the_synchronous_path_is_the_fallback_and_counts_for_the_breaker(executor) -> None:
+    model = FakeModel()
+    breaker = CircuitBreaker("fake@1", failure_threshold=2, cooldown_s=60)
+    stage, batcher = sync_chain(model, executor, breaker=breaker)
+    await stage.decide(make_features(target="/warm"), ScoreRequest())
+    model.behaviour = "raise"
+    verdict = stage.decide_cached(make_features(target="/a"), ScoreRequest(rule="r"), None)
+    assert isinstance(verdict, Verdict) and verdict.source is Source.FALLBACK and verdict.action is Action.CHALLENGE
+    assert "model unavailable: error" in verdict.reason and verdict.rule == "r"
+    model.behaviour = "nan"
+    verdict = stage.decide_cached(make_features(target="/b"), ScoreRequest(), None)
+    assert isinstance(verdict, Verdict) and "model unavailable: invalid" in verdict.reason
+    assert breaker.state == OPEN
+    # an open breaker is decide()'s to handle: nothing is answered synchronously, and decide() falls back at once
+    assert stage.decide_cached(make_features(target="/c"), ScoreRequest(), None) is None
+    calls = model.calls
+    assert (await stage.decide(make_features(target="/c"), ScoreRequest())).source is Source.FALLBACK
+    assert model.calls == calls and batcher.queued == 0
+
+
+async def test_a_busy_batcher_leaves_new_requests_to_decide(executor) -> None:
+    """While a call waits or a run is under way, another request joins the batching (decide), never jumps the queue."""
+    model = FakeModel()
+    stage, batcher = sync_chain(model, executor)
+    await stage.decide(make_features(target="/warm"), ScoreRequest())
+    model.delay = 5.0
+    batcher.inline_rows = 0  # the next run goes to the thread and stays there until released
+    waiting = asyncio.ensure_future(stage.decide(make_features(target="/slow"), ScoreRequest()))
+    await asyncio.sleep(0.01)
+    batcher.inline_rows = 4
+    assert not batcher.runs_at_once()
+    assert stage.decide_cached(make_features(target="/other"), ScoreRequest(), None) is None
+    model.release.set()
+    assert (await waiting).source is Source.MODEL
+
+
 def test_with_decision_is_dataclasses_replace() -> None:
     import dataclasses
 
