@@ -14,9 +14,9 @@ or None. It answers with a ``Verdict`` (decided: no later stage runs), an awaita
 one (the model: decided once awaited), a ``ScoreRequest`` (the model is to decide: it
 becomes ``pending`` for the stages after it), or None (not its call). ``decide`` only
 runs them in order, so it is synchronous whenever a stage before the model settles the
-request (the common case, and the one the proxy handles without creating a task) or the
-decision cache already knows it; only a request the model must score returns an
-awaitable. The last stage always answers.
+request (the common case, and the one the proxy handles without creating a task), the
+decision cache already knows it or the model answers it at once; only a request that
+waits for the model returns an awaitable. The last stage always answers.
 
 What each stage does:
 
@@ -75,8 +75,9 @@ class ScoreStage(Protocol):
     """The model side: decider + policy; always returns a verdict (fallbacks included).
 
     A stage may also have ``decide_cached(features, request, client) -> Verdict | None``:
-    a synchronous answer for requests it already knows (``client`` is the client's
-    window when ``features.client`` is unset), tried before ``decide``.
+    a synchronous answer for requests it already knows or can score at once (``client`` is the
+    client's window when ``features.client`` is unset; a fallback verdict when the model failed),
+    tried before ``decide``.
     """
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict: ...
@@ -332,10 +333,13 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             # the model reads the client's window (address + fingerprint) as it was before this request
             client = state.stats(state.key(features))
         if cached is not None:
-            # a repeated request is answered here, without a task (the flood's common case)
+            # a repeated request (the flood's common case), or one the model answers at once, is decided here, without a task
             verdict = cached(features, request, client)
             if verdict is not None:
-                if corroborate is not None:
+                if verdict.source is Source.FALLBACK:
+                    if fallback_rules is not None:
+                        verdict = without_model(features, verdict)
+                elif corroborate is not None:
                     verdict = corroborate(features, verdict)
                 return honoured(verdict, features) if verdict.action is challenge else verdict
         if client is not features.client:

@@ -76,7 +76,7 @@ class Decider:
     def stage(self, policy: PolicyLike) -> ModelStage:
         """The pipeline's score stage for this model and ``policy`` (``pipeline.build`` calls it with the runtime's one Policy)."""
         return ModelStage(self.scorer, policy, fallback=self.settings.fallback, model_label=self.label, explain=self.explain,
-                          cache=self.cache, featurize=self.model.model_input)
+                          cache=self.cache, featurize=self.model.model_input, ready=self.batcher.runs_at_once)
 
     def explain(self, item: ModelInput, probabilities: Probabilities) -> tuple[str, ...]:
         return self.model.explain(item, probabilities=probabilities)
@@ -99,10 +99,16 @@ class Decider:
             successor.breaker.publish()
         if successor is None or successor.executor is not self.executor:
             self.executor.shutdown(wait=False, cancel_futures=True)
+            self.batcher.close()
         if successor is None or successor.model is not self.model:
             self.model.close()
 
 
+# a model batch of at most this many requests runs on the event loop when the model's recent runs predict it to take
+# at most INLINE_BUDGET_US of CPU (gateway.decider.batching): one Clef-flash row takes about 0.3 ms on a CPU core, and
+# handing it to the inference thread and back costs about as much again
+INLINE_ROWS = 4
+INLINE_BUDGET_US = 2000
 # the most payload answers a model keeps (each a few small arrays): a flood's payloads repeat, so few are needed
 PAYLOAD_ANSWERS_MAX = 65_536
 _BREAKER_SETTINGS = ("failure_threshold", "window_s", "cooldown_s", "half_open_probes")
@@ -110,8 +116,11 @@ _BREAKER_SETTINGS = ("failure_threshold", "window_s", "cooldown_s", "half_open_p
 
 def _chain(model: OnnxScorer, settings: DeciderConfig, executor: ThreadPoolExecutor, cache: CachedScorer | None,
            breaker: CircuitBreaker | None) -> tuple[Scorer, CachedScorer | None, CircuitBreaker, BatchingScorer]:
+    # the CPU provider's runs are computations on the calling thread: a tiny batch of them runs on the event loop
+    inline = getattr(model, "provider", "") == "cpu"
     batcher = BatchingScorer(model, executor, max_batch=settings.max_batch, max_wait_us=settings.max_wait_us,
-                             max_queue=settings.max_queue, threads=settings.inference_threads, questions=model.questions)
+                             max_queue=settings.max_queue, threads=settings.inference_threads, questions=model.questions,
+                             inline_rows=INLINE_ROWS if inline else 0, inline_budget_us=INLINE_BUDGET_US if inline else 0)
     if breaker is None:
         breaker = CircuitBreaker(model.label, failure_threshold=settings.failure_threshold, window_s=settings.window_s,
                                  cooldown_s=settings.cooldown_s, half_open_probes=settings.half_open_probes)

@@ -188,6 +188,40 @@ async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], 
     return result
 
 
+def guarded_sync(breaker: CircuitBreaker, call: Callable[[], T | None]) -> T | None:
+    """:func:`guarded` for a call answered synchronously (None: it cannot answer at once, and says nothing of the model).
+
+    Only a closed breaker is asked (None otherwise): an open or half-open one is left to :func:`guarded`, which
+    owns its trial calls. No deadline: the caller asks this only of runs known to be short.
+    """
+    if breaker.state != CLOSED:
+        return None
+    label = breaker.label
+    ticket = breaker.allow()
+    start = time.perf_counter()
+    try:
+        result = call()
+    except ModelError as exc:
+        MODEL_LATENCY.observe(time.perf_counter() - start, label)
+        MODEL_FAILURES.inc(label, exc.kind)
+        breaker.failure(ticket)
+        raise
+    except (ValueError, LookupError):
+        breaker.release(ticket)
+        raise
+    except Exception as exc:
+        MODEL_LATENCY.observe(time.perf_counter() - start, label)
+        MODEL_FAILURES.inc(label, ModelError.kind)
+        breaker.failure(ticket)
+        raise ModelError(f"model call failed: {exc!r}") from exc
+    if result is None:
+        breaker.release(ticket)
+        return None
+    MODEL_LATENCY.observe(time.perf_counter() - start, label)
+    breaker.success(ticket)
+    return result
+
+
 class BreakerScorer:
     """Gives every call a deadline and consults the breaker before calling ``inner``."""
 
@@ -199,3 +233,10 @@ class BreakerScorer:
 
     async def score(self, item: ModelInput) -> Scored:
         return await guarded(self.breaker, self.timeout_s, lambda: self.inner.score(item))
+
+    def score_sync(self, item: ModelInput) -> Scored | None:
+        """The inner scorer's synchronous answer under the breaker (None: ask :meth:`score`)."""
+        sync: Callable[[ModelInput], Scored | None] | None = getattr(self.inner, "score_sync", None)
+        if sync is None:
+            return None
+        return guarded_sync(self.breaker, lambda: sync(item))

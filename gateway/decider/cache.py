@@ -221,6 +221,28 @@ class CachedScorer:
     def __len__(self) -> int:
         return len(self.cache)
 
+    def score_sync(self, item: ModelInput) -> Scored | None:
+        """:meth:`score` answered synchronously: a cached answer, or the inner scorer's own synchronous one (stored);
+        None when neither can answer at once (nothing is counted then: :meth:`score` counts the lookup it makes)."""
+        sync: Callable[[ModelInput], Scored | None] | None = getattr(self.inner, "score_sync", None)
+        key = self.key_fn(item)
+        hit = self.cache.get(key)
+        if hit is not None:
+            CACHE_REQUESTS.inc("hit")
+            return hit  # type: ignore[no-any-return]
+        if sync is None or key in self._inflight:
+            return None  # a shared call is under way: wait for it with the others
+        try:
+            scored = sync(item)
+        except BaseException:
+            CACHE_REQUESTS.inc("miss")
+            raise
+        if scored is None:
+            return None
+        CACHE_REQUESTS.inc("miss")
+        self._store(key, scored)
+        return scored
+
     async def score(self, item: ModelInput) -> Scored:
         key = self.key_fn(item)
         hit = self.cache.get(key)

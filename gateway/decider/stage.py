@@ -70,8 +70,11 @@ class ModelStage:
 
     def __init__(self, scorer: Scorer, policy: PolicyLike, *, fallback: str = "forward", model_label: str = "",
                  explain: Callable[[ModelInput, Probabilities], tuple[str, ...]] | None = None,
-                 cache: CachedScorer | None = None, featurize: Callable[[Features], ModelInput] = model_input) -> None:
+                 cache: CachedScorer | None = None, featurize: Callable[[Features], ModelInput] = model_input,
+                 ready: Callable[[], bool] | None = None) -> None:
         self.scorer = scorer
+        # whether the scorer would answer a request synchronously at once (its ``score_sync``; the batcher's ``runs_at_once``)
+        self.ready = ready if ready is not None and callable(getattr(scorer, "score_sync", None)) else None
         # what the model reads about a request: the loaded model's featurizer (its manifest's feature version)
         self.featurize = featurize
         self.policy = policy
@@ -81,22 +84,43 @@ class ModelStage:
         self.cache = cache
 
     def decide_cached(self, features: Features, request: ScoreRequest, client: ClientStats | None) -> Verdict | None:
-        """The verdict for a request the raw-request cache level answers, synchronously; None on a miss.
+        """The verdict for a request answered synchronously; None when it must wait for the model (:meth:`decide`).
 
         ``client`` is the client's window (``features.client`` may not be filled in yet:
-        building a copy of the features with it costs more than the whole lookup). A hit
-        costs no serialization, no task and no await; a miss goes on to :meth:`decide`.
+        building a copy of the features with it costs more than the whole lookup). The
+        raw-request cache level answers a repeated request without serialization; an unseen
+        one is scored here too when the scorer can answer it at once (``ready``: a lone
+        model run on the event loop, see ``gateway.decider.batching``), with the same
+        caches, checks and policy as :meth:`decide`, and no task, timer or future.
         """
-        cache = self.cache
-        if cache is None:
-            return None
         start = time.perf_counter()
-        scored = cache.get_request(request_key(features, client))
-        if scored is None:
+        cache = self.cache
+        raw_key = b""
+        if cache is not None:
+            raw_key = request_key(features, client)
+            scored = cache.get_request(raw_key)
+            if scored is not None:
+                verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source,
+                                              explanation=scored.explanation)
+                DECISIONS.inc(scored.source.value)
+                return with_decision(verdict, scored.model or self.model_label, (time.perf_counter() - start) * 1000.0, None)
+        ready = self.ready
+        if ready is None or not ready():
             return None
-        verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
-        DECISIONS.inc(scored.source.value)
-        return with_decision(verdict, scored.model or self.model_label, (time.perf_counter() - start) * 1000.0, None)
+        if client is not features.client:
+            features = dataclasses.replace(features, client=client)
+        item: ModelInput | None = None
+        try:
+            item = self.featurize(features)
+            answered = self.scorer.score_sync(item)  # type: ignore[attr-defined]
+        except ModelError as exc:
+            return self._fallback(features, request, exc.kind, str(exc), start)
+        except Exception as exc:  # a bug below must cost one fallback, never the request
+            log.exception("model stage failed")
+            return self._fallback(features, request, "error", repr(exc), start)
+        if answered is None:
+            return None
+        return self._answer(features, request, answered, item, raw_key, start)
 
     async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
         start = time.perf_counter()
@@ -116,6 +140,12 @@ class ModelStage:
         except Exception as exc:  # a bug below must cost one fallback, never the request
             log.exception("model stage failed")
             return self._fallback(features, request, "error", repr(exc), start)
+        return self._answer(features, request, scored, item, raw_key, start)
+
+    def _answer(self, features: Features, request: ScoreRequest, scored: Scored, item: ModelInput | None, raw_key: bytes,
+                start: float) -> Verdict:
+        """The policy's verdict on ``scored`` (explained when it stops the request), kept for the request's repeats."""
+        cache = self.cache
         verdict = self.policy.verdict(features, scored.probabilities, request, source=scored.source, explanation=scored.explanation)
         if (self.explain is not None and item is not None and not scored.explanation
                 and (verdict.action is not Action.FORWARD or verdict.shadow_action not in (None, Action.FORWARD))):

@@ -7,6 +7,7 @@ import dataclasses
 import gc
 import math
 import threading
+import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,10 +44,16 @@ class FakeModel:
         self.batches: list[int] = []
         self.release = threading.Event()
         self.calls = 0
+        self.threads: list[str] = []  # the thread each run ran in
+        self.busy_s = 0.0  # CPU seconds each run computes (a slower model)
 
     def run_inputs(self, batch: list[ModelInput]) -> list[Probabilities]:
         self.calls += 1
         self.batches.append(len(batch))
+        self.threads.append(threading.current_thread().name)
+        began = time.thread_time()
+        while time.thread_time() - began < self.busy_s:
+            pass
         behaviour = self.behaviour
         if behaviour == "sometimes_slow":
             behaviour = "hang" if self.calls % 3 == 0 else "ok"
@@ -100,6 +107,65 @@ async def test_a_batcher_whose_threads_are_shut_down_fails_its_callers_and_count
         with pytest.raises(ModelError, match="shut down"):
             await asyncio.wait_for(scorer.score(mi(target="/p")), 1.0)
     assert scorer.queued == 0
+
+
+async def test_a_fast_models_tiny_batches_run_on_the_event_loop_once_measured(executor) -> None:
+    """Nothing runs on the event loop before a run was measured; then lone calls do, with the same answers, while a
+    batch larger than inline_rows still goes to the thread."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=2, inline_budget_us=50_000)
+    loop_thread = threading.current_thread().name
+    first = await scorer.score(mi(target="/a"))
+    assert model.threads == ["test-model_0"]
+    second = await scorer.score(mi(target="/a"))
+    assert model.threads[-1] == loop_thread
+    assert second == first and second.probabilities == probs_for(mi(target="/a"))
+    results = await asyncio.gather(*(scorer.score(mi(target=f"/p{i}")) for i in range(8)))
+    assert model.batches[-1] == 8 and model.threads[-1] == "test-model_0"
+    assert [r.probabilities for r in results] == [probs_for(mi(target=f"/p{i}")) for i in range(8)]
+    assert scorer.queued == 0
+
+
+async def test_a_run_over_the_inline_budget_sends_the_next_batches_to_the_thread(executor) -> None:
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=2000)
+    loop_thread = threading.current_thread().name
+    await scorer.score(mi(target="/a"))  # measured in the thread: fast
+    await scorer.score(mi(target="/b"))
+    assert model.threads == ["test-model_0", loop_thread]
+    model.busy_s = 0.02  # ten times the budget: this inline run is the last one
+    await scorer.score(mi(target="/c"))
+    await scorer.score(mi(target="/d"))
+    assert model.threads[2:] == [loop_thread, "test-model_0"]
+    assert not scorer.runs_inline(1)
+
+
+async def test_inline_runs_fail_like_thread_runs(executor) -> None:
+    """A failing or invalid inline run fails only its callers, with the errors a thread's run gives."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    await scorer.score(mi(target="/warm"))
+    with pytest.raises(ModelError, match="poisoned batch"):
+        await scorer.score(mi(target="/poison"))
+    model.behaviour = "nan"
+    with pytest.raises(InvalidOutput):
+        await scorer.score(mi(target="/x"))
+    model.behaviour = "ok"
+    assert (await scorer.score(mi(target="/y"))).probabilities == probs_for(mi(target="/y"))
+    assert model.threads[1:] == [threading.current_thread().name] * 3
+    assert scorer.queued == 0
+
+
+async def test_a_closed_batcher_fails_its_callers_even_inline(executor) -> None:
+    """A replaced runtime's batcher (Decider.close) runs nothing more, on the event loop either."""
+    model = FakeModel()
+    scorer = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    await scorer.score(mi(target="/a"))
+    assert scorer.runs_inline(1)
+    scorer.close()
+    with pytest.raises(ModelError, match="shut down"):
+        await scorer.score(mi(target="/b"))
+    assert model.calls == 1 and scorer.queued == 0
 
 
 async def test_batches_grow_under_load_but_respect_max_batch(executor) -> None:
@@ -495,6 +561,95 @@ def test_stage_answers_a_known_request_synchronously(executor) -> None:
     assert again.probabilities == first.probabilities
     # no cache level: nothing to answer synchronously
     assert ModelStage(cache, FakePolicy()).decide_cached(features, ScoreRequest(), None) is None
+
+
+def sync_chain(model: FakeModel, executor: ThreadPoolExecutor, *, cached: bool = True,
+               breaker: CircuitBreaker | None = None) -> tuple[ModelStage, BatchingScorer]:
+    """The decider's chain with a batcher that runs lone calls on the event loop, and the stage reading it."""
+    batcher = batching(model, executor, max_wait_us=0, inline_rows=4, inline_budget_us=50_000)
+    guarded = BreakerScorer(batcher, breaker or CircuitBreaker("fake@1", failure_threshold=1000), 0.5)
+    scorer = CachedScorer(guarded) if cached else guarded
+    stage = ModelStage(scorer, FakePolicy(), fallback="challenge", model_label="fake@1",
+                       cache=scorer if isinstance(scorer, CachedScorer) else None, ready=batcher.runs_at_once)
+    return stage, batcher
+
+
+@pytest.mark.parametrize("cached", [True, False])
+async def test_stage_scores_an_unseen_request_synchronously_once_the_model_runs_inline(executor, cached: bool) -> None:
+    """Before a run was measured an unseen request waits for decide(); then one is scored within decide_cached, with the
+    verdict decide() gives, the model input kept for the decision log, and its repeat answered from the cache."""
+    model = FakeModel()
+    stage, batcher = sync_chain(model, executor, cached=cached)
+    features = make_features(target="/attack/1")
+    assert stage.decide_cached(features, ScoreRequest(rule="r"), None) is None  # nothing measured: await decide()
+    reference = await stage.decide(features, ScoreRequest(rule="r"))
+    assert batcher.runs_at_once()
+    fresh = make_features(target="/attack/2")
+    sync = stage.decide_cached(fresh, ScoreRequest(rule="r"), None)
+    assert isinstance(sync, Verdict) and model.threads[-1] == threading.current_thread().name
+    assert sync.action is reference.action is Action.BLOCK and sync.source is Source.MODEL and sync.rule == "r"
+    expected = model_input(fresh)
+    assert sync.model == "fake@1" and sync.probabilities == probs_for(expected)
+    assert sync.model_input is not None and (sync.model_input.text, tuple(sync.model_input.numeric)) == (expected.text, tuple(expected.numeric))
+    again = stage.decide_cached(make_features(target="/attack/2", request_id="again"), ScoreRequest(rule="r"), None)
+    assert isinstance(again, Verdict)
+    if cached:
+        assert again.source is Source.CACHE and model.calls == 2
+    else:
+        assert again.source is Source.MODEL and model.calls == 3
+
+
+async def test_stage_scores_synchronously_with_the_clients_window() -> None:
+    from gateway.features import ClientStats
+
+    seen: list[ModelInput] = []
+    model = FakeModel()
+    real = model.run_inputs
+    model.run_inputs = lambda batch: (seen.extend(batch), real(batch))[1]  # type: ignore[method-assign]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-model") as ex:
+        stage, _ = sync_chain(model, ex)
+        await stage.decide(make_features(target="/warm"), ScoreRequest())
+        busy = ClientStats(requests=500, rate_per_min=900.0)
+        assert stage.decide_cached(make_features(target="/x"), ScoreRequest(), busy) is not None
+    expected = model_input(make_features(target="/x", client=busy))
+    assert (seen[-1].text, tuple(seen[-1].numeric)) == (expected.text, tuple(expected.numeric))
+    assert tuple(seen[-1].numeric) != tuple(model_input(make_features(target="/x")).numeric)
+
+
+async def test_a_failure_in_the_synchronous_path_is_the_fallback_and_counts_for_the_breaker(executor) -> None:
+    model = FakeModel()
+    breaker = CircuitBreaker("fake@1", failure_threshold=2, cooldown_s=60)
+    stage, batcher = sync_chain(model, executor, breaker=breaker)
+    await stage.decide(make_features(target="/warm"), ScoreRequest())
+    model.behaviour = "raise"
+    verdict = stage.decide_cached(make_features(target="/a"), ScoreRequest(rule="r"), None)
+    assert isinstance(verdict, Verdict) and verdict.source is Source.FALLBACK and verdict.action is Action.CHALLENGE
+    assert "model unavailable: error" in verdict.reason and verdict.rule == "r"
+    model.behaviour = "nan"
+    verdict = stage.decide_cached(make_features(target="/b"), ScoreRequest(), None)
+    assert isinstance(verdict, Verdict) and "model unavailable: invalid" in verdict.reason
+    assert breaker.state == OPEN
+    # an open breaker is decide()'s to handle: nothing is answered synchronously, and decide() falls back at once
+    assert stage.decide_cached(make_features(target="/c"), ScoreRequest(), None) is None
+    calls = model.calls
+    assert (await stage.decide(make_features(target="/c"), ScoreRequest())).source is Source.FALLBACK
+    assert model.calls == calls and batcher.queued == 0
+
+
+async def test_a_busy_batcher_leaves_new_requests_to_decide(executor) -> None:
+    """While a call waits or a run is under way, another request joins the batching (decide), never jumps the queue."""
+    model = FakeModel()
+    stage, batcher = sync_chain(model, executor)
+    await stage.decide(make_features(target="/warm"), ScoreRequest())
+    model.delay = 5.0
+    batcher.inline_rows = 0  # the next run goes to the thread and stays there until released
+    waiting = asyncio.ensure_future(stage.decide(make_features(target="/slow"), ScoreRequest()))
+    await asyncio.sleep(0.01)
+    batcher.inline_rows = 4
+    assert not batcher.runs_at_once()
+    assert stage.decide_cached(make_features(target="/other"), ScoreRequest(), None) is None
+    model.release.set()
+    assert (await waiting).source is Source.MODEL
 
 
 def test_with_decision_is_dataclasses_replace() -> None:

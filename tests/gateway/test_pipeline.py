@@ -359,6 +359,23 @@ async def test_fallback_rules_decide_only_what_the_model_could_not_score() -> No
     assert v.action is Action.FORWARD and v.source is Source.MODEL  # a model that finds it harmless is not overruled by them
 
 
+class FailingAtOnceScorer(FailingScorer):
+    """A FailingScorer that fails synchronously (``decide_cached``: the model run on the event loop failed)."""
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: object) -> Verdict:
+        v = self.policy.fallback_verdict(features, request, self.mode)
+        return Verdict(v.action, Source.FALLBACK, v.reason, backend=v.backend, difficulty=v.difficulty, policy=v.policy)
+
+
+def test_a_synchronous_fallback_is_decided_by_the_fallback_rules_as_an_awaited_one() -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]})
+    down = build(cfg, FailingAtOnceScorer)
+    v = down.decide(make_features(target=SQLI))
+    assert isinstance(v, Verdict) and v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason
+    clean = down.decide(make_features(target="/search?q=walnut+desk"))
+    assert isinstance(clean, Verdict) and clean.action is Action.FORWARD and clean.source is Source.FALLBACK
+
+
 @pytest.mark.parametrize("mode", ["forward", "challenge", "rules-only"])
 async def test_shadow_mode_and_rollout_hold_while_fallback_rules_stand_in_for_the_model(mode: str) -> None:
     for policy in ({"shadow": True}, {"rollout_percent": 0}):
