@@ -473,7 +473,7 @@ class DeciderConfig:
     max_batch: int = setting(64, "Most requests scored in one model run.", check=positive)
     max_wait_us: int = setting(0, "Extra wait (microseconds) for a fuller batch. 0 runs as soon as a model thread is free; batches still form from requests arriving while it is busy.", check=non_negative)
     max_queue: int = setting(4096, "Requests waiting for the model beyond which new ones get the fallback at once (load shedding).", check=positive)
-    inference_threads: int = setting(1, "Worker threads running model batches (the event loop never runs inference).", check=positive)
+    inference_threads: int = setting(1, "Worker threads running model batches; a batch of at most a few requests to a CPU model whose measured runs are short runs on the event loop instead, where handing it to a thread would cost as much as the run (gateway/decider/batching.py).", check=positive)
     cache_ttl_s: float = setting(600.0, "Lifetime of a cached decision.", check=non_negative)
     cache_size: int = setting(100_000, "Most cached decisions; 0 disables the cache.", check=non_negative)
 
