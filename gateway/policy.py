@@ -244,9 +244,10 @@ class Policy:
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
             distance = distance_ratio(probabilities) if carriers and t.abstain_unfamiliar else None
+            unfamiliar = distance is not None and distance > 1.0
             kinds = named_kinds(probabilities.get("attack_kind"))
-            witness = syntax_witness(features, kinds) if carriers and t.block_needs_syntax and not (distance or 0.0) > 1.0 else None
-            if distance is not None and distance > 1.0:
+            witness = syntax_witness(features, kinds) if carriers and t.block_needs_syntax and not unfamiliar else None
+            if unfamiliar:
                 # the model abstains: nothing but the model witnessed an attack (detectors and rules decided before it; a
                 # fallback rule that agrees still blocks, Policy.corroborate), and the payload is unlike what it learned from
                 action = Action.CHALLENGE

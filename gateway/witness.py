@@ -85,12 +85,10 @@ _OTHER = (r"""\{\{|\{%|\$\{|#\{|\*\{|<%|<!|<\?|://|[/\\]{2}|[{};]|&&|\|\||\[\$|\
           r"""or|and|not|expr|function)\b|\*\)|\)\(|\(\s*[|&!]|[\r\n]|%0[ad]|\bro0|\bo:\d+:|aced0005|!!python|__proto__|"""
           r"""\bconstructor\b|__class__|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b0x[0-9a-f]{1,8}\.|\blocalhost\b|\[::|\bjndi\b|"""
           + _CALL + "|" + _EVASION)
-SYNTAX: Mapping[str, re.Pattern[str]] = {
-    kind: re.compile(pattern, re.IGNORECASE)
-    for kind, pattern in (("sqli", _SQLI), ("xss", _XSS), ("traversal", _TRAVERSAL), ("cmdi", _CMDI), ("other", _OTHER))
-}
+_KINDS = (("sqli", _SQLI), ("xss", _XSS), ("traversal", _TRAVERSAL), ("cmdi", _CMDI), ("other", _OTHER))
 # a scanner's probe carries whatever it tries: any kind's syntax witnesses it
-SYNTAX = {**SYNTAX, "probe": re.compile("|".join(f"(?:{p.pattern})" for p in SYNTAX.values()), re.IGNORECASE)}
+SYNTAX: Mapping[str, re.Pattern[str]] = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in
+                                         (*_KINDS, ("probe", "|".join(f"(?:{pattern})" for _, pattern in _KINDS)))}
 # a cookie written by a script: a JavaScript object literal of simple keys and values, and ``a=1&b=2`` pairs
 _LITERAL_ENTRY = r"""\s*[\w$]+\s*:\s*(?:'[^'\\]*'|"[^"\\]*"|[\w.+-]*)\s*"""
 _OBJECT_LITERAL = re.compile(rf"\{{(?:{_LITERAL_ENTRY}(?:,{_LITERAL_ENTRY})*)?\}}")
@@ -144,7 +142,7 @@ def values(features: Features) -> Iterator[tuple[str, str, bool]]:
                 for leaf in cookie_values(value):
                     yield f"cookie:{name}", leaf, False
     for name, value in features.header_map.items():
-        if name not in DESCRIPTIVE and name != "cookie" and suspicious(value):
+        if name not in DESCRIPTIVE and suspicious(value):  # the cookie header is descriptive: read above, value by value
             yield f"header:{name}", value, False
 
 
@@ -164,8 +162,7 @@ def cookie_values(value: str) -> list[str]:
             doc = None
         if isinstance(doc, dict | list):
             return [leaf for _, leaf, _, _, _ in json_values(text.encode())]
-        literal = _OBJECT_LITERAL.fullmatch(text)
-        if literal is not None:
+        if _OBJECT_LITERAL.fullmatch(text):
             return [leaf for m in _LITERAL_VALUE.finditer(text[1:-1]) if (leaf := next((g for g in m.groups() if g), ""))]
     if "&" in value and _PAIRS.fullmatch(value):
         return [unquote_plus(v) for _, _, v in (pair.partition("=") for pair in value.split("&")) if v]
