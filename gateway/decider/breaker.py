@@ -21,7 +21,8 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from gateway import metrics
@@ -150,41 +151,59 @@ class CircuitBreaker:
 T = TypeVar("T")
 
 
+class _Call:
+    """One call under a breaker: its ticket and start, and how its end is counted."""
+
+    def __init__(self, breaker: CircuitBreaker, ticket: int) -> None:
+        self.breaker, self.ticket, self.start = breaker, ticket, time.perf_counter()
+
+    def failed(self, kind: str) -> None:
+        MODEL_LATENCY.observe(time.perf_counter() - self.start, self.breaker.label)
+        MODEL_FAILURES.inc(self.breaker.label, kind)
+        self.breaker.failure(self.ticket)
+
+    def succeeded(self) -> None:
+        MODEL_LATENCY.observe(time.perf_counter() - self.start, self.breaker.label)
+        self.breaker.success(self.ticket)
+
+    @contextmanager
+    def counted(self, timeout_s: float | None = None) -> Iterator[None]:
+        """Every failure inside is counted and re-raised as a ModelError (a TimeoutError as ModelTimeout when the call
+        has a deadline of ``timeout_s``); a refused input or a cancelled caller releases the ticket."""
+        try:
+            yield
+        except TimeoutError as exc:
+            if timeout_s is None:
+                self.failed(ModelError.kind)
+                raise ModelError(f"model call failed: {exc!r}") from exc
+            self.failed(ModelTimeout.kind)
+            raise ModelTimeout(f"no answer within {timeout_s * 1000:.0f} ms") from None
+        except ModelError as exc:
+            self.failed(exc.kind)
+            raise
+        except asyncio.CancelledError:
+            self.breaker.release(self.ticket)
+            raise
+        except (ValueError, LookupError):
+            # the caller's input was refused (e.g. a state too long): not the model's fault
+            self.breaker.release(self.ticket)
+            raise
+        except Exception as exc:  # a bug or a runtime error inside the model layer: still a failure, never a lost request
+            self.failed(ModelError.kind)
+            raise ModelError(f"model call failed: {exc!r}") from exc
+
+
 async def guarded(breaker: CircuitBreaker, timeout_s: float, call: Callable[[], Awaitable[T]]) -> T:
     """Run ``call()`` under ``breaker`` with a deadline; every failure is counted and re-raised as a ModelError."""
-    label = breaker.label
     ticket = breaker.allow()
     if not ticket:
-        MODEL_FAILURES.inc(label, BreakerOpen.kind)
+        MODEL_FAILURES.inc(breaker.label, BreakerOpen.kind)
         raise BreakerOpen(f"circuit breaker {breaker.state}")
-    start = time.perf_counter()
-
-    def failed(kind: str) -> None:
-        MODEL_LATENCY.observe(time.perf_counter() - start, label)
-        MODEL_FAILURES.inc(label, kind)
-        breaker.failure(ticket)
-
-    try:
+    c = _Call(breaker, ticket)
+    with c.counted(timeout_s):
         async with asyncio.timeout(timeout_s):
             result = await call()
-    except TimeoutError:
-        failed(ModelTimeout.kind)
-        raise ModelTimeout(f"no answer within {timeout_s * 1000:.0f} ms") from None
-    except ModelError as exc:
-        failed(exc.kind)
-        raise
-    except asyncio.CancelledError:
-        breaker.release(ticket)
-        raise
-    except (ValueError, LookupError) as exc:
-        # the caller's input was refused (e.g. a state too long): not the model's fault
-        breaker.release(ticket)
-        raise exc
-    except Exception as exc:  # a bug or a runtime error inside the model layer: still a failure, never a lost request
-        failed(ModelError.kind)
-        raise ModelError(f"model call failed: {exc!r}") from exc
-    MODEL_LATENCY.observe(time.perf_counter() - start, label)
-    breaker.success(ticket)
+    c.succeeded()
     return result
 
 
@@ -196,29 +215,13 @@ def guarded_sync(breaker: CircuitBreaker, call: Callable[[], T | None]) -> T | N
     """
     if breaker.state != CLOSED:
         return None
-    label = breaker.label
-    ticket = breaker.allow()
-    start = time.perf_counter()
-    try:
+    c = _Call(breaker, breaker.allow())
+    with c.counted():
         result = call()
-    except ModelError as exc:
-        MODEL_LATENCY.observe(time.perf_counter() - start, label)
-        MODEL_FAILURES.inc(label, exc.kind)
-        breaker.failure(ticket)
-        raise
-    except (ValueError, LookupError):
-        breaker.release(ticket)
-        raise
-    except Exception as exc:
-        MODEL_LATENCY.observe(time.perf_counter() - start, label)
-        MODEL_FAILURES.inc(label, ModelError.kind)
-        breaker.failure(ticket)
-        raise ModelError(f"model call failed: {exc!r}") from exc
     if result is None:
-        breaker.release(ticket)
+        breaker.release(c.ticket)
         return None
-    MODEL_LATENCY.observe(time.perf_counter() - start, label)
-    breaker.success(ticket)
+    c.succeeded()
     return result
 
 
