@@ -221,15 +221,21 @@ class CachedScorer:
     def __len__(self) -> int:
         return len(self.cache)
 
+    def _hit(self, key: Hashable) -> Scored | None:
+        """The answer kept for ``key``, counted as a hit; None (not counted: the caller counts what it does next)."""
+        hit = self.cache.get(key)
+        if hit is not None:
+            CACHE_REQUESTS.inc("hit")
+        return hit  # type: ignore[no-any-return]
+
     def score_sync(self, item: ModelInput) -> Scored | None:
         """:meth:`score` answered synchronously: a cached answer, or the inner scorer's own synchronous one (stored);
         None when neither can answer at once (nothing is counted then: :meth:`score` counts the lookup it makes)."""
         sync: Callable[[ModelInput], Scored | None] | None = getattr(self.inner, "score_sync", None)
         key = self.key_fn(item)
-        hit = self.cache.get(key)
+        hit = self._hit(key)
         if hit is not None:
-            CACHE_REQUESTS.inc("hit")
-            return hit  # type: ignore[no-any-return]
+            return hit
         if sync is None or key in self._inflight:
             return None  # a shared call is under way: wait for it with the others
         try:
@@ -245,10 +251,9 @@ class CachedScorer:
 
     async def score(self, item: ModelInput) -> Scored:
         key = self.key_fn(item)
-        hit = self.cache.get(key)
+        hit = self._hit(key)
         if hit is not None:
-            CACHE_REQUESTS.inc("hit")
-            return hit  # type: ignore[no-any-return]
+            return hit
         waiting = self._inflight.get(key)
         if waiting is not None:
             CACHE_REQUESTS.inc("coalesced")
