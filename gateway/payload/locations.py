@@ -24,6 +24,7 @@ JSON_DEPTH = 32
 # a value made only of these cannot be SQL injection (no spaces, quotes, parentheses, operators or comments)
 INERT = re.compile(r"[\w.\-@:/~!]*")
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_HALF = re.compile("[\ud800-\udfff]")
 _BOUNDARY = re.compile(r'boundary=(?:"([^"]{1,200})"|([^\s;,]{1,200}))', re.IGNORECASE)
 _DISPOSITION = re.compile(r'\b(name|filename)="([^"]*)"|\b(name|filename)=([^\s;]+)', re.IGNORECASE)
 
@@ -62,10 +63,24 @@ def pairs(text: str, kind: str, plus: bool) -> Iterator[Value]:
             yield f"{kind}:{shown} (name)", name, plus, False, "raw"
 
 
+def whole_characters(text: str) -> str:
+    """``text`` with each lone half of a UTF-16 pair (``"\\ud800"`` decodes to one) as U+FFFD, as UTF-8 decoders mark a
+    broken sequence: such a half is no character, and nothing that reads or writes UTF-8 (RE2, libinjection, the
+    decision log) can take it."""
+    return _HALF.sub("\ufffd", text)
+
+
 def json_values(body: bytes) -> Iterator[Value]:
     """JSON string values and keys with their ``$.a.b[0]`` path; a body cut short yields its string literals (``json:#n``)."""
     text = body.decode("utf-8", "replace")
     base = "json" if "\\" in text else "raw"
+    if "\\u" in text:  # only an escape can leave half a pair
+        yield from ((where, whole_characters(value), plus, quoted, how) for where, value, plus, quoted, how in _json_values(text, base))
+    else:
+        yield from _json_values(text, base)
+
+
+def _json_values(text: str, base: str) -> Iterator[Value]:
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):

@@ -48,7 +48,9 @@ STRUCTURAL_HEADERS = frozenset({
     "sec-ch-ua-bitness", "sec-ch-ua-model", "sec-ch-ua-wow64", "sec-gpc", "dnt", "upgrade-insecure-requests", "priority",
     "content-type", "authorization", "proxy-authorization", "x-request-id", "traceparent", "tracestate",
 })
-_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
+# a character outside the BMP is escaped as a UTF-16 pair (``\\ud83d\\ude4c``), which decodes as one character; a lone
+# half of a pair stands for no character and becomes U+FFFD, as a UTF-8 decoder reads a broken sequence
+_JSON_ESCAPE = re.compile(r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
 _JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "/": "/", "\\": "\\"}
 _SEPARATOR = "\n"
 _FULL_WIDTH = re.compile("[\uff01-\uff5e]")
@@ -56,7 +58,13 @@ _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 
 
 def _unjson(m: re.Match[str]) -> str:
-    return chr(int(m.group(1), 16)) if m.group(1) else _JSON_SIMPLE[m.group(2)]
+    high, low, single, simple = m.groups()
+    if high:
+        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
+    if single:
+        code = int(single, 16)
+        return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
+    return _JSON_SIMPLE[simple]
 
 
 def _wire_utf8(text: str) -> str:

@@ -407,3 +407,14 @@ def _metric(gw: Gateway, name: str) -> float:
         if line.startswith(name + " ") or line.startswith(name + "{"):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def test_json_values_keep_escaped_pairs_whole_and_mark_lone_halves() -> None:
+    from gateway.payload.locations import json_values
+    from gateway.rules.inputs import inputs_text
+    from tests.conftest import make_features
+    got = {where: value for where, value, *_ in json_values(rb'{"a": "\ud83d\ude4c ok", "b": "x\ud800", "\udc00": 1}')}
+    assert got == {"json:$.a": "\U0001f64c ok", "json:$.b": "x\ufffd", 'json:$["\\udc00"] (key)': "\ufffd"}
+    body = rb'{"q": "\ud83d\ude4c \u0027 or 1=1--", "r": "\uDBFF"}'
+    text = inputs_text(make_features(method="POST", body=body, headers=[("Host", "a"), ("Content-Type", "application/json")]))
+    assert "\U0001f64c ' or 1=1--" in text and "\ufffd" in text and not any(0xD800 <= ord(c) <= 0xDFFF for c in text)

@@ -110,3 +110,25 @@ def test_a_client_that_ignores_five_challenges_in_a_minute_is_then_blocked(gatew
 def test_the_people_cases_are_kept_as_test_data() -> None:
     assert {c["subtype"] for c in PEOPLE} >= {"safari18-ios", "safari18-mac", "safari15-ios", "chrome+connection-close"}
     assert all(c["label"] == "human" for c in PEOPLE) and Path(ROOT / "tests" / "data" / "people-cases.jsonl").stat().st_size > 0
+
+
+# a character outside the BMP escaped as a UTF-16 pair, as Python's and Java's JSON writers put an emoji; a lone half of
+# a pair, which JSON's grammar lets through; and the same in a query, a form and a header
+HALVES = [
+    ("application/json", r'{"body": "## \ud83d\ude4c want to contribute?", "draft": false}'),
+    ("application/json", r'{"a": "\ud800", "\udc00": ["x\uDBFF"]}'),
+    ("application/x-www-form-urlencoded", "comment=%ED%A0%80+%F0%9F%98%80+%ff"),
+    ("text/plain", r"\ud800 as written"),
+]
+
+
+@pytest.mark.parametrize("ctype,body", HALVES, ids=[f"{c.split('/')[1]}-{i}" for i, (c, _) in enumerate(HALVES)])
+def test_escaped_pairs_and_lone_halves_are_decided_not_failed(gateway: Gateway, ctype: str, body: str) -> None:
+    data = body.encode()
+    lines = ["POST /api/posts?q=%ED%A0%80 HTTP/1.1", "Host: shop.example", "User-Agent: python-requests/2.31.0",
+             f"Content-Type: {ctype}", f"Content-Length: {len(data)}", "X-Data: \\ud800", "X-Forwarded-For: 198.51.100.77", "", ""]
+    with socket.create_connection(("127.0.0.1", gateway.port), timeout=60) as s:
+        s.sendall("\r\n".join(lines).encode("latin-1") + data)
+        head = s.recv(65536).split(b"\r\n\r\n", 1)[0].decode("latin-1")
+    assert head.split()[1] != "500", head
+    assert "x-clefgate-verdict:" in head.lower(), head
