@@ -153,6 +153,8 @@ SHIPPED_CASES = [
     ("browser on an api path", req("/api/v1/items"), "score-everything-else", "score"),
     ("scanner naming itself on an api path", req("/api/v1/users", ua="sqlmap/1.8.6#stable (https://sqlmap.org)"), "score-everything-else",
      "score"),
+    ("fuzzer naming itself on an api path", req("/api/v1/query?query=up", ua="Fuzz Faster U Fool v2.1.0"), "score-everything-else",
+     "score"),
     ("browser asking an api-like path for json", req("/shop/api/cart", accept="application/json"), "score-everything-else",
      "score"),
     ("api-like path without json asked", req("/shop/api/cart", ua="node", accept="*/*"), "score-everything-else", "score"),
