@@ -28,6 +28,12 @@ For a scored request it answers with a ``Verdict``:
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
   (P(bad_bot), combined risk, the client statistics the model reads) never blocks, unless
   the operator opts in with ``block_risk``;
+* under a ``score`` rule with ``bot_likeness: ignore`` (``ScoreRequest.ignore_bot_likeness``: API
+  clients on API paths, which cannot solve a challenge) the risk is P(attack) alone: the client's
+  look is no suspicion there, while every P(attack) row above, the payload detectors, the rules
+  before it (rate limits, error-heavy clients) and a client's earned block apply as everywhere.
+  The reason says so, naming the rule; a request forwarded that the full risk would have
+  challenged is counted in ``clefgate_policy_bot_likeness_ignored_total``;
 * ``forward`` otherwise.
 
 Probabilities are read with ``attack_probability``/``bot_probability``, so a model that
@@ -96,6 +102,9 @@ UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
                               "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
                               "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
                               "fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy", "kind"))
+LOOK_IGNORED = metrics.counter("clefgate_policy_bot_likeness_ignored_total",
+                               "Requests a score rule with bot_likeness: ignore sent to the model that P(bad_bot) + P(attack) would have "
+                               "challenged and P(attack) alone did not (forwarded instead), by policy and rule.", ("policy", "rule"))
 ROLLOUT = metrics.gauge("clefgate_policy_rollout_percent", "Share of clients for which a policy's decisions are enforced.", ("policy",),
                         merge="min")
 
@@ -104,6 +113,8 @@ DEFAULT = "default"
 UNFAMILIAR = "unfamiliar to the model"
 # ... and when no value held the syntax of the kind the model named
 NO_SYNTAX = "no value holds the syntax"
+# ... and when a score rule said the client's look is no suspicion on its requests (bot_likeness: ignore)
+BOT_LIKENESS_IGNORED = "bot-likeness ignored"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
 
 
@@ -172,7 +183,7 @@ class Policy:
         # verdicts for cached answers, by identity of (probabilities, request, explanation): a cached
         # answer hands many requests the same objects, and under a policy whose outcome does not
         # depend on the client (no partial rollout) they all get the same verdict
-        self._memo: dict[tuple[int, int, int], tuple[Probabilities, ScoreRequest, Sequence[str], Verdict, tuple[str, str, str]]] = {}
+        self._memo: dict[tuple[int, int, int], tuple[Probabilities, ScoreRequest, Sequence[str], Verdict, tuple[str, str, str], bool]] = {}
         for t in (self.default, *self.named.values()):
             SHADOW.set(1.0 if t.shadow else 0.0, t.name)
             ROLLOUT.set(t.rollout_percent, t.name)
@@ -231,9 +242,15 @@ class Policy:
             hit = self._memo.get(key)
             if hit is not None and hit[0] is probabilities and hit[1] is request and hit[2] is explanation:
                 DECISIONS.inc(*hit[4])
+                if hit[5]:
+                    LOOK_IGNORED.inc(hit[4][0], request.rule or "?")
                 return hit[3]
         attack = attack_probability(probabilities)
-        risk = bot_probability(probabilities) + attack
+        bot = bot_probability(probabilities)
+        # a score rule's bot_likeness: ignore: the client's look is no suspicion here, P(attack) alone is the risk
+        ignored = request.ignore_bot_likeness
+        risk = attack if ignored else bot + attack
+        spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
         if attack >= t.block_attack:
@@ -279,14 +296,21 @@ class Policy:
                 NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} (policy.block_risk: blocks on look alone)"
+            reason = (f"{_risk_name(ignored)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
+                      f"(policy.block_risk{'' if ignored else ': blocks on look alone'})")
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"P(bad_bot)+P(attack)={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"P(bad_bot)+P(attack)={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            spared = ignored and bot + attack >= t.challenge_risk
+        if ignored:
+            # operators see why a client the model calls a bot went through: the rule, and the look it did not count
+            reason += f"; {BOT_LIKENESS_IGNORED} by rule {request.rule or '?'} (P(bad_bot)={bot:.2f} not counted)"
+            if spared:
+                LOOK_IGNORED.inc(t.name, request.rule or "?")
         verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
                           rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name, payload=payload)
         if not memo:
@@ -295,7 +319,7 @@ class Policy:
         enforced = self._apply(verdict, t, mode)
         if len(self._memo) >= 4096:
             self._memo.clear()
-        self._memo[key] = (probabilities, request, explanation, enforced, (t.name, action.value, mode))
+        self._memo[key] = (probabilities, request, explanation, enforced, (t.name, action.value, mode), spared)
         DECISIONS.inc(t.name, action.value, mode)
         return enforced
 
@@ -405,6 +429,8 @@ class Policy:
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
+                 (f"P(attack) >= {t.challenge_risk:g} under a rule with bot_likeness: ignore (API clients)",
+                  "challenge (the client's look is not counted)"),
                  ("a rule that challenges", "challenge"),
                  ("a valid pass cookie, behaviour unchanged", "forward instead of a challenge"),
                  ("anything else", "forward")]
@@ -465,6 +491,11 @@ class Policy:
         return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
                        probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
+
+
+def _risk_name(ignored: bool) -> str:
+    """What the risk compared with the thresholds is: the payload question alone under bot_likeness: ignore."""
+    return "P(attack)" if ignored else "P(bad_bot)+P(attack)"
 
 
 def _above(t: Thresholds) -> tuple[float, ...]:

@@ -162,12 +162,18 @@ ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default al
 
 @dataclass(frozen=True, slots=True)
 class ScoreRequest:
-    """A rule's answer "ask the model": which rule sent it, and with which policy/backend."""
+    """A rule's answer "ask the model": which rule sent it, and with which policy/backend.
+
+    ``ignore_bot_likeness`` (a ``score`` rule's ``bot_likeness: ignore``): the client's look is no
+    suspicion on these requests, so the policy weighs P(attack) alone where it would weigh
+    P(bad_bot) + P(attack); the payload question decides as it always does.
+    """
 
     rule: str | None = None
     policy: str | None = None
     backend: str | None = None
     reason: str = "scored by the model"
+    ignore_bot_likeness: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,9 @@ from gateway.verdict import Action, ScoreRequest, Source, Verdict
 log = logging.getLogger("clefgate.rules")
 
 META_KEYS = ("name", "description")
-ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy")
+ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy", "bot_likeness")
+# a score rule's bot_likeness: challenge (the policy weighs the client's look, the default) or ignore (P(attack) alone)
+BOT_LIKENESS = ("challenge", "ignore")
 RULE_KEYS = META_KEYS + CONDITION_KEYS + ACTION_KEYS
 OVERRIDABLE = ("allow", "block", "challenge", "score")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}")  # matched whole (fullmatch): "$" would let a trailing newline in
@@ -277,10 +279,11 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
             mine.append(f"action: a route rule cannot be overridden by rules.actions.{name}")
         else:
             action = opts.actions[name]
-            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy")}  # the override's defaults apply
+            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy", "bot_likeness")}  # the override's defaults apply
 
     status, difficulty, backend, stop, policy = opts.block_status, opts.difficulty, None, True, None
-    for key, applies in (("status", "block"), ("difficulty", "challenge"), ("backend", "route"), ("continue", "route"), ("policy", "score")):
+    for key, applies in (("status", "block"), ("difficulty", "challenge"), ("backend", "route"), ("continue", "route"), ("policy", "score"),
+                         ("bot_likeness", "score")):
         if key in raw and action is not None and action != applies:
             mine.append(f"{key}: only applies to action {applies}")
     if "status" in raw:
@@ -307,6 +310,9 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
         if policy not in opts.policies:
             mine.append(f"policy: unknown policy {policy!r}{did_you_mean(str(policy), list(opts.policies))} "
                         f"(known under policy.routes: {', '.join(sorted(opts.policies)) or 'none'})")
+    bot_likeness = raw.get("bot_likeness", BOT_LIKENESS[0])
+    if not isinstance(bot_likeness, str) or bot_likeness not in BOT_LIKENESS:
+        mine.append(f"bot_likeness: {bot_likeness!r} is not one of {', '.join(BOT_LIKENESS)}")
 
     conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
     rule_id = name if isinstance(name, str) and name else f"{entry.file}{label}"
@@ -329,7 +335,9 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     elif action == "challenge":
         outcome = Verdict(Action.CHALLENGE, Source.RULE, reason, rule=label, difficulty=difficulty, explanation=explanation)
     elif action == "score":
-        outcome = ScoreRequest(rule=label, policy=policy, reason=reason)
+        ignored = bot_likeness == "ignore"
+        outcome = ScoreRequest(rule=label, policy=policy, reason=reason + (" (bot-likeness ignored)" if ignored else ""),
+                               ignore_bot_likeness=ignored)
     else:
         outcome = Verdict(Action.FORWARD, Source.RULE, reason, rule=label, backend=backend, explanation=explanation) if stop else None
     return CompiledRule(label=label, file=entry.file, description=description.strip(), action=action,

@@ -66,7 +66,7 @@ def test_shipped_rules_decide_synchronously() -> None:
     assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
     page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
     assert page.status == 403
-    assert "28 rules from 7 file(s)" in p.description
+    assert "29 rules from 7 file(s)" in p.description
 
 
 async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:
@@ -616,3 +616,59 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
     assert v.action is Action.CHALLENGE and "no value holds the syntax" in v.reason
     blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False, "block_needs_syntax": False}), UnfamiliarScorer)
     assert (await decided(blocking, beacon)).action is Action.BLOCK
+
+
+# an HTTP library calling a public JSON API without credentials: no Mozilla/ user agent, no pass, nothing to solve a challenge with
+LIBRARY = [("Host", "shop.example"), ("User-Agent", "axios/1.7.2"), ("Accept", "application/json, text/plain, */*"),
+           ("Accept-Encoding", "gzip, compress, deflate, br")]
+FIREFOX = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+           ("Accept", "application/json, text/plain, */*"), ("Accept-Language", "en-GB,en;q=0.5")]
+API_SQLI = "/api/v1/items?page=2&q=1%27%20UNION%20SELECT%20username,password%20FROM%20users--"
+
+
+async def _decided(p: Pipeline, f: Features) -> Verdict:
+    out = p.decide(f)
+    return out if isinstance(out, Verdict) else await out
+
+
+@pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
+async def test_an_api_client_the_model_calls_a_bot_is_judged_on_its_payload(stage: type[FakeScorer]) -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(stage, bad=0.93, attack=0.02))  # the client head: bad_bot
+    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=LIBRARY))
+    assert v.action is Action.FORWARD and v.rule == "score-api-clients-on-payload", v.reason
+    assert "bot-likeness ignored by rule score-api-clients-on-payload (P(bad_bot)=0.93 not counted)" in v.reason
+    # the same client with a SQL injection in a query value: the payload detectors block it, naming where
+    v = await _decided(p, make_features(target=API_SQLI, headers=LIBRARY))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR and v.payload[0].location == "query:q", v.reason
+    # a browser's user agent on the same path is scored as everywhere: its look counts
+    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=FIREFOX))
+    assert v.action is Action.CHALLENGE and v.rule == "score-everything-else" and "bot-likeness" not in v.reason
+
+
+async def test_an_api_client_is_still_blocked_when_the_model_and_a_signature_agree() -> None:
+    # without the detectors in front: the model leaning to attack and the injection signature are the two witnesses
+    p = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}), partial(FakeScorer, bad=0.4, attack=0.5))
+    v = await _decided(p, make_features(target=API_SQLI, headers=LIBRARY))
+    assert v.action is Action.BLOCK and v.rule == "block-sql-injection", v.reason
+    # P(attack) alone at challenge_risk with nothing agreeing: challenged, bot-likeness or not
+    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=LIBRARY))
+    assert v.action is Action.CHALLENGE and v.rule == "score-api-clients-on-payload" and v.reason.startswith("default policy: P(attack)=0.50")
+
+
+async def test_an_api_client_that_floods_or_collects_errors_is_stopped_by_the_limits_before_it() -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(FakeScorer, bad=0.93, attack=0.02))
+    assert p.state is not None
+    p.state.limiter.clock = lambda: 1000.0  # the whole flood inside one instant: no token refills
+    f = make_features(target="/api/v1/items?page=2", headers=LIBRARY)
+    outcomes = [await _decided(p, f) for _ in range(121)]
+    assert all(v.action is Action.FORWARD and v.rule == "score-api-clients-on-payload" for v in outcomes[:120])
+    assert outcomes[120].action is Action.BLOCK and outcomes[120].rule == "rate-limit-per-client" and outcomes[120].status == 429
+    # another library client whose answers are mostly 4xx: the error-heavy rule challenges it before the model is asked
+    walker = make_features(target="/api/v1/items/404", headers=[*LIBRARY[:2], ("Accept", "application/json")], client_ip="198.51.100.9")
+    key = p.state.key(walker)
+    for i in range(20):
+        p.state.record(key, f"/api/v1/items/{i}", 404)
+    v = await _decided(p, walker)
+    assert v.action is Action.CHALLENGE and v.rule == "challenge-error-heavy-clients", v.reason

@@ -447,3 +447,60 @@ def test_abstain_unfamiliar_is_checked_like_the_other_policy_fields_and_on_by_de
                                   "policy.routes.r.abstain_unfamiliar: expected true or false, got 1"]
     cfg = configmod.validate({"backends": backends}, "c.yaml")
     assert cfg.policy.abstain_unfamiliar is True and Policy(cfg.policy).default.abstain_unfamiliar is True
+
+
+API_CLIENT = [("Host", "shop.example"), ("User-Agent", "axios/1.7.2"), ("Accept", "application/json, text/plain, */*")]
+IGNORING = ScoreRequest(rule="score-api-clients-on-payload", ignore_bot_likeness=True)
+
+
+@pytest.mark.parametrize("source", [Source.MODEL, Source.CACHE])  # a cached answer's verdict is kept by identity: counted alike
+def test_bot_likeness_ignored_forwards_a_client_the_model_calls_a_bot_and_says_why(source: Source) -> None:
+    pol = Policy(CFG)
+    f = make_features(target="/api/v1/items?page=2", headers=API_CLIENT)
+    p = probs(good_bot=0.05, bad_bot=0.93, attack=0.02)
+    assert pol.verdict(f, p, ScoreRequest(rule="score-everything-else")).action is Action.CHALLENGE  # its look, counted
+    before = policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload")
+    for _ in range(2):
+        v = pol.verdict(f, p, IGNORING, source=source)
+        assert v.action is Action.FORWARD and v.rule == "score-api-clients-on-payload" and v.difficulty is None
+        assert v.reason == ("default policy: P(attack)=0.02 < 0.6; bot-likeness ignored by rule score-api-clients-on-payload "
+                            "(P(bad_bot)=0.93 not counted)")
+    assert policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 2
+    # what the full risk would have forwarded anyway is not counted as spared
+    assert pol.verdict(f, probs(human=0.7, bad_bot=0.28, attack=0.02), IGNORING, source=source).action is Action.FORWARD
+    assert policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 2
+
+
+def test_bot_likeness_ignored_leaves_the_payload_question_as_it_is() -> None:
+    pol = Policy(CFG)
+    f = make_features(target=PAYLOAD, headers=API_CLIENT)
+    # P(attack) alone reaches challenge_risk: challenged, difficulty by P(attack) (0.7: 14 + 6 * 0.25 = 15.5 -> 16)
+    v = pol.verdict(f, probs(bad_bot=0.3, attack=0.7), IGNORING)
+    assert v.action is Action.CHALLENGE and v.difficulty == 16
+    assert v.reason.startswith("default policy: P(attack)=0.70 >= 0.6; bot-likeness ignored by rule score-api-clients-on-payload")
+    # P(attack) at block_attack with a payload holding the syntax: blocked, naming it, as without the option
+    for request in (IGNORING, ScoreRequest(rule="score-everything-else")):
+        blocked = pol.verdict(f, probs(bad_bot=0.03, attack=0.97, kind={"sqli": 1.0}), request)
+        assert blocked.action is Action.BLOCK and blocked.payload and blocked.payload[0].location == "query:q", blocked.reason
+    # no payload to point at: challenged, as without the option
+    bare = pol.verdict(make_features(target="/api/v1/items", headers=API_CLIENT), probs(attack=0.97), IGNORING)
+    assert bare.action is Action.CHALLENGE and "carries no payload" in bare.reason
+    # an opted-in block on risk weighs P(attack) alone here, and is not said to be on look alone
+    strict = Policy(PolicyConfig(block_risk=0.8))
+    assert strict.verdict(f, probs(bad_bot=0.9, attack=0.05), IGNORING).action is Action.FORWARD
+    on_attack = strict.verdict(f, probs(bad_bot=0.1, attack=0.85), IGNORING)
+    assert on_attack.action is Action.BLOCK and "look alone" not in on_attack.reason
+
+
+def test_bot_likeness_ignored_still_escalates_a_client_that_earned_a_block() -> None:
+    from gateway.clients import ClientState
+
+    pol, state = Policy(CFG), ClientState()
+    f = make_features(target=PAYLOAD, headers=API_CLIENT)
+    state.history.attacked(state.key(f), "sqli in query:q, libinjection")
+    v = pol.escalate(f, pol.verdict(f, probs(bad_bot=0.2, attack=0.7), IGNORING), state)
+    assert v.action is Action.BLOCK and v.source is Source.CLIENT and "attack evidence" in v.reason
+
+
+def test_the_table_names_the_rows_bot_likeness_ignored_changes() -> None:
+    assert "P(attack) >= 0.6 under a rule with bot_likeness: ignore" in Policy(CFG).table()

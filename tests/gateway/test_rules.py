@@ -33,8 +33,8 @@ GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/
 
 
 def req(target: str = "/", ua: str = CHROME, ip: str = "203.0.113.7", method: str = "GET",
-        headers: list[tuple[str, str]] | None = None, body: bytes = b"", host: str = "shop.example") -> Features:
-    hdrs = [("Host", host), ("User-Agent", ua), ("Accept", "text/html")] + (headers or [])
+        headers: list[tuple[str, str]] | None = None, body: bytes = b"", host: str = "shop.example", accept: str = "text/html") -> Features:
+    hdrs = [("Host", host), ("User-Agent", ua), ("Accept", accept)] + (headers or [])
     return make_features(method, target, hdrs, client_ip=ip, body=body)
 
 
@@ -143,7 +143,25 @@ SHIPPED_CASES = [
      "allow-api-clients-with-credentials", "forward"),
     ("api with key", req("/v2/orders", ua="Go-http-client/1.1", headers=[("X-Api-Key", "k")]), "allow-api-clients-with-credentials",
      "forward"),
-    ("api without credentials", req("/api/v1/items", ua="python-requests/2.32"), "score-everything-else", "score"),
+    ("api without credentials", req("/api/v1/items", ua="python-requests/2.32"), "score-api-clients-on-payload", "score"),
+    ("versioned api without credentials", req("/v2/orders?page=2", ua="Java/17.0.9"), "score-api-clients-on-payload", "score"),
+    ("api without a user agent", req("/graphql", ua=""), "score-api-clients-on-payload", "score"),
+    ("json asked of an api-like path", req("/shop/api/cart", ua="axios/1.7.2", accept="application/json, text/plain, */*"),
+     "score-api-clients-on-payload", "score"),
+    ("wordpress rest api asked for json", req("/wp-json/wp/v2/posts", ua="GuzzleHttp/7", accept="application/json"),
+     "score-api-clients-on-payload", "score"),
+    ("browser on an api path", req("/api/v1/items"), "score-everything-else", "score"),
+    ("scanner naming itself on an api path", req("/api/v1/users", ua="sqlmap/1.8.6#stable (https://sqlmap.org)"), "score-everything-else",
+     "score"),
+    ("fuzzer naming itself on an api path", req("/api/v1/query?query=up", ua="Fuzz Faster U Fool v2.1.0"), "score-everything-else",
+     "score"),
+    ("browser asking an api-like path for json", req("/shop/api/cart", accept="application/json"), "score-everything-else",
+     "score"),
+    ("api-like path without json asked", req("/shop/api/cart", ua="node", accept="*/*"), "score-everything-else", "score"),
+    ("json or a page asked of an api-like path", req("/shop/api/cart", ua="node", accept="application/json, text/html"),
+     "score-everything-else", "score"),
+    ("json asked of a page path", req("/products/42", ua="curl/8.5.0", accept="application/json"), "score-everything-else",
+     "score"),
     ("browser page", req("/products/42"), "score-everything-else", "score"),
     ("curl page", req("/products/42", ua="curl/8.5.0"), "score-everything-else", "score"),
     ("repo page is not a git path", req("/org/repo"), "score-everything-else", "score"),
@@ -252,6 +270,24 @@ def test_bad_rule_files_list_every_problem(path: Path) -> None:
         load([str(path)], OPTIONS, ClientState())
     assert err.value.problems == expected
     assert err.value.source == str(path)
+
+
+def test_a_score_rule_can_ignore_bot_likeness_and_an_override_drops_it(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text("rules:\n"
+                    "  - {name: api, path: '/api/**', action: score, bot_likeness: ignore, policy: checkout}\n"
+                    "  - {name: pages, path: '/p/**', action: score, bot_likeness: challenge}\n"
+                    "  - {name: rest, action: score}\n")
+    table = load([str(path)], OPTIONS, ClientState())
+    api, pages, rest = (table.evaluate(req(t, ua="axios/1.7.2")) for t in ("/api/x", "/p/x", "/x"))
+    assert isinstance(api, ScoreRequest) and api.ignore_bot_likeness and api.policy == "checkout" and "bot-likeness ignored" in api.reason
+    assert isinstance(pages, ScoreRequest) and not pages.ignore_bot_likeness
+    assert isinstance(rest, ScoreRequest) and not rest.ignore_bot_likeness
+    # rules.actions: the override's defaults apply, so a rule turned into a plain score weighs the client's look again
+    overridden = load([str(path)], RuleOptions(policies=["checkout"], actions={"api": "score"}), ClientState()).evaluate(req("/api/x"))
+    assert isinstance(overridden, ScoreRequest) and not overridden.ignore_bot_likeness and overridden.policy is None
+    allowed = load([str(path)], RuleOptions(policies=["checkout"], actions={"api": "allow"}), ClientState()).evaluate(req("/api/x"))
+    assert isinstance(allowed, Verdict) and allowed.action is Action.FORWARD
 
 
 @pytest.fixture(scope="module")
