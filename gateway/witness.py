@@ -64,7 +64,7 @@ _EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25(?:27|22|3c|3
 # statement separator, a parenthesis, a comparison or a concatenation (``' or 1=1``, ``x'or'1'='1``, ``admin'--``,
 # ``1') union select``). An apostrophe inside a word is not a quote unless SQL glues to it: ``don't``, ``it's``,
 # ``O'Reilly`` and ``users' and`` are English.
-_SQL_OPERAND = r"""(?:[\d'"(@`-]|(?:true|false|null|not|exists|sleep|benchmark|pg_sleep|if|case|ascii|substr\w*|char|chr|select)\b|[\w.$]+\s*(?:=|<|>|!=|like\b|rlike\b|regexp\b|is\b|in\b))"""
+_SQL_OPERAND = r"""(?:[\d'"(@`-]|(?:true|false|null)\b|not\s+(?:[\d'"(]|\w+\s*\()|(?:exists|sleep|benchmark|pg_sleep|if|ascii|substr\w*|char|chr)\s*\(|case\s+when\b|select\s|[\w.$]+\s*(?:=|<|>|!=|like\b|rlike\b|regexp\b|is\b|in\b))"""
 _SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct\s*)?\(?\s*select\b|"""
              r"""(?:having|where)\s+""" + _SQL_OPERAND + r"""|order\s+by\b|group\s+by\b|limit\s+\d|procedure\s+analyse|into\s+(?:out|dump)file|waitfor\s+delay|"""
              r"""(?:r?like|regexp|sounds\s+like)\s+['"(]|is\s+(?:not\s+)?null\b|in\s*\(|between\s+['"\d]|"""
@@ -79,7 +79,7 @@ _SQL_FUNC = (r"""(?:benchmark|pg_sleep|load_file|extractvalue|updatexml|group_co
              r"""make_set|randomblob|sqlite_version|unhex|db_name|user_name|current_user|system_user|session_user|dbms_\w+|utl_\w+|"""
              r"""sys_context|ctxsys\.\w+|waitfor)""")
 _SQL_FUNC_AFTER = r"""(?:sleep|char|chr|concat|substring|substr|mid|ascii|ord|hex|version|database|user|count|cast|convert|if|ifnull|iif|length|len|rand|floor|exp|schema|elt|nchar|unicode)"""
-_SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|#[ \t]*|/\*[ \t]*)$|\b(?:or|and)\s+\d+\s*(?:--|#|/\*)|[\d'")]\s*--[ +]-|\w\s*/\*!?\d*\s*\w*\s*\*/\s*\w|/\*!\d*|"""
+_SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|/\*[ \t]*)$|[\d'")](?<!%[0-9a-f]{2})[ \t]*#[ \t]*$|\b(?:or|and)\s+\d+\s*(?:--|#|/\*)|[\d'")]\s*--[ +]-|\w\s*/\*!?\d*\s*\w*\s*\*/\s*\w|/\*!\d*|"""
          r"""(?:\b|(?<=\d))(?:or|and|xor|having|where|when|&&|\|\|)\s*\(?\s*""" + _SQL_LITERAL + r"""\s*\)?\s*(?:=|<>|!=|<=>|<=|>=|<|>|\blike\b|\bis\b)\s*\(?\s*""" + _SQL_LITERAL
          + r"""|(?:^|[\s(])(?P<lit>\d+)\s*=\s*(?P=lit)(?![\w.])|\b(?:or|and)\s+\(?\s*(?P<same>[a-z_]\w*)\s*=\s*(?P=same)\b|\(\s*select\b[^()]{0,100}?\bfrom\b|\(\s*select\s+(?:\d+|null\b|@@|\*|(?:sleep|benchmark|pg_sleep|char|chr|concat|count|ascii|substr\w*|if|case)\b)|(?<![\w.])""" + _SQL_FUNC + r"""\s*\(|"""
          r"""(?:\b(?:or|and|xor|select|union|where|having|when|then|else)|\|\|)\s*\(?\s*""" + _SQL_FUNC_AFTER + r"""\s*\(|"""
@@ -125,12 +125,12 @@ _COMMAND = (r"""(?:id|whoami|uname|ls|dir|cat|type|ping|curl|wget|nc|ncat|netcat
 _COMMAND_END = r"""(?=[\s+]*(?:$|[;&|`)<>\n\r'"\\]|\$\{?ifs)|[\s+]+(?:-{1,2}\w|[/\\~$.%'"]|\d|[a-z]:[\\/]|https?:)|\(\)|\$\(\))"""
 # Windows commands whose first argument is a word
 _COMMAND_VERB = r"""(?:net\s+(?:user|view|localgroup|share|use|start|stop|session)|netsh\s+\w+|reg\s+(?:add|query|delete|save|export)|wmic\s+\w+)\b"""
-_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?[\r\n]+|\\[nr]|\$\()[\s+]*[`'"]?\s*(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
+_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])+|\\[nr]|\$\()[\s+]*[`'"]?\s*(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
          r"""[;&|]\s*\$[a-z_]\w*\s*$|=\$['"]|\(\)\s*\{\s*:\s*;\s*\}|\$\{@|\$_(?:get|post|request|server|cookie|files)\b|"""
          r"""\bphp(?:info|version)\s*\(\s*\)|<\?php\b|\{\$\{|^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|\$\(\s*""" + _COMMAND + r"""\b|"""
          r"""[^\s`]`\s*""" + _COMMAND + r"""\b[^`]*`|^\s*`\s*""" + _COMMAND + r"""\b[^`]*`\s*$|"""
          r"""(?:^|[\s\w])(?:\d?>>?|<)\s*(?:/(?:dev|tmp|etc|var|home|root|proc|usr|bin)\b|&\s*\d|~/)|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
-         r"""\$\{?ifs\b|\$\{\s*(?:path|home|ls_colors|pwd|shell)\s*[:%#}]|\w\$(?:@|\(\)|\{\})\w|"""
+         r"""\$\{?ifs\b|\$\{\s*(?:path|home|ls_colors|pwd|shell)\s*[:%#]|\w\$(?:@|\(\)|\{\})\w|"""
          r"""^[\s+]*(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|rm|chmod|"""
          r"""telnet|tftp|certutil|bitsadmin)[\s+]+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
          r"""^\s*(?:python[0-9.]*\s+-c|perl\s+-e|php\s+-r|ruby\s+-e|node\s+-e)\s|"""
@@ -183,7 +183,7 @@ class _Syntax:
     JavaScript escapes undone (``&lt;script``, ``alert&lpar;1&rpar;``, ``\\x3csvg``), which hide it from the
     application's filter and not from the browser."""
 
-    __slots__ = ("_pattern", "_tail", "_escapes")
+    __slots__ = ("_escapes", "_pattern", "_tail")
 
     def __init__(self, pattern: str, tail: str | None = None, *, escapes: bool = False) -> None:
         self._pattern = re.compile(pattern, re.IGNORECASE)
