@@ -218,7 +218,7 @@ NO_PAYLOAD_HEADERS = [("Host", "www.example.com"), ("Sec-Fetch-Dest", "document"
     ("/", [("Host", "h"), ("Cookie", 'prefs={"t":"x\'--"}')], b"", "cookie:prefs"),      # a cookie more than a token
     ("/", [("Host", "h"), ("User-Agent", "() { :; }; echo x' or '1'='1")], b"", "header:user-agent"),
     ("/", [("Host", "h"), ("Referer", "https://x/?q=1'--<script>alert(1)</script>")], b"", "header:referer"),
-    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example\"><img src=x>")], b"", "header:x-forwarded-host"),
+    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example' or '1'='1")], b"", "header:x-forwarded-host"),
     ("/static/..%2f..%2fetc/passwd", None, b"", "path"),
 ])
 def test_a_block_on_p_attack_needs_a_payload_and_names_where(target: str, headers: list[tuple[str, str]] | None, body: bytes,
