@@ -3,34 +3,67 @@
 The model says how likely a request is an attack and of which kind (``attack_kind``:
 sqli, xss, traversal, cmdi, probe, other), not where. A person's request that the model
 finds suspicious — a JSON value in a shape it never saw, a password like ``Password1!``, a
-review in plain words — holds no injection syntax at all: an injection has to break out of
-where its value is put (a quote, a comment, a tag, a separator, a template, a scheme), and
-a value without any of that cannot. :func:`syntax_witness` looks for that syntax, kind by
-kind, in every value the client chose, decoded as the application decodes it; the policy
-blocks on the model alone only when the kind the model names finds its syntax somewhere
-(``policy.block_needs_syntax``), and challenges otherwise. It is a second witness, weaker
-than a detector (which needs the attack itself) and independent of the model: it reads
-only characters and a few keywords, never the client's look.
+review, a forum post quoting code, a rich-text comment — holds no breakout: an injection
+has to leave the place its value is put and do something in the language there (close the
+application's string and go on in SQL, open markup that runs script, end one command and
+start another, climb out of a directory), and punctuation that prose and ordinary markup
+use does none of that. An apostrophe in ``don't`` or ``O'Reilly's``, ``issue #12``,
+``a; b``, ``Q&A``, ``<p>``, ``<b>`` or ``<a href="https://...">`` is not a breakout.
+:func:`syntax_witness` looks for breakouts, kind by kind, in every value the client chose,
+decoded as the application decodes it; the policy blocks on the model alone only when the
+kind the model names finds one somewhere (``policy.block_needs_syntax``), and challenges
+otherwise. It is a second witness, weaker than a detector (which needs the attack itself)
+and independent of the model: it reads only characters and a few keywords, never the
+client's look.
 
-What each kind needs (lower-cased, per value, in any of its decodings):
+A quote breaks out when it closes the string the application opened: the value's own
+strings open and close in pairs, so only an odd quote can (``print('a')`` closes its own),
+and an apostrophe inside a word (``don't``, ``rock'n'roll``) or after a plural before a
+word (``users' data``) is English unless SQL glues to it (``x'or'1'='1``).
 
-* ``sqli``: a quote, ``;``, a comment (``--``, ``#``, ``/*``), a call or a subquery, a comparison,
-  ``@@``, ``||``, a hex literal, or the keyword shapes that need none (``order by 3``,
-  ``union select``, ``waitfor delay``);
-* ``xss``: markup (``<`` before a name, ``!``, ``/``, ``?``), a script URL, ``data:`` with a
-  type, an event handler (``onload=``), a quote closing into code, ``{{``, ``expression(``,
-  JavaScript or HTML escapes;
-* ``traversal`` (with file inclusion): ``..``, an encoded dot, a system path (``/etc/``,
-  ``/proc/``, ``c:\\``), a UNC path, a NUL byte, a stream wrapper (``php://``, ``file:``),
-  a known system file;
-* ``cmdi``: a shell separator or substitution (``;``, ``|``, ``&``, backquote, a line
-  break, ``$(``, ``${``, ``$VAR``), a redirection to a path;
+What each kind needs (case-insensitive, per value, in any of its decodings):
+
+* ``sqli``: a closing quote followed by SQL (``' or 1=1``, ``'or'``, ``'--``, ``';``,
+  ``')``, ``' union select``, ``'=``, ``'||``, ``'+``); a comment that ends code (``1--``,
+  ``1)#``) or sits between tokens (``union/**/select``, ``/*!50000``); a tautology or
+  comparison between literals after a logical operator (``1 or 1=1``, ``and 'a'='a'``); a
+  subquery; a call of a function only SQL has (``benchmark(``, ``load_file(``), or of a SQL
+  function after SQL (``and sleep(5)``, ``or ascii(``); ``union select``; a statement
+  stacked after ``;``; ``order by 3``; a hex literal that spells text; ``@@version``;
+  ``xp_cmdshell``, ``declare @q``; a value that is a statement ending in ``;``, or punctuation
+  with a quote (``'``, ``'))``);
+* ``xss``: script-capable markup (``<script``, ``<svg``, ``<iframe``, ``<object``,
+  ``<embed``, ``<math``, ``<base``, ``<meta http-equiv``, ``<form action``, ``<link``,
+  ``<style`` that imports or computes), any element with an event handler, a handler after a
+  closing quote (``" onmouseover=``), a closing quote followed by JavaScript (``';alert(1)//``,
+  ``'-alert(1)-'``), the end of an element whose text is raw (``</script``, ``</title``,
+  ``</textarea``), a script URL (``javascript:alert(1)``, not the words ``JavaScript: the``),
+  a data URL of a document or script, a template expression reaching the page's objects
+  (``{{constructor.constructor(``), ``expression(``, ``alert(``, ``document.cookie``; the
+  same behind HTML references or JavaScript escapes (``&lt;script``, ``\\x3csvg``);
+* ``traversal`` (with file inclusion): a ``..`` segment (``../``, ``..\\``, ``..%2f``), a
+  value that is a system path (``/etc/``, ``c:\\``, ``file:///``), a system file the
+  attack reads (``/etc/passwd``, ``/proc/self/``, ``win.ini``, ``.htaccess``, ``WEB-INF/``),
+  a UNC start, a stream wrapper (``php://``, ``phar://``);
+* ``cmdi``: a separator followed by a command (``;id``, ``| nc 10.0.0.1 4444``,
+  ``&& whoami``, ``1;ls -la``, a line break after a value of one word), a substitution
+  running one (``$(whoami)``, ``x`id` ``), ``${IFS}``, a redirection to a path (``> /tmp/x``,
+  ``2>&1``), a command run whole with the argument it needs (``ping 127.0.0.1``,
+  ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone (``whoami``), a call that
+  runs one (``system('id')``), PHP's (``${@``, ``$_GET``, ``phpinfo()``), SSI, Shellshock's
+  ``() { :;};``. A command word needs what makes it a command: ``a; cat lovers`` and
+  ``cats & dogs`` are words, and a command quoted in Markdown (`` `ls -la` ``) is not run;
 * ``other`` (template, expression-language, JNDI, deserialization, XXE, CRLF, SSI, NoSQL,
-  LDAP, XPath, request forgery, open redirects): a template or entity opener, a scheme, a
-  protocol-relative or UNC start (``//evil.example``; a URL's user part rides on its scheme),
-  Mongo operators, an LDAP filter, a line break,
-  serialized-object markers, ``__proto__``, an address literal or ``localhost``;
+  LDAP, XPath, request forgery, open redirects): a template expression that computes or
+  reaches the runtime (``{{7*7}}``, ``${jndi:``, ``{{config``, ``<%= 7*7 %>``, not
+  ``{{ user.name }}``), an entity declaration, a header after an encoded or carriage-return
+  line break (``%0d%0aSet-Cookie:``), serialized-object markers, ``__proto__``, Mongo
+  operators, an LDAP filter, an XPath step, the closing-quote breakouts SQL has, and a value
+  that is or starts like a URL (``//evil.example``, ``http://127.0.0.1``, ``/\\evil``);
 * ``probe``: any of the above (a scanner's request carries whatever it tries).
+
+Encodings no client writes for its own values (overlong UTF-8, ``%u`` escapes, a percent
+sign encoded again before a syntax character, a NUL byte, UTF-7's ``+ADw-``) witness every kind.
 
 Where values come from: the path; query and form pairs (value and name); JSON string values
 and keys; multipart fields and file names; any other body as one text; cookies that are
