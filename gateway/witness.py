@@ -113,10 +113,10 @@ _SQL_FUNC = (r"""(?:benchmark|pg_sleep|load_file|extractvalue|updatexml|group_co
              r"""sys_context|ctxsys\.\w+|waitfor)""")
 _SQL_FUNC_AFTER = r"""(?:sleep|char|chr|concat|substring|substr|mid|ascii|ord|hex|version|database|user|count|cast|convert|if|ifnull|iif|length|len|rand|floor|exp|schema|elt|nchar|unicode)"""
 _SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|/\*[ \t]*)$|[\d'")](?<!%[0-9a-f]{2})[ \t]*#[ \t]*$|\b(?:or|and)\s+\d+\s*(?:--|#|/\*)|[\d'")]\s*--[ +]-|\w\s*/\*!?\d*\s*\w*\s*\*/\s*\w|/\*!\d*|"""
-         r"""(?:\b|(?<=\d))(?:or|and|xor|having|where|when|&&|\|\|)\s*\(?\s*""" + _SQL_LITERAL + r"""\s*\)?\s*(?:=|<>|!=|<=>|<=|>=|<|>|\blike\b|\bis\b)\s*\(?\s*""" + _SQL_LITERAL
-         + r"""|(?:^|[\s(])(?P<lit>\d+)\s*=\s*(?P=lit)(?![\w.])|\b(?:or|and)\s+\(?\s*(?P<same>[a-z_]\w*)\s*=\s*(?P=same)\b|\(\s*select\b[^()]{0,100}?\bfrom\b|\(\s*select\s+(?:\d+|null\b|@@|\*|(?:sleep|benchmark|pg_sleep|char|chr|concat|count|ascii|substr\w*|if|case)\b)|(?<![\w.])""" + _SQL_FUNC + r"""\s*\(|"""
-         r"""(?:\b(?:or|and|xor|select|union|where|having|when|then|else)|\|\|)\s*\(?\s*""" + _SQL_FUNC_AFTER + r"""\s*\(|"""
-         r"""\bunion\b(?:\s|/\*.*?\*/|\()*(?:all\b|distinct\b)?(?:\s|/\*.*?\*/|\()*select\b|"""
+         r"""(?:\b|(?<=\d))(?:or|and|xor|having|where|when|&&|\|\|)\s*(?:\(\s*)?""" + _SQL_LITERAL + r"""\s*(?:\)\s*)?(?:=|<>|!=|<=>|<=|>=|<|>|\blike\b|\bis\b)\s*(?:\(\s*)?""" + _SQL_LITERAL
+         + r"""|(?:^|[\s(])(?P<lit>\d+)\s*=\s*(?P=lit)(?![\w.])|\b(?:or|and)\s+(?:\(\s*)?(?P<same>[a-z_]\w*)\s*=\s*(?P=same)\b|\(\s*select\b[^()]{0,100}?\bfrom\b|\(\s*select\s+(?:\d+|null\b|@@|\*|(?:sleep|benchmark|pg_sleep|char|chr|concat|count|ascii|substr\w*|if|case)\b)|(?<![\w.])""" + _SQL_FUNC + r"""\s*\(|"""
+         r"""(?:\b(?:or|and|xor|select|union|where|having|when|then|else)|\|\|)\s*(?:\(\s*)?""" + _SQL_FUNC_AFTER + r"""\s*\(|"""
+         r"""\bunion\b(?:\s|/\*[^*]{0,40}\*/|\()*(?:all\b|distinct\b)?(?:\s|/\*[^*]{0,40}\*/|\()*select\b|"""
          r"""(?<!&quot)(?<!&amp)(?<!&lt)(?<!&gt)(?<!&apos)(?<!&#39)(?<!&#34);\s*(?:select|insert|update|delete|drop|create|alter|exec|execute|declare|shutdown|waitfor|truncate|grant|revoke|"""
          r"""begin|set\s+@|if\s*\(|--|#)|\border\s+by\s+(?:\d+\s*(?:$|--|#|/\*|,|;)|(?:sleep|benchmark|if)\s*\()|(?:[+=&|]|\bthen|\belse)\s*(?:sleep|benchmark|pg_sleep)\s*\(|\bwaitfor\s+delay\b|\bprocedure\s+analyse\b|"""
          r"""\binto\s+(?:out|dump)file\b|\b0x(?:(?:[2-6][0-9a-f]|7[0-9a-e])(?:00)?){3,}\b|@@[a-z_]|^[^\w\s]*['"][^\w\s]*$|"""
@@ -135,13 +135,13 @@ _HANDLER = r"""on[a-z]{3,}\s*="""
 _SCRIPT_SCHEME = (r"""(?:j[\s\x00]*a[\s\x00]*v[\s\x00]*a|v[\s\x00]*b|l[\s\x00]*i[\s\x00]*v[\s\x00]*e)[\s\x00]*s[\s\x00]*c[\s\x00]*r[\s\x00]*i"""
                   r"""[\s\x00]*p[\s\x00]*t[\s\x00]*:""")
 _XSS = (r"""<\s*/?\s*(?:script|svg|iframe|frame|frameset|object|embed|applet|math|base|xss|import|portal|isindex|vmlframe|i?layer|bgsound|"""
-        r"""handler|listener|animate|set)\b|<\s*[a-z][\w:-]*\b[^>]*?[\s/"']""" + _HANDLER + r"""|['"]\s*/?\s*""" + _HANDLER + r"""|"""
-        r"""<\s*meta\b[^>]*(?:http-equiv|charset\s*=\s*['"]?\s*(?:x-|utf-7))|<\s*(?:xml|link)\b|<\?\s*xml-stylesheet|<\s*xsl:|\bdatasrc\s*=|<\s*form\b[^>]*\baction\s*=|<\s*link\b[^>]*\brel\s*=\s*['"]?\s*import|"""
-        r"""<\s*(?:button|input)\b[^>]*\bformaction\s*=|<\s*style\b[^>]*>[^<]*(?:@import|expression|javascript|behavior|-moz-binding)|"""
-        r"""\b""" + _SCRIPT_SCHEME + r"""(?:\S|\s*[\w$.]+\s*[(`=])|=\s*['"]?\s*""" + _SCRIPT_SCHEME + r"""|\bmocha:\S|\bdata\s*:\s*(?:text/(?:html|javascript|xml)|application/"""
+        r"""handler|listener|animate|set)\b|<\s*[a-z][\w:-]*\b(?:[^<>]|<(?![a-z]))*?[\s/"']""" + _HANDLER + r"""|['"]\s*(?:/\s*)?""" + _HANDLER + r"""|"""
+        r"""<\s*meta\b[^<>]*(?:http-equiv|charset\s*=\s*(?:['"]\s*)?(?:x-|utf-7))|<\s*(?:xml|link)\b|<\?\s*xml-stylesheet|<\s*xsl:|\bdatasrc\s*=|<\s*form\b[^<>]*\baction\s*=|<\s*link\b[^<>]*\brel\s*=\s*(?:['"]\s*)?import|"""
+        r"""<\s*(?:button|input)\b[^<>]*\bformaction\s*=|<\s*style\b[^<>]*>[^<]*(?:@import|expression|javascript|behavior|-moz-binding)|"""
+        r"""\b""" + _SCRIPT_SCHEME + r"""(?:\S|\s*[\w$.]+\s*[(`=])|=\s*(?:['"]\s*)?""" + _SCRIPT_SCHEME + r"""|\bmocha:\S|\bdata\s*:\s*(?:text/(?:html|javascript|xml)|application/"""
         r"""(?:x?html|xhtml\+xml|(?:x-)?(?:java|ecma)script|xml))|(?<!=)\bdata\s*:\s*image/svg\+xml|"""
         r"""<\s*/\s*(?:script|style|title|textarea|noscript|iframe|xmp|template|noembed|noframes|plaintext|select|option)\b|"""
-        r"""\{\{[^}]{0,120}?(?:constructor|\$on|\$eval|alert|prompt|confirm|fromcharcode|document|window|__proto__)|"""
+        r"""\{\{[^{}]{0,120}?(?:constructor|\$on|\$eval|alert|prompt|confirm|fromcharcode|document|window|__proto__)|"""
         r"""(?::\s*|\b)expression(?:\(|\\0*28)|-moz-binding|\bbehavior\s*:\s*url|\b(?:alert|prompt|confirm)[(`]|\bfromcharcode\s*\(|"""
         r"""\bdocument\s*\.\s*(?:cookie|domain|write)|""" + _EVASION)
 
@@ -158,7 +158,7 @@ _COMMAND = (r"""(?:id|whoami|uname|ls|dir|cat|type|ping|curl|wget|nc|ncat|netcat
 _COMMAND_END = r"""(?=[\s+]*(?:$|[;&|`)<>\n\r'"\\]|\$\{?ifs)|[\s+]+(?:-{1,2}\w|[/\\~$.%'"]|\d|[a-z]:[\\/]|https?:)|\(\)|\$\(\))"""
 # Windows commands whose first argument is a word
 _COMMAND_VERB = r"""(?:net\s+(?:user|view|localgroup|share|use|start|stop|session)|netsh\s+\w+|reg\s+(?:add|query|delete|save|export)|wmic\s+\w+)\b"""
-_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])+|\\[nr]|\$\()[\s+]*[`'"]?\s*(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
+_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])+|\\[nr]|\$\()[\s+]*(?:[`'"][\s+]*)?(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
          r"""[;&|]\s*\$[a-z_]\w*\s*$|=\$['"]|\(\)\s*\{\s*:\s*;\s*\}|\$\{@|\$_(?:get|post|request|server|cookie|files)\b|"""
          r"""\bphp(?:info|version)\s*\(\s*\)|<\?php\b|\{\$\{|^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|\$\(\s*""" + _COMMAND + r"""\b|"""
          r"""[^\s`]`\s*""" + _COMMAND + r"""\b[^`]*`|^\s*`\s*""" + _COMMAND + r"""\b[^`]*`\s*$|"""
@@ -184,14 +184,14 @@ _TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2
 # serialized objects, XXE, response splitting, SSI, NoSQL operators, LDAP and XPath filters, a value that is a URL or
 # starts like one (request forgery, redirects, remote inclusion), and the quote breakouts SQL has (XPath and NoSQL
 # take them too)
-_OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^}]{0,120}?(?:\.\s*\w+\s*\(|\b(?:passthru|shell_exec|call_user_func|system|include|dump)\b|(?<![=!<>])=(?!=)|#with\b|__\w+__|subclasses|\bmro\b|\.class\b|\bdump\s*\(|\b_self\b|\bapp\.|\bconfig\b|\bself\b|\brequest\b|\bcycler\b|\bjoiner\b|\bnamespace\b|"""
+_OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(|\b(?:passthru|shell_exec|call_user_func|system|include|dump)\b|(?<![=!<>])=(?!=)|#with\b|__\w+__|subclasses|\bmro\b|\.class\b|\bdump\s*\(|\b_self\b|\bapp\.|\bconfig\b|\bself\b|\brequest\b|\bcycler\b|\bjoiner\b|\bnamespace\b|"""
           r"""\blipsum\b|constructor|getclass|getruntime|\bsystem\b|\bpopen\b|\bimport\b|\|\s*attr\b|\[\s*['"]_)|"""
-          r"""\{%[^%]{0,120}?(?:__\w+__|\bdump\s*\(|_context\b|\bconfig\b|subclasses|\bimport\b|popen|\bsystem\b|\bexec\b|\bdebug\b)|"""
-          r"""[$#*@~]\{\s*-?\d+\s*[*+/%-]|[$#*@~]\{[^}]{0,160}?(?:\w\s*\(|jndi|getclass|getruntime|forname|\.exec\s*\(|\bt\s*\(|"""
+          r"""\{%[^%{}]{0,120}?(?:__\w+__|\bdump\s*\(|_context\b|\bconfig\b|subclasses|\bimport\b|popen|\bsystem\b|\bexec\b|\bdebug\b)|"""
+          r"""[$#*@~]\{\s*-?\d+\s*[*+/%-]|[$#*@~]\{[^{}]{0,160}?(?:\w\s*\(|jndi|getclass|getruntime|forname|\.exec\s*\(|\bt\s*\(|"""
           r"""\bnew\s*\(|\bnew\s+[\w.]+\s*\(|\.execute\s*\(|getresource|getattribute|\brequest\.|\bsession\.|\(\s*char\s*\)|"""
           r"""tostring\s*\(|newinstance|mainmodule|\brequire\s*\(|child_process|\bclass\.|\bprocess\.|__\w+__|\bsystem\s*\(|\bself\.|applicationscope|pagecontext|\bparam\.|\bheader\.|\bcookie\.|"""
           r"""\b(?:env|sys|lower|upper|date|base64|ctx|main|spring|k8s|docker|bundle|java|jvmrunargs|hostname)\s*:|::-|\$\{)|"""
-          r"""<%=?\s*-?\d+\s*[*+/-]|<%[^%]{0,120}?(?:\w\s*\(|\bimport\b|system|exec|runtime|popen|`|%x|file\.|io\.)|\[\[\s*\d+\s*[*+]|@\(\s*\d+\s*[*+]|\?new\s*\(|freemarker\.template|"""
+          r"""<%=?\s*-?\d+\s*[*+/-]|<%[^%<]{0,120}?(?:\w\s*\(|\bimport\b|system|exec|runtime|popen|`|%x|file\.|io\.)|\[\[\s*\d+\s*[*+]|@\(\s*\d+\s*[*+]|\?new\s*\(|freemarker\.template|"""
           r"""\$\{\s*\d|#set\s*\(|\bjndi\s*:|\bro0ab|\bo:\d+:"|\ba:\d+:\{|aced0005|!!python/|!!java|!!javax|"""
           r"""["'][@$]type["']\s*:|_\$\$nd_func\$\$_|__proto__|__reduce(?:_ex)?__|\baaeaaad/////|objectdataprovider|xamlreader|constructor\s*(?:\.\s*prototype|\.\s*constructor|\[)|"""
           r"""<!entity|<!doctype\s+\w+\s*(?:\[|\bsystem\b|\bpublic\b)|<\s*xi:include|\bxmlns:xi\b|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
@@ -201,13 +201,13 @@ _OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^}]{0,120}?(?:\.\s*\w+\s*\(|
           r"""\$where\b|\bdb\.\w+\.\w+\s*\(|\bthis\.\w+\.match\s*\(|['"]\s*;\s*(?:return|sleep|while)\b|;\s*return\s+(?:true|1)\b|"""
           r"""\*\s*\)\s*\(|\)\s*\(\s*[|&!]?\s*[\w-]+\s*[=~<>]|\(\s*[|&!]\s*\(|^\s*\*\s*\(\s*[|&]|\*\s*\)+\s*(?:%00|\x00|$)|"""
           r"""\]\s*\|\s*//|//\s*\*|\b(?:count|name|string-length|substring)\s*\(\s*/|"""
-          r"""^\s*['"]?\s*(?:[a-z][a-z0-9+.-]{1,15}:(?:/|\\)|[a-z][a-z0-9+.-]{1,15}:[^\s/\\]*@)|^\s*(?:https?|ftp):[^\s/\\]|"""
+          r"""^\s*(?:['"]\s*)?(?:[a-z][a-z0-9+.-]{1,15}:(?:/|\\)|[a-z][a-z0-9+.-]{1,15}:[^\s/\\]*@)|^\s*(?:https?|ftp):[^\s/\\]|"""
           r"""^\s*[/\\]{2}[/\\\t]*(?:[^\s/\\]+[.。．｡][a-z]|localhost|javascript\s*:)|^\s*[/\\]+\s*javascript\s*:|^\s*/\\|^\s*/+(?:https?|ftp):|[?=&]\s*[/\\]{2,}|"""
           r"""^\s*/*\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/|$)|[\w\]](?:https?|ftp)://|""" + _EVASION)
 
 
 # JavaScript after a closing quote: a statement or an operator and a call (``';alert(1)//``, ``'-alert(1)-'``)
-_JS_TAIL = r"""['"]\s*[)}\]]*\s*(?:;|[-+*|&^,]{1,2})\s*[\w$.]+\s*[(`=]"""
+_JS_TAIL = r"""['"]\s*(?:[)}\]]+\s*)?(?:;|[-+*|&^,]{1,2})\s*[\w$.]+\s*[(`=]"""
 
 
 class _Syntax:
