@@ -88,8 +88,9 @@ from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
 from gateway.payload.locations import body_values, json_values, pairs
 
-# encodings no client writes for its own values: overlong UTF-8, %u escapes, doubled or nested percent signs, hex
-# spelt-out dots and slashes, a NUL byte; every kind hides its syntax behind them
+# encodings no client writes for its own values: overlong UTF-8, %u escapes, a percent sign encoded again before a
+# syntax character or an evasion (``%252f``, not the ``%2520`` of a link's spaces), hex spelt-out dots, slashes and line
+# breaks, a NUL byte, UTF-7's ``<``; every kind hides its syntax behind them
 _EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25(?:27|22|3c|3e|2e|2f|5c|3b|7c|60|24|7b|0a|0d|00|25|c[01]|e0|f[08]|u[0-9a-f]{4})|\b0x(?:2e|2f|5c|0d0x0a)|\x00|%00|\\x00|\+adw[-a]"""
 
 # SQL. A quote breaks out when it closes the string the application opened (the value's own strings open and close in
@@ -98,7 +99,7 @@ _EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25(?:27|22|3c|3
 # ``1') union select``). An apostrophe inside a word is not a quote unless SQL glues to it: ``don't``, ``it's``,
 # ``O'Reilly`` and ``users' and`` are English.
 _SQL_OPERAND = r"""(?:[\d'"(@`-]|(?:true|false|null)\b|not\s+(?:[\d'"(]|\w+\s*\()|(?:exists|sleep|benchmark|pg_sleep|if|ascii|substr\w*|char|chr)\s*\(|case\s+when\b|select\s|[\w.$]+\s*(?:=|<|>|!=|like\b|rlike\b|regexp\b|is\b|in\b))"""
-_SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct\s*)?\(?\s*select\b|"""
+_SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct\s*)?(?:\(\s*)?select\b|"""
              r"""(?:having|where)\s+""" + _SQL_OPERAND + r"""|order\s+by\b|group\s+by\b|limit\s+\d|procedure\s+analyse|into\s+(?:out|dump)file|waitfor\s+delay|"""
              r"""(?:r?like|regexp|sounds\s+like)\s+['"(]|is\s+(?:not\s+)?null\b|in\s*\(|between\s+['"\d]|"""
              r"""--(?![a-z])|#\s*$|/\*|;|\)|=|(?:<>|!=|<=|>=|<|>)\s*(?:[\d'"(@-]|\w+\s*\()|\|\||\+|&&|-\s*['"\d(])""")
@@ -106,7 +107,8 @@ _SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|un
 # (``union/**/select``, ``/*!50000select*/``), a tautology or comparison between literals after a logical operator
 # (``1 or 1=1``, ``and 'a'='a'``), a literal equal to itself, a subquery, a call of a function only SQL has, a call of a
 # SQL function after SQL, ``union select``, stacked statements, ``order by 3``, a hex literal that spells text, ``@@``,
-# the keyword shapes that need nothing else, a value of quotes alone
+# the keyword shapes that need nothing else, SQL Server's procedures and variables, a value of punctuation with a quote,
+# a value that is a statement ending in ``;``
 _SQL_LITERAL = r"""(?:-?\d+(?:\.\d+)?|n?'[^']{0,40}'?|"[^"]{0,40}"?|true|false|null)"""
 _SQL_FUNC = (r"""(?:benchmark|pg_sleep|load_file|extractvalue|updatexml|group_concat|concat_ws|xp_cmdshell|name_const|"""
              r"""make_set|randomblob|sqlite_version|unhex|db_name|user_name|current_user|system_user|session_user|dbms_\w+|utl_\w+|"""
@@ -128,8 +130,9 @@ _SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|/\*[ \t]*)$|[\d'")](?<!
 
 # XSS: markup that runs script (a script-capable element, any element with an event handler, a refresh, a base or a
 # form target, a style that runs or imports), an event handler after a closing quote, a script URL, a data URL of a
-# document or script, a quote or a raw-text element's end closing into markup or code, a template expression that
-# reaches the page's objects, the dialogs and sinks a proof calls, JavaScript escapes of the characters these need
+# document or script, the end of an element whose text is raw, a template expression that reaches the page's objects,
+# the dialogs and sinks a proof calls; a closing quote followed by JavaScript is ``_JS_TAIL``. Plain formatting markup
+# (``<p>``, ``<b>``, ``<a href="https://...">``, ``<img src=... alt=...>``) is none of these.
 _HANDLER = r"""on[a-z]{3,}\s*="""
 # a script URL's scheme, with the blanks and NULs a browser skips inside it (``java\tscript:``)
 _SCRIPT_SCHEME = (r"""(?:j[\s\x00]*a[\s\x00]*v[\s\x00]*a|v[\s\x00]*b|l[\s\x00]*i[\s\x00]*v[\s\x00]*e)[\s\x00]*s[\s\x00]*c[\s\x00]*r[\s\x00]*i"""
