@@ -334,10 +334,12 @@ class PolicyConfig:
                                        "threshold in the model's manifest (familiarity). Counted in clefgate_model_abstained_total; a "
                                        "model without the statistics never abstains; false blocks on P(attack) alone as before.")
     block_needs_syntax: bool = setting(True, "A block on P(attack) alone (no payload detector, rule or fallback rule witnessing the attack) "
-                                       "needs a value of the request holding the syntax of the attack kind the model names: a quote, "
-                                       "comment or parenthesis for SQL injection, markup, a script URL or an event handler for XSS, a shell "
-                                       "separator for command injection, .. or a system path for traversal, a template, scheme or "
-                                       "address for the others (gateway.witness). Without it the request is challenged, counted in "
+                                       "needs a value of the request holding a breakout of the attack kind the model names, not punctuation "
+                                       "prose and ordinary markup use: a quote that closes a string followed by SQL, a SQL comment, "
+                                       "tautology or union for SQL injection, script-capable markup, an event handler or a script URL "
+                                       "for XSS, a separator or substitution followed by a command for command injection, a .. segment "
+                                       "or a system path for traversal, a template expression, an entity, a header after a line break "
+                                       "or a URL for the others (gateway.witness). Without it the request is challenged, counted in "
                                        "clefgate_model_unwitnessed_total; false blocks on P(attack) alone.")
     challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.1.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))

@@ -3,34 +3,67 @@
 The model says how likely a request is an attack and of which kind (``attack_kind``:
 sqli, xss, traversal, cmdi, probe, other), not where. A person's request that the model
 finds suspicious — a JSON value in a shape it never saw, a password like ``Password1!``, a
-review in plain words — holds no injection syntax at all: an injection has to break out of
-where its value is put (a quote, a comment, a tag, a separator, a template, a scheme), and
-a value without any of that cannot. :func:`syntax_witness` looks for that syntax, kind by
-kind, in every value the client chose, decoded as the application decodes it; the policy
-blocks on the model alone only when the kind the model names finds its syntax somewhere
-(``policy.block_needs_syntax``), and challenges otherwise. It is a second witness, weaker
-than a detector (which needs the attack itself) and independent of the model: it reads
-only characters and a few keywords, never the client's look.
+review, a forum post quoting code, a rich-text comment — holds no breakout: an injection
+has to leave the place its value is put and do something in the language there (close the
+application's string and go on in SQL, open markup that runs script, end one command and
+start another, climb out of a directory), and punctuation that prose and ordinary markup
+use does none of that. An apostrophe in ``don't`` or ``O'Reilly's``, ``issue #12``,
+``a; b``, ``Q&A``, ``<p>``, ``<b>`` or ``<a href="https://...">`` is not a breakout.
+:func:`syntax_witness` looks for breakouts, kind by kind, in every value the client chose,
+decoded as the application decodes it; the policy blocks on the model alone only when the
+kind the model names finds one somewhere (``policy.block_needs_syntax``), and challenges
+otherwise. It is a second witness, weaker than a detector (which needs the attack itself)
+and independent of the model: it reads only characters and a few keywords, never the
+client's look.
 
-What each kind needs (lower-cased, per value, in any of its decodings):
+A quote breaks out when it closes the string the application opened: the value's own
+strings open and close in pairs, so only an odd quote can (``print('a')`` closes its own),
+and an apostrophe inside a word (``don't``, ``rock'n'roll``) or after a plural before a
+word (``users' data``) is English unless SQL glues to it (``x'or'1'='1``).
 
-* ``sqli``: a quote, ``;``, a comment (``--``, ``#``, ``/*``), a call or a subquery, a comparison,
-  ``@@``, ``||``, a hex literal, or the keyword shapes that need none (``order by 3``,
-  ``union select``, ``waitfor delay``);
-* ``xss``: markup (``<`` before a name, ``!``, ``/``, ``?``), a script URL, ``data:`` with a
-  type, an event handler (``onload=``), a quote closing into code, ``{{``, ``expression(``,
-  JavaScript or HTML escapes;
-* ``traversal`` (with file inclusion): ``..``, an encoded dot, a system path (``/etc/``,
-  ``/proc/``, ``c:\\``), a UNC path, a NUL byte, a stream wrapper (``php://``, ``file:``),
-  a known system file;
-* ``cmdi``: a shell separator or substitution (``;``, ``|``, ``&``, backquote, a line
-  break, ``$(``, ``${``, ``$VAR``), a redirection to a path;
+What each kind needs (case-insensitive, per value, in any of its decodings):
+
+* ``sqli``: a closing quote followed by SQL (``' or 1=1``, ``'or'``, ``'--``, ``';``,
+  ``')``, ``' union select``, ``'=``, ``'||``, ``'+``); a comment that ends code (``1--``,
+  ``1)#``) or sits between tokens (``union/**/select``, ``/*!50000``); a tautology or
+  comparison between literals after a logical operator (``1 or 1=1``, ``and 'a'='a'``); a
+  subquery; a call of a function only SQL has (``benchmark(``, ``load_file(``), or of a SQL
+  function after SQL (``and sleep(5)``, ``or ascii(``); ``union select``; a statement
+  stacked after ``;``; ``order by 3``; a hex literal that spells text; ``@@version``;
+  ``xp_cmdshell``, ``declare @q``; a value that is a statement ending in ``;``, or punctuation
+  with a quote (``'``, ``'))``);
+* ``xss``: script-capable markup (``<script``, ``<svg``, ``<iframe``, ``<object``,
+  ``<embed``, ``<math``, ``<base``, ``<meta http-equiv``, ``<form action``, ``<link``,
+  ``<style`` that imports or computes), any element with an event handler, a handler after a
+  closing quote (``" onmouseover=``), a closing quote followed by JavaScript (``';alert(1)//``,
+  ``'-alert(1)-'``), the end of an element whose text is raw (``</script``, ``</title``,
+  ``</textarea``), a script URL (``javascript:alert(1)``, not the words ``JavaScript: the``),
+  a data URL of a document or script, a template expression reaching the page's objects
+  (``{{constructor.constructor(``), ``expression(``, ``alert(``, ``document.cookie``; the
+  same behind HTML references or JavaScript escapes (``&lt;script``, ``\\x3csvg``);
+* ``traversal`` (with file inclusion): a ``..`` segment (``../``, ``..\\``, ``..%2f``), a
+  value that is a system path (``/etc/``, ``c:\\``, ``file:///``), a system file the
+  attack reads (``/etc/passwd``, ``/proc/self/``, ``win.ini``, ``.htaccess``, ``WEB-INF/``),
+  a UNC start, a stream wrapper (``php://``, ``phar://``);
+* ``cmdi``: a separator followed by a command (``;id``, ``| nc 10.0.0.1 4444``,
+  ``&& whoami``, ``1;ls -la``, a line break after a value of one word), a substitution
+  running one (``$(whoami)``, ``x`id` ``), ``${IFS}``, a redirection to a path (``> /tmp/x``,
+  ``2>&1``), a command run whole with the argument it needs (``ping 127.0.0.1``,
+  ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone (``whoami``), a call that
+  runs one (``system('id')``), PHP's (``${@``, ``$_GET``, ``phpinfo()``), SSI, Shellshock's
+  ``() { :;};``. A command word needs what makes it a command: ``a; cat lovers`` and
+  ``cats & dogs`` are words, and a command quoted in Markdown (`` `ls -la` ``) is not run;
 * ``other`` (template, expression-language, JNDI, deserialization, XXE, CRLF, SSI, NoSQL,
-  LDAP, XPath, request forgery, open redirects): a template or entity opener, a scheme, a
-  protocol-relative or UNC start (``//evil.example``; a URL's user part rides on its scheme),
-  Mongo operators, an LDAP filter, a line break,
-  serialized-object markers, ``__proto__``, an address literal or ``localhost``;
+  LDAP, XPath, request forgery, open redirects): a template expression that computes or
+  reaches the runtime (``{{7*7}}``, ``${jndi:``, ``{{config``, ``<%= 7*7 %>``, not
+  ``{{ user.name }}``), an entity declaration, a header after an encoded or carriage-return
+  line break (``%0d%0aSet-Cookie:``), serialized-object markers, ``__proto__``, Mongo
+  operators, an LDAP filter, an XPath step, the closing-quote breakouts SQL has, and a value
+  that is or starts like a URL (``//evil.example``, ``http://127.0.0.1``, ``/\\evil``);
 * ``probe``: any of the above (a scanner's request carries whatever it tries).
+
+Encodings no client writes for its own values (overlong UTF-8, ``%u`` escapes, a percent
+sign encoded again before a syntax character, a NUL byte, UTF-7's ``+ADw-``) witness every kind.
 
 Where values come from: the path; query and form pairs (value and name); JSON string values
 and keys; multipart fields and file names; any other body as one text; cookies that are
@@ -43,6 +76,7 @@ runs only for requests the model already puts at or above the block threshold.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -54,41 +88,195 @@ from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
 from gateway.payload.locations import body_values, json_values, pairs
 
-# encodings no client writes for its own values: overlong UTF-8, %u escapes, doubled or nested percent signs, hex
-# spelt-out dots and slashes, a NUL byte; every kind hides its syntax behind them
-_EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25[0-9a-f]{2}|\b0x(?:2e|2f|5c)|\x00|%00|\\x00"""
-# a call: a name, or what closes an index, right before an opening parenthesis or a backquote (``alert(1)``, ``system`id` ``)
-_CALL = r"""[\w$\]]\(|[\w$]`"""
-# SQL: a quote, a statement separator, a comment, a comparison between operands (not base64's padding), a call or a
-# subquery (not a parenthesis in words, "GMT+0100 (Central European Time)"), and the keyword shapes that need none
-_SQLI = (r"""['"`;#]|--|/\*|@@|\|\||\b0x[0-9a-f]{2,}|[\w'")\]]\s*(?:<>|!=|<=|>=|=|<|>)\s*[\w'"(@-]|\(\s*select\b|"""
-         r"""\)\s*(?:or|and|union|;|--|#)|\border\s+by\s+\d|\bunion\s+(?:all\s+|distinct\s+)?select\b|\bwaitfor\s+delay\b|"""
-         + _CALL + "|" + _EVASION)
-_XSS = (r"""<\s*[a-z!/?]|(?:java|vb|live)script\s*:|\bdata\s*:\s*[a-z]+/[a-z0-9+.-]+\s*[;,]|\bon[a-z]{3,}\s*=|['"`]\s*[;)}+,]|"""
-        r"""\{\{|\bexpression\s*\(|\\u00[0-9a-f]{2}|\\x[0-9a-f]{2}|&#|"""
-        r"""&(?:lt|gt|quot|apos|lpar|rpar|grave|colon|sol|bsol|excl|lsqb|rsqb|lcub|rcub|semi|equals|period|comma|plus|num);|"""
-        + _CALL + "|" + _EVASION)
-_TRAVERSAL = (r"""\.\.|%2e|(?:^|[^\w.-])/?(?:etc|proc)/|/(?:var|opt|usr|root|tmp|srv|windows|winnt|inetpub)/|\b[a-z]:[\\/]|"""
-              r"""^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data)://|\bfile:|\b(?:web|meta)-inf\b|"""
-              r"""\.(?:ini|log|conf|cnf|history|passwd|htpasswd|htaccess)\b|/(?:passwd|shadow|issue|hosts|environ)\b|~/|""" + _EVASION)
-# a shell separator or substitution; or a command with the argument it needs run as the whole value (``ping 127.0.0.1``,
-# ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone, or a call that runs one
-_CMDI = (r"""[;|&`\n\r]|\$\(|\$\{|\$[a-z_]|[<>]\s*[/&]|<!--\s*#|"""
-         r"""(?:^|[\s(`'"])(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|"""
-         r"""rm|chmod|python[0-9.]*|perl|php|ruby|telnet|tftp|certutil|bitsadmin)\s+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
-         r"""^\s*(?:whoami|id|ifconfig|ipconfig|systeminfo|hostname|uname|pwd|ver)\s*$|\bnet\s+(?:user|localgroup|view|share|use)\b|"""
-         r"""\b(?:system|exec|eval|passthru|shell_exec|popen|proc_open|spawn|execsync|getruntime)\s*\(|""" + _EVASION)
-# template and expression languages, JNDI, deserialization, XXE, CRLF, SSI, NoSQL, LDAP, XPath, request forgery and
-# redirects: an opener, a scheme, two slashes anywhere (a protocol-relative URL), code (a call, braces, a statement
-# separator, JavaScript logic), Mongo operators, an LDAP filter, a line break, serialized-object markers, an address
-_OTHER = (r"""\{\{|\{%|\$\{|#\{|\*\{|<%|<!|<\?|://|[/\\]{2}|[{};]|&&|\|\||\[\$|\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|"""
-          r"""or|and|not|expr|function)\b|\*\)|\)\(|\(\s*[|&!]|[\r\n]|%0[ad]|\bro0|\bo:\d+:|aced0005|!!python|__proto__|"""
-          r"""\bconstructor\b|__class__|\b\d{1,3}(?:\.\d{1,3}){3}\b|\b0x[0-9a-f]{1,8}\.|\blocalhost\b|\[::|\bjndi\b|"""
-          + _CALL + "|" + _EVASION)
-_KINDS = (("sqli", _SQLI), ("xss", _XSS), ("traversal", _TRAVERSAL), ("cmdi", _CMDI), ("other", _OTHER))
-# a scanner's probe carries whatever it tries: any kind's syntax witnesses it
-SYNTAX: Mapping[str, re.Pattern[str]] = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in
-                                         (*_KINDS, ("probe", "|".join(f"(?:{pattern})" for _, pattern in _KINDS)))}
+# encodings no client writes for its own values: overlong UTF-8, %u escapes, a percent sign encoded again before a
+# syntax character or an evasion (``%252f``, not the ``%2520`` of a link's spaces), hex spelt-out dots, slashes and line
+# breaks, a NUL byte, UTF-7's ``<``; every kind hides its syntax behind them
+_EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25(?:27|22|3c|3e|2e|2f|5c|3b|7c|60|24|7b|0a|0d|00|25|c[01]|e0|f[08]|u[0-9a-f]{4})|\b0x(?:2e|2f|5c|0d0x0a)|\x00|%00|\\x00|\+adw[-a]"""
+
+# SQL. A quote breaks out when it closes the string the application opened (the value's own strings open and close in
+# pairs: only an odd quote can) and SQL follows it: a logical operator with an operand, a union, a clause, a comment, a
+# statement separator, a parenthesis, a comparison or a concatenation (``' or 1=1``, ``x'or'1'='1``, ``admin'--``,
+# ``1') union select``). An apostrophe inside a word is not a quote unless SQL glues to it: ``don't``, ``it's``,
+# ``O'Reilly`` and ``users' and`` are English.
+_SQL_OPERAND = r"""(?:[\d'"(@`-]|(?:true|false|null)\b|not\s+(?:[\d'"(]|\w+\s*\()|(?:exists|sleep|benchmark|pg_sleep|if|ascii|substr\w*|char|chr)\s*\(|case\s+when\b|select\s|[\w.$]+\s*(?:=|<|>|!=|like\b|rlike\b|regexp\b|is\b|in\b))"""
+_SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct\s*)?(?:\(\s*)?select\b|"""
+             r"""(?:having|where)\s+""" + _SQL_OPERAND + r"""|order\s+by\b|group\s+by\b|limit\s+\d|procedure\s+analyse|into\s+(?:out|dump)file|waitfor\s+delay|"""
+             r"""(?:r?like|regexp|sounds\s+like)\s+['"(]|is\s+(?:not\s+)?null\b|in\s*\(|between\s+['"\d]|"""
+             r"""--(?![a-z])|#\s*$|/\*|;|\)|=|(?:<>|!=|<=|>=|<|>)\s*(?:[\d'"(@-]|\w+\s*\()|\|\||\+|&&|-\s*['"\d(])""")
+# outside a quote: a comment that ends code (``1--``, ``1)#``), an empty or versioned comment between tokens
+# (``union/**/select``, ``/*!50000select*/``), a tautology or comparison between literals after a logical operator
+# (``1 or 1=1``, ``and 'a'='a'``), a literal equal to itself, a subquery, a call of a function only SQL has, a call of a
+# SQL function after SQL, ``union select``, stacked statements, ``order by 3``, a hex literal that spells text, ``@@``,
+# the keyword shapes that need nothing else, SQL Server's procedures and variables, a value of punctuation with a quote,
+# a value that is a statement ending in ``;``
+_SQL_LITERAL = r"""(?:-?\d+(?:\.\d+)?|n?'[^']{0,40}'?|"[^"]{0,40}"?|true|false|null)"""
+_SQL_FUNC = (r"""(?:benchmark|pg_sleep|load_file|extractvalue|updatexml|group_concat|concat_ws|xp_cmdshell|name_const|"""
+             r"""make_set|randomblob|sqlite_version|unhex|db_name|user_name|current_user|system_user|session_user|dbms_\w+|utl_\w+|"""
+             r"""sys_context|ctxsys\.\w+|waitfor)""")
+_SQL_FUNC_AFTER = r"""(?:sleep|char|chr|concat|substring|substr|mid|ascii|ord|hex|version|database|user|count|cast|convert|if|ifnull|iif|length|len|rand|floor|exp|schema|elt|nchar|unicode)"""
+_SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|/\*[ \t]*)$|[\d'")](?<!%[0-9a-f]{2})[ \t]*#[ \t]*$|\b(?:or|and)\s+\d+\s*(?:--|#|/\*)|[\d'")]\s*--[ +]-|\w\s*/\*!?\d*\s*\w*\s*\*/\s*\w|/\*!\d*|"""
+         r"""(?:\b|(?<=\d))(?:or|and|xor|having|where|when|&&|\|\|)\s*(?:\(\s*)?""" + _SQL_LITERAL + r"""\s*(?:\)\s*)?(?:=|<>|!=|<=>|<=|>=|<|>|\blike\b|\bis\b)\s*(?:\(\s*)?""" + _SQL_LITERAL
+         + r"""|(?:^|[\s(])(?P<lit>\d+)\s*=\s*(?P=lit)(?![\w.])|\b(?:or|and)\s+(?:\(\s*)?(?P<same>[a-z_]\w*)\s*=\s*(?P=same)\b|\(\s*select\b[^()]{0,100}?\bfrom\b|\(\s*select\s+(?:\d+|null\b|@@|\*|(?:sleep|benchmark|pg_sleep|char|chr|concat|count|ascii|substr\w*|if|case)\b)|(?<![\w.])""" + _SQL_FUNC + r"""\s*\(|"""
+         r"""(?:\b(?:or|and|xor|select|union|where|having|when|then|else)|\|\|)\s*(?:\(\s*)?""" + _SQL_FUNC_AFTER + r"""\s*\(|"""
+         r"""\bunion\b(?:\s|/\*[^*]{0,40}\*/|\()*(?:all\b|distinct\b)?(?:\s|/\*[^*]{0,40}\*/|\()*select\b|"""
+         r"""(?<!&quot)(?<!&amp)(?<!&lt)(?<!&gt)(?<!&apos)(?<!&#39)(?<!&#34);\s*(?:select|insert|update|delete|drop|create|alter|exec|execute|declare|shutdown|waitfor|truncate|grant|revoke|"""
+         r"""begin|set\s+@|if\s*\(|--|#)|\border\s+by\s+(?:\d+\s*(?:$|--|#|/\*|,|;)|(?:sleep|benchmark|if)\s*\()|(?:[+=&|]|\bthen|\belse)\s*(?:sleep|benchmark|pg_sleep)\s*\(|\bwaitfor\s+delay\b|\bprocedure\s+analyse\b|"""
+         r"""\binto\s+(?:out|dump)file\b|\b0x(?:(?:[2-6][0-9a-f]|7[0-9a-e])(?:00)?){3,}\b|@@[a-z_]|^[^\w\s]*['"][^\w\s]*$|"""
+         r"""\bxp_cmdshell\b|\bsp_(?:password|executesql|oacreate|makewebtask|configure|addsrvrolemember)\b|\bexec(?:ute)?\s*\(\s*@|"""
+         r"""\bexec\s+(?:master\.|xp_|sp_)|\bdeclare\s+@\w+|\binsert\s+into\s+[\w.]+\s*\([^)]*\)\s*values\s*\(|"""
+         r"""^\s*(?:select|insert\s+into|update|delete\s+from|create\s+(?:table|user|database|function)|drop\s+(?:table|database|user)|"""
+         r"""alter\s+(?:table|user)|copy|backup\s+database|declare)\b[^\n]*;\s*$|"""
+         + _EVASION)
+
+# XSS: markup that runs script (a script-capable element, any element with an event handler, a refresh, a base or a
+# form target, a style that runs or imports), an event handler after a closing quote, a script URL, a data URL of a
+# document or script, the end of an element whose text is raw, a template expression that reaches the page's objects,
+# the dialogs and sinks a proof calls; a closing quote followed by JavaScript is ``_JS_TAIL``. Plain formatting markup
+# (``<p>``, ``<b>``, ``<a href="https://...">``, ``<img src=... alt=...>``) is none of these.
+_HANDLER = r"""on[a-z]{3,}\s*="""
+# a script URL's scheme, with the blanks and NULs a browser skips inside it (``java\tscript:``)
+_SCRIPT_SCHEME = (r"""(?:j[\s\x00]*a[\s\x00]*v[\s\x00]*a|v[\s\x00]*b|l[\s\x00]*i[\s\x00]*v[\s\x00]*e)[\s\x00]*s[\s\x00]*c[\s\x00]*r[\s\x00]*i"""
+                  r"""[\s\x00]*p[\s\x00]*t[\s\x00]*:""")
+_XSS = (r"""<\s*/?\s*(?:script|svg|iframe|frame|frameset|object|embed|applet|math|base|xss|import|portal|isindex|vmlframe|i?layer|bgsound|"""
+        r"""handler|listener|animate|set)\b|<\s*[a-z][\w:-]*\b(?:[^<>]|<(?![a-z]))*?[\s/"']""" + _HANDLER + r"""|['"]\s*(?:/\s*)?""" + _HANDLER + r"""|"""
+        r"""<\s*meta\b[^<>]*(?:http-equiv|charset\s*=\s*(?:['"]\s*)?(?:x-|utf-7))|<\s*(?:xml|link)\b|<\?\s*xml-stylesheet|<\s*xsl:|\bdatasrc\s*=|<\s*form\b[^<>]*\baction\s*=|<\s*link\b[^<>]*\brel\s*=\s*(?:['"]\s*)?import|"""
+        r"""<\s*(?:button|input)\b[^<>]*\bformaction\s*=|<\s*style\b[^<>]*>[^<]*(?:@import|expression|javascript|behavior|-moz-binding)|"""
+        r"""\b""" + _SCRIPT_SCHEME + r"""(?:\S|\s*[\w$.]+\s*[(`=])|=\s*(?:['"]\s*)?""" + _SCRIPT_SCHEME + r"""|\bmocha:\S|\bdata\s*:\s*(?:text/(?:html|javascript|xml)|application/"""
+        r"""(?:x?html|xhtml\+xml|(?:x-)?(?:java|ecma)script|xml))|(?<!=)\bdata\s*:\s*image/svg\+xml|"""
+        r"""<\s*/\s*(?:script|style|title|textarea|noscript|iframe|xmp|template|noembed|noframes|plaintext|select|option)\b|"""
+        r"""\{\{[^{}]{0,120}?(?:constructor|\$on|\$eval|alert|prompt|confirm|fromcharcode|document|window|__proto__)|"""
+        r"""(?::\s*|\b)expression(?:\(|\\0*28)|-moz-binding|\bbehavior\s*:\s*url|\b(?:alert|prompt|confirm)[(`]|\bfromcharcode\s*\(|"""
+        r"""\bdocument\s*\.\s*(?:cookie|domain|write)|""" + _EVASION)
+
+# a shell: a separator or a substitution followed by a command (``;id``, ``| nc 10.0.0.1 4444``, ``$(whoami)``,
+# ``x`id` ``), a redirection to a path, a variable shells expand in place of a space, a command with the argument it
+# needs run as the whole value (``ping 127.0.0.1``, ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone, a
+# call that runs one. A command word needs what makes it a command, so ``cats & dogs`` and ``a; cat lovers`` are words.
+_COMMAND = (r"""(?:id|whoami|uname|ls|dir|cat|type|ping|curl|wget|nc|ncat|netcat|bash|sh|zsh|ksh|csh|dash|powershell|pwsh|cmd|"""
+            r"""nslookup|dig|host|sleep|timeout|echo|rm|del|chmod|chown|python[0-9.]*|perl|php|ruby|node|telnet|tftp|ftp|certutil|"""
+            r"""bitsadmin|ifconfig|ipconfig|systeminfo|hostname|pwd|ver|net|netstat|tasklist|env|printenv|set|find|grep|head|"""
+            r"""tail|more|less|wc|base64|xxd|awk|sed|touch|mkdir|cp|mv|kill|killall|shutdown|reboot|wmic|reg|start|ps|who|w|"""
+            r"""uptime|expr|exec|eval|sysinfo|phpinfo|passwd|su|sudo|crontab|socat|xterm|osascript|[a-z]:\\[\w\\.]*|"""
+            r"""(?:/usr)?/s?bin/\w+)""")
+_COMMAND_END = r"""(?=[\s+]*(?:$|[;&|`)<>\n\r'"\\]|\$\{?ifs)|[\s+]+(?:-{1,2}\w|[/\\~$.%'"]|\d|[a-z]:[\\/]|https?:)|\(\)|\$\(\))"""
+# Windows commands whose first argument is a word
+_COMMAND_VERB = r"""(?:net\s+(?:user|view|localgroup|share|use|start|stop|session)|netsh\s+\w+|reg\s+(?:add|query|delete|save|export)|wmic\s+\w+)\b"""
+_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])+|\\[nr]|\$\()[\s+]*(?:[`'"][\s+]*)?(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
+         r"""[;&|]\s*\$[a-z_]\w*\s*$|=\$['"]|\(\)\s*\{\s*:\s*;\s*\}|\$\{@|\$_(?:get|post|request|server|cookie|files)\b|"""
+         r"""\bphp(?:info|version)\s*\(\s*\)|<\?php\b|\{\$\{|^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|\$\(\s*""" + _COMMAND + r"""\b|"""
+         r"""[^\s`]`\s*""" + _COMMAND + r"""\b[^`]*`|^\s*`\s*""" + _COMMAND + r"""\b[^`]*`\s*$|"""
+         r"""(?:^|[\s\w])(?:\d?>>?|<)\s*(?:/(?:dev|tmp|etc|var|home|root|proc|usr|bin)\b|&\s*\d|~/)|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
+         r"""\$\{?ifs\b|\$\{\s*(?:path|home|ls_colors|pwd|shell)\s*[:%#]|\w\$(?:@|\(\)|\{\})\w|"""
+         r"""^[\s+]*(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|rm|chmod|"""
+         r"""telnet|tftp|certutil|bitsadmin)[\s+]+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
+         r"""^\s*(?:python[0-9.]*\s+-c|perl\s+-e|php\s+-r|ruby\s+-e|node\s+-e)\s|"""
+         r"""^\s*(?:whoami|id|ifconfig|ipconfig|systeminfo|hostname|uname|pwd|ver)\s*$|\bnet\s+(?:user|localgroup)\b|"""
+         r"""\b(?:system|exec|eval|assert|passthru|shell_exec|popen|proc_open|spawn|execsync|spawnsync|execfile)\s*\(\s*[`'"]\s*"""
+         + _COMMAND + r"""\b|\bgetruntime\s*\(\s*\)\s*\.\s*exec\b|""" + _EVASION)
+
+# file paths: a ``..`` segment (or one hidden behind an encoding), a value that is a system path, a system file the
+# attack reads anywhere, a UNC start, a stream wrapper
+_TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2})|(?:[/\\]|%2f|%5c)(?:\.|%2e){2}(?:$|[/\\?;#]|%2f|%5c)|%2e%2e|"""
+              r"""^\s*(?:file:/*)?/?(?:etc|proc|var|opt|usr|root|tmp|srv|home|boot|sys|dev|windows|winnt|inetpub)/|"""
+              r"""(?:^|=)\s*/?[a-z]:[\\/]|/etc/(?:passwd|shadow|group|hosts|issue|motd|hostname|crontab|sudoers|apache\w*|httpd|"""
+              r"""nginx|mysql|ssh)|/proc/(?:self|\d+)/|\b(?:win|boot|php|system)\.ini\b|\bsystem32\b|"""
+              r"""\.(?:htpasswd|htaccess|bash_history)\b|\.ssh[/\\](?:id_|authorized)|\b(?:access|error)[._]log\b|/var/log/|"""
+              r"""\b(?:web|meta)-inf[/\\]|^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data|compress\.\w+)://|""" + _EVASION)
+
+# the rest: template and expression languages (an expression that computes or reaches the runtime), JNDI lookups,
+# serialized objects, XXE, response splitting, SSI, NoSQL operators, LDAP and XPath filters, a value that is a URL or
+# starts like one (request forgery, redirects, remote inclusion), and the quote breakouts SQL has (XPath and NoSQL
+# take them too)
+_OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(|\b(?:passthru|shell_exec|call_user_func|system|include|dump)\b|(?<![=!<>])=(?!=)|#with\b|__\w+__|subclasses|\bmro\b|\.class\b|\bdump\s*\(|\b_self\b|\bapp\.|\bconfig\b|\bself\b|\brequest\b|\bcycler\b|\bjoiner\b|\bnamespace\b|"""
+          r"""\blipsum\b|constructor|getclass|getruntime|\bsystem\b|\bpopen\b|\bimport\b|\|\s*attr\b|\[\s*['"]_)|"""
+          r"""\{%[^%{}]{0,120}?(?:__\w+__|\bdump\s*\(|_context\b|\bconfig\b|subclasses|\bimport\b|popen|\bsystem\b|\bexec\b|\bdebug\b)|"""
+          r"""[$#*@~]\{\s*-?\d+\s*[*+/%-]|[$#*@~]\{[^{}]{0,160}?(?:\w\s*\(|jndi|getclass|getruntime|forname|\.exec\s*\(|\bt\s*\(|"""
+          r"""\bnew\s*\(|\bnew\s+[\w.]+\s*\(|\.execute\s*\(|getresource|getattribute|\brequest\.|\bsession\.|\(\s*char\s*\)|"""
+          r"""tostring\s*\(|newinstance|mainmodule|\brequire\s*\(|child_process|\bclass\.|\bprocess\.|__\w+__|\bsystem\s*\(|\bself\.|applicationscope|pagecontext|\bparam\.|\bheader\.|\bcookie\.|"""
+          r"""\b(?:env|sys|lower|upper|date|base64|ctx|main|spring|k8s|docker|bundle|java|jvmrunargs|hostname)\s*:|::-|\$\{)|"""
+          r"""<%=?\s*-?\d+\s*[*+/-]|<%[^%<]{0,120}?(?:\w\s*\(|\bimport\b|system|exec|runtime|popen|`|%x|file\.|io\.)|\[\[\s*\d+\s*[*+]|@\(\s*\d+\s*[*+]|\?new\s*\(|freemarker\.template|"""
+          r"""\$\{\s*\d|#set\s*\(|\bjndi\s*:|\bro0ab|\bo:\d+:"|\ba:\d+:\{|aced0005|!!python/|!!java|!!javax|"""
+          r"""["'][@$]type["']\s*:|_\$\$nd_func\$\$_|__proto__|__reduce(?:_ex)?__|\baaeaaad/////|objectdataprovider|xamlreader|constructor\s*(?:\.\s*prototype|\.\s*constructor|\[)|"""
+          r"""<!entity|<!doctype\s+\w+\s*(?:\[|\bsystem\b|\bpublic\b)|<\s*xi:include|\bxmlns:xi\b|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
+          r"""(?:\r|%0[ad]|\\[rn]|嘊|嘍)\s*(?:set-cookie|content-(?:type|length|disposition)|contenttype|x-xss-protection|"""
+          r"""access-control-allow-[\w-]+|location\s*:\s*(?:https?:|//)|http/\d)\s*:?|(?:[\r\n]|%0[ad]|\\[rn]){2,}\s*<\s*(?:script|svg|html)|"""
+          r"""\[\s*\$\w+\s*\]|[{,]\s*['"]?\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|not|nor|expr|function|comment)\b|"""
+          r"""\$where\b|\bdb\.\w+\.\w+\s*\(|\bthis\.\w+\.match\s*\(|['"]\s*;\s*(?:return|sleep|while)\b|;\s*return\s+(?:true|1)\b|"""
+          r"""\*\s*\)\s*\(|\)\s*\(\s*[|&!]?\s*[\w-]+\s*[=~<>]|\(\s*[|&!]\s*\(|^\s*\*\s*\(\s*[|&]|\*\s*\)+\s*(?:%00|\x00|$)|"""
+          r"""\]\s*\|\s*//|//\s*\*|\b(?:count|name|string-length|substring)\s*\(\s*/|"""
+          r"""^\s*(?:['"]\s*)?(?:[a-z][a-z0-9+.-]{1,15}:(?:/|\\)|[a-z][a-z0-9+.-]{1,15}:[^\s/\\]*@)|^\s*(?:https?|ftp):[^\s/\\]|"""
+          r"""^\s*[/\\]{2}[/\\\t]*(?:[^\s/\\]+[.。．｡][a-z]|localhost|javascript\s*:)|^\s*[/\\]+\s*javascript\s*:|^\s*/\\|^\s*/+(?:https?|ftp):|[?=&]\s*[/\\]{2,}|"""
+          r"""^\s*/*\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/|$)|[\w\]](?:https?|ftp)://|""" + _EVASION)
+
+
+# JavaScript after a closing quote: a statement or an operator and a call (``';alert(1)//``, ``'-alert(1)-'``)
+_JS_TAIL = r"""['"]\s*(?:[)}\]]+\s*)?(?:;|[-+*|&^,]{1,2})\s*[\w$.]+\s*[(`=]"""
+
+
+class _Syntax:
+    """A kind's syntax: a pattern; for the kinds a quote breaks out of, what must follow a quote that closes the
+    application's string (:func:`_breakout`); for markup, the pattern again in the text with its HTML references and
+    JavaScript escapes undone (``&lt;script``, ``alert&lpar;1&rpar;``, ``\\x3csvg``), which hide it from the
+    application's filter and not from the browser."""
+
+    __slots__ = ("_escapes", "_pattern", "_tail")
+
+    def __init__(self, pattern: str, tail: str | None = None, *, escapes: bool = False) -> None:
+        self._pattern = re.compile(pattern, re.IGNORECASE)
+        self._tail = re.compile(tail, re.IGNORECASE) if tail else None
+        self._escapes = escapes
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first place ``text`` holds the syntax (the match's ``string`` is the text it was found in), or None."""
+        m = self._find(text)
+        if m is None and self._escapes and ("&" in text or "\\" in text):
+            plain = html.unescape(_JS_ESCAPE.sub(lambda e: chr(int(e.group(1) or e.group(2), 16)), text))
+            if plain != text:
+                m = self._find(plain)
+        return m
+
+    def _find(self, text: str) -> re.Match[str] | None:
+        return self._pattern.search(text) or (_breakout(text, self._tail) if self._tail is not None else None)
+
+
+_JS_ESCAPE = re.compile(r"""\\(?:x([0-9a-f]{2})|u([0-9a-f]{4}))""", re.IGNORECASE)
+_QUOTE = re.compile(r"""['"]""")
+# an apostrophe inside a word is English (``don't``, ``O'Reilly``) unless SQL glues to it (``x'or'1``, ``a'union``)
+_GLUED = re.compile(r"""'(?:or|and|xor|union|having|like|rlike|regexp|div)\b""", re.IGNORECASE)
+# so is a plural's apostrophe before a word (``users' data``), unless what follows is the tail
+_PLURAL = re.compile(r"""s'(?=\s+[a-z])""", re.IGNORECASE)
+
+
+def _breakout(text: str, tail: re.Pattern[str]) -> re.Match[str] | None:
+    """The first quote that closes a string the value did not open (the value's own strings open and close in pairs:
+    only an odd quote can), with ``tail`` following it."""
+    if "'" not in text and '"' not in text:
+        return None
+    odd = {"'": False, '"': False}
+    for m in _QUOTE.finditer(text):
+        i, q = m.start(), m.group()
+        if q == "'" and 0 < i < len(text) - 1 and text[i - 1].isalpha():
+            if text[i + 1].isalpha() and not _GLUED.match(text, i):
+                continue
+            if text[i - 1] in "sS" and _PLURAL.match(text, i - 1):
+                found = tail.match(text, i)
+                if found is not None:
+                    return found
+                continue
+        odd[q] = not odd[q]
+        if odd[q]:
+            found = tail.match(text, i)
+            if found is not None:
+                return found
+    return None
+
+
+_KINDS = {"sqli": _SQLI, "xss": _XSS, "traversal": _TRAVERSAL, "cmdi": _CMDI, "other": _OTHER}
+SYNTAX: Mapping[str, _Syntax] = {
+    "sqli": _Syntax(_SQLI, _SQL_TAIL, escapes=True), "xss": _Syntax(_XSS, _JS_TAIL, escapes=True),
+    "traversal": _Syntax(_TRAVERSAL), "cmdi": _Syntax(_CMDI), "other": _Syntax(_OTHER, _SQL_TAIL),
+    # a scanner's probe carries whatever it tries: any kind's syntax witnesses it
+    "probe": _Syntax("|".join(f"(?:{pattern})" for pattern in _KINDS.values()), f"{_SQL_TAIL}|{_JS_TAIL}", escapes=True)}
 # a cookie written by a script: a JavaScript object literal of simple keys and values, and ``a=1&b=2`` pairs
 _LITERAL_ENTRY = r"""\s*[\w$]+\s*:\s*(?:'[^'\\]*'|"[^"\\]*"|[\w.+-]*)\s*"""
 _OBJECT_LITERAL = re.compile(rf"\{{(?:{_LITERAL_ENTRY}(?:,{_LITERAL_ENTRY})*)?\}}")
@@ -181,5 +369,5 @@ def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
             for kind, pattern in patterns:
                 m = pattern.search(text)
                 if m is not None:
-                    return Witness(kind, location, fragment(text, m.start(), m.end()))
+                    return Witness(kind, location, fragment(m.string, m.start(), m.end()))
     return None

@@ -63,7 +63,7 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     cfg = tmp_path / "clefgate.yaml"
     cfg.write_text(f"rules:\n  files: [{rules}]\npolicy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
     rows = [record("/page/1", "human")] * 6 + [record("/odd/1", "human")] * 2 + [record("/scrape/1", "bad_bot")] * 3 + [
-        record("/page/2", "bad_bot"), record("/inject?q=f(1)", "attack", attack_kind="sqli"), record("/weak/.env", "attack"),
+        record("/page/2", "bad_bot"), record("/inject?q=0x61646d696e", "attack", attack_kind="sqli"), record("/weak/.env", "attack"),
         record("/weak/1", "attack"), record("/feed", "good_bot", verified=True), record("/page/3", "good_bot", verified=False),
         record("/scrape/2", "good_bot", verified=True)]
     data = tmp_path / "data.jsonl"
@@ -299,7 +299,7 @@ def test_rows_are_independent_a_clients_history_never_carries_over(setup: dict[s
     """Eval tells no observer how a row ended: a client that was blocked for an attack, or challenged again and again,
     is not blocked on a later row for it (serve would escalate: ``Policy.escalate``)."""
     setup["config"].write_text(setup["config"].read_text().replace("policy:\n", "policy:\n  block_ignored_challenges: 2\n"))
-    rows = [record("/inject?q=f(1)", "attack")] + [record("/odd/1", "human")] * 5 + [record("/weak/1", "attack")]
+    rows = [record("/inject?q=0x61646d696e", "attack")] + [record("/odd/1", "human")] * 5 + [record("/weak/1", "attack")]
     data = setup["config"].parent / "one-client.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")  # one address and browser throughout
     out = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(setup["config"]), FakeScorer())
@@ -333,7 +333,7 @@ def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tm
     cfg = tmp_path / "clefgate.yaml"
     cfg.write_text("policy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
     data = tmp_path / "d.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in (record("/inject?q=1", "attack"), record("/inject?q=f(1)", "attack"))) + "\n")
+    data.write_text("\n".join(json.dumps(r) for r in (record("/inject?q=1", "attack"), record("/inject?q=0x61646d696e", "attack"))) + "\n")
     result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
     assert result["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 1}
     assert result["policy_blocks"]["held_back"] == {"unfamiliar": 0, "no_syntax": 1}

@@ -211,14 +211,14 @@ NO_PAYLOAD_HEADERS = [("Host", "www.example.com"), ("Sec-Fetch-Dest", "document"
 @pytest.mark.parametrize("target,headers,body,where", [
     ("/products/12", NO_PAYLOAD_HEADERS, b"", None),                                     # nothing carried: challenged
     ("/wiki/Main_Page", None, b"", None),
-    ("/search?q=red+shoes+size%3D9", None, b"", "query"),                                # a query is a payload
+    ("/search?q=red+shoes%27+or+1%3D1--", None, b"", "query"),                          # a query is a payload
     ("/item?id=1%27%20OR%201=1", None, b"", "query:id"),                                 # the parameter with the injection is named
     ("/login", [("Host", "h"), ("Content-Type", "application/x-www-form-urlencoded")], b"user=a&pw=%27or%201=1--", "form:pw"),
-    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": "1;"}', "body"),
+    ("/api", [("Host", "h"), ("Content-Type", "application/json")], b'{"a": "1;--"}', "body"),
     ("/", [("Host", "h"), ("Cookie", 'prefs={"t":"x\'--"}')], b"", "cookie:prefs"),      # a cookie more than a token
-    ("/", [("Host", "h"), ("User-Agent", "() { :; }; /bin/cat /etc/passwd")], b"", "header:user-agent"),
-    ("/", [("Host", "h"), ("Referer", "https://x/?q=<script>alert(1)</script>")], b"", "header:referer"),
-    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example\"><img src=x>")], b"", "header:x-forwarded-host"),
+    ("/", [("Host", "h"), ("User-Agent", "() { :; }; echo x' or '1'='1")], b"", "header:user-agent"),
+    ("/", [("Host", "h"), ("Referer", "https://x/?q=1'--<script>alert(1)</script>")], b"", "header:referer"),
+    ("/", [("Host", "h"), ("X-Forwarded-Host", "evil.example' or '1'='1")], b"", "header:x-forwarded-host"),
     ("/static/..%2f..%2fetc/passwd", None, b"", "path"),
 ])
 def test_a_block_on_p_attack_needs_a_payload_and_names_where(target: str, headers: list[tuple[str, str]] | None, body: bytes,
@@ -391,8 +391,10 @@ SIGN_IN = [("Host", "shop.example"), ("Content-Type", "application/x-www-form-ur
     ("JSON ids", "/api/orders", [("Host", "h"), ("Content-Type", "application/json")], b'{"id": "ord_81f3a", "qty": 2}',
      {"sqli": 0.6, "cmdi": 0.4}, Action.CHALLENGE),
     ("an apostrophe is not markup", "/reviews?text=it%27s+great", None, b"", {"xss": 0.95, "sqli": 0.05}, Action.CHALLENGE),
+    ("nor a quote that closes nothing", "/reviews?text=it%27s+O%27Reilly%27s+best%3B+don%27t+miss+it", None, b"", {"sqli": 0.95},
+     Action.CHALLENGE),
     # the syntax of a named kind: the model's block stands
-    ("a quote breaking out", "/reviews?text=it%27s+great", None, b"", {"sqli": 0.95, "xss": 0.05}, Action.BLOCK),
+    ("a quote breaking out", "/reviews?text=great%27+or+%271%27%3D%271", None, b"", {"sqli": 0.95, "xss": 0.05}, Action.BLOCK),
     ("a shell separator in a form", "/login", SIGN_IN, b"user=a&password=x%3Bid", {"cmdi": 0.8, "other": 0.2}, Action.BLOCK),
     ("markup in JSON", "/api/c", [("Host", "h"), ("Content-Type", "application/json")], b'{"c": "<svg onload=x>"}', {"xss": 1.0},
      Action.BLOCK),

