@@ -71,7 +71,8 @@ more than a token, read as the script that wrote them reads them (:func:`cookie_
 and header values that ``gateway.carriers`` counts as carriers (not the
 ones that only describe the client: a browser's User-Agent holds ``(`` and ``;``, and a
 Referer holds ``://``, and neither is a payload). The search stops at the first witness and
-runs only for requests the model already puts at or above the block threshold.
+runs only for requests the model already puts at or above the block threshold; it reads at most
+``SEARCH_BUDGET`` characters per request (each kind named counted), and what it leaves unread witnesses nothing.
 """
 
 from __future__ import annotations
@@ -287,6 +288,10 @@ KIND_SHARE = 0.2
 # the values read, and each value's first characters (as the payload detectors bound their work)
 MAX_VALUES = 256
 MAX_CHARS = 4096
+# and the characters searched per request, each kind's pattern counted: a pattern costs microseconds per character, and
+# a request the model scores as an attack chooses how much text it sends; past this, what is unread witnesses nothing
+# (the request is challenged, not forwarded)
+SEARCH_BUDGET = 32768
 _BODY_CHARS = 65536
 
 
@@ -362,10 +367,14 @@ def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
     patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
     if not patterns:
         return None
+    budget = SEARCH_BUDGET
     for i, (location, value, plus) in enumerate(values(features)):
         if i >= MAX_VALUES:
             break
         for text, _ in variants(value[:MAX_CHARS], plus=plus):
+            budget -= len(text) * len(patterns)
+            if budget < 0:
+                return None
             for kind, pattern in patterns:
                 m = pattern.search(text)
                 if m is not None:

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.features import Features
 from gateway.payload.decoding import variants
-from gateway.witness import KIND_SHARE, MAX_CHARS, SYNTAX, named_kinds, syntax_witness, values
+from gateway.witness import KIND_SHARE, MAX_CHARS, SEARCH_BUDGET, SYNTAX, named_kinds, syntax_witness, values
 from tests.conftest import make_features
 
 KINDS = ("sqli", "xss", "traversal", "cmdi", "other")
@@ -249,3 +249,17 @@ def test_the_attack_lists_keep_their_witness_and_documentation_posts_hold_almost
     for kind in (*KINDS, "probe"):
         share = sum(_witnessed(kind, v) for v in values) / len(values)
         assert share <= (0.05 if kind == "probe" else 0.03), (kind, share)
+
+
+def test_the_search_is_bounded_per_request_and_what_it_leaves_unread_witnesses_nothing() -> None:
+    words = "a plain sentence of words " * 150  # 3,900 characters, no kind's syntax
+    breakout = "1' or '1'='1"
+    cost = sum(len(text) for text, _ in variants(quote(words), plus=True))  # each decoding of a value is searched
+    fits = SEARCH_BUDGET // cost - 1  # values that fit with room for the breakout, one kind searched
+    early = make_features(target="/s?" + "&".join([f"v{i}={quote(words)}" for i in range(fits)] + [f"q={quote(breakout)}"]))
+    late = make_features(target="/s?" + "&".join([f"v{i}={quote(words)}" for i in range(fits + 8)] + [f"q={quote(breakout)}"]))
+    found = syntax_witness(early, ["sqli"])
+    assert found is not None and found.location == "query:q"
+    assert syntax_witness(late, ["sqli"]) is None
+    # every kind named spends the budget: the probe union and a second kind reach less far
+    assert syntax_witness(early, ["sqli", "xss", "cmdi", "other"]) is None
