@@ -184,7 +184,7 @@ def test_the_model_scores_what_the_rules_leave_open(tmp_path: Path, capsys: pyte
                           payload={"enabled": False})
     log = tmp_path / "access.log"
     rows = [combined(f"203.0.113.{i}", "/shop") for i in range(1, 9)]
-    rows += [combined(f"198.51.100.{i}", "/search?q=%27%20OR%20%271%27%3D%271", agent="sqlmap/1.8.6#stable (https://sqlmap.org)")
+    rows += [combined(f"198.51.100.{i}", "/search?q=%27%20OR%20%271%27%3D%271", agent="curl/8.5.0")
              for i in range(1, 4)]
     rows.append(combined("198.51.100.9", "/.env"))
     log.write_text("\n".join(rows) + "\n")
@@ -220,7 +220,7 @@ def test_shadow_mode_counts_what_would_happen(tmp_path: Path, capsys: pytest.Cap
     config = write_config(tmp_path, model={"enabled": True, "repository": str(repo), "name": "clef-flash-toy", "providers": ["cpu"]},
                           policy={"shadow": True})
     log = tmp_path / "access.log"
-    log.write_text(combined("198.51.100.1", "/search?q=%27x", agent="curl/8.5.0") + "\n" + combined("203.0.113.1", "/") + "\n")
+    log.write_text(combined("198.51.100.1", "/search?q=%27%29%3Bx", agent="curl/8.5.0") + "\n" + combined("203.0.113.1", "/") + "\n")
     _, result = run_replay(capsys, "--config", str(config), str(log))
     assert result["decided"] == {"forward": 1, "challenge": 0, "block": 1}
     assert result["shadow_only"] == {"block": 1}
