@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import os
 import random
 import re
@@ -39,6 +40,7 @@ import time
 import timeit
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -197,15 +199,53 @@ def compare(name: str, reference: Callable[[], object], candidate: Callable[[], 
     for _ in range(repeat):
         ref_us = min(ref_us, _per_call_us(reference, number, 1))
         cand_us = min(cand_us, _per_call_us(candidate, number, 1))
-    print(f"{name:<44} reference {ref_us:8.2f} us   in use {cand_us:8.2f} us   x{ref_us / cand_us:5.2f}"
+    print(f"{name:<48} reference {ref_us:8.2f} us   in use {cand_us:8.2f} us   x{ref_us / cand_us:5.2f}"
           f"{'' if same else '   (ANSWERS DIFFER)'}")
     return ref_us, cand_us
 
 
-def parts(args: argparse.Namespace) -> None:
-    from loadtest.floodparts import run_parts
+def flood_request(address: str = "151.15.73.122", seq: int = 5000) -> Any:
+    """A flood request as the gateway reads it: a tool's head, from a residential address, on a hot URL."""
+    from gateway.features import from_record
 
-    run_parts(compare, number=args.number)
+    head = _flood_tool(random.Random(1), HOST)
+    record = {"method": "GET", "path": "/search?q=lamp", "http_version": "1.1", "headers": [*head, ["X-Forwarded-For", address]],
+              "client_ip": address}
+    return dataclasses.replace(from_record(record), request_id=f"flood.{seq}", peer_ip="127.0.0.1", received_at=1_800_000_000.0)
+
+
+def cached_challenge() -> Any:
+    """The verdict a flood request gets from the decision cache (the shape ``Policy.verdict`` gives a cached answer)."""
+    from gateway.verdict import Action, Source, Verdict
+
+    probs = {"payload": {"benign": 0.9950583547861944, "attack": 0.004941645213805548},
+             "attack_kind": {"sqli": 0.03019630623695942, "xss": 0.008732921540784496, "traversal": 0.044218730374029847,
+                             "cmdi": 0.1984323345759294, "probe": 0.6663550952997748, "other": 0.05206461197252215},
+             "client": {"human": 0.008185540830025657, "good_bot": 0.00778427369789495, "bad_bot": 0.9840301854720793},
+             "familiarity": {"familiar": 0.7553660684053254, "unfamiliar": 0.24463393159467456}}
+    reason = "default policy: P(bad_bot)+P(attack)=0.99 >= 0.5"
+    return Verdict(Action.CHALLENGE, Source.CACHE, reason, rule="score-everything-else", probabilities=probs, explanation=(reason,),
+                   model="clef-flash@2.1.0", decision_ms=0.053, difficulty=16)
+
+
+def parts(args: argparse.Namespace) -> None:
+    """Each part of a flood request's answer beside the plain form it must equal."""
+    from gateway.challenge.pages import challenge_page, render_challenge_page
+    from gateway.decisionlog import _encode, encode_line, line_of
+    from gateway.payload.locations import is_address, read_address
+
+    number = args.number
+    features, verdict = flood_request(), cached_challenge()
+    print(f"the flood path's parts, each beside its plain form (best of 5 x {number} calls, per call)\n")
+    for entry in ("151.15.73.122", "2a01:cb24:b01e:b020:de92:96d6:3149:adf0", "151.15.73.122:4711"):
+        compare(f"X-Forwarded-For entry {entry[:24]!r}", lambda e=entry: read_address(e), lambda e=entry: is_address(e), number=number)
+    compare("decision-log line (cached challenge)", lambda: _encode(line_of(features, verdict, 403, 1_800_000_000.25)),
+            lambda: encode_line(features, verdict, 403, 1_800_000_000.25), number=number)
+    token = "bench." + "eyJiIjoiWW1sdVpBIiwiZCI6MTZ9" * 8 + ".c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWduYXR1cmU"
+    page = dict(token=token, nonce="bm9uY2Utbm9uY2Utbm9uY2U", difficulty=16, verify_url="/.clefgate/verify", post_lost=False,
+                nojs_token=token.replace("eyJ", "eyK"), nojs_action="/.clefgate/nojs", nojs_wait_s=10, request_id="flood.5000", contact="")
+    compare("challenge page (en, no-JS path)", lambda: render_challenge_page("en", **page), lambda: challenge_page("en", **page),
+            number=number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
