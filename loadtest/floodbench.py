@@ -16,8 +16,9 @@ column is bound by.
 
 ``--parts`` times, in this process, what a flood request costs beyond the rules and the
 cache, each next to the reference it must equal (the same bytes, the same answer):
-the decision-log line (``encode_line`` against ``json.dumps(line_of(...))``), the
-challenge page, the ``X-Forwarded-For`` address test and the client binding. Ratios in
+the ``X-Forwarded-For`` address test (against ``ipaddress``), the decision-log line
+(``encode_line`` against ``json.dumps(line_of(...))``), the challenge page (against its
+direct renderer) and the page's two signed tokens (against signing each alone). Ratios in
 one run are what to compare; the machine is shared.
 It is a benchmark, not a test: nothing is asserted.
 """
@@ -231,6 +232,7 @@ def cached_challenge() -> Any:
 def parts(args: argparse.Namespace) -> None:
     """Each part of a flood request's answer beside the plain form it must equal."""
     from gateway.challenge.pages import challenge_page, render_challenge_page
+    from gateway.challenge.tokens import CHALLENGE, WAIT, Signer
     from gateway.decisionlog import _encode, encode_line, line_of
     from gateway.payload.locations import is_address, read_address
 
@@ -246,6 +248,16 @@ def parts(args: argparse.Namespace) -> None:
                 nojs_token=token.replace("eyJ", "eyK"), nojs_action="/.clefgate/nojs", nojs_wait_s=10, request_id="flood.5000", contact="")
     compare("challenge page (en, no-JS path)", lambda: render_challenge_page("en", **page), lambda: challenge_page("en", **page),
             number=number)
+    compare("challenge page, a plain signer's tokens", lambda: render_challenge_page("en", **page),
+            lambda: challenge_page("en", **page, plain=True), number=number)
+    signer = Signer([("bench", bytes(range(48)))])
+    fields = dict(nonce="bm9uY2Utbm9uY2Utbm9uY2U", difficulty=16, issued=1_800_000_000.25, expires=1_800_000_301,
+                  binding="YmluZGluZ2JpbmQ", post_lost=0)
+    compare("challenge token and its no-JS twin", lambda: (
+        signer.sign_challenge(CHALLENGE, **fields, url="/search?q=lamp"),
+        signer.sign_challenge(WAIT, **fields, url="/search?q=lamp", not_before=1_800_000_010.25)),
+        lambda: signer.sign_challenge_pair(**fields, url="/search?q=lamp", wait_url="/search?q=lamp", not_before=1_800_000_010.25),
+        number=number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
