@@ -185,3 +185,13 @@ def test_an_x_forwarded_for_entry_is_an_address_exactly_when_ipaddress_says_so()
     for entry in entries:
         assert is_address(entry) is read_address(entry), repr(entry)
     assert sum(map(is_address, entries)) > 2_000  # the valid ones are many, not only the refused
+
+
+def test_a_fragment_is_its_characters_with_the_unprintable_ones_escaped() -> None:
+    from gateway.payload.decoding import FRAGMENT_CHARS, fragment
+
+    for text in [*_strings(20_000, seed=12), "\x7f", "a\u2028b", "\u00a0", "\udcff", "x" * 200]:
+        for start, end in ((0, None), (3, 5), (20, 21)):
+            lo = max(0, start - 16)
+            piece = text[lo:max((len(text) if end is None else end) + 16, lo + 1)][:FRAGMENT_CHARS]
+            assert fragment(text, start, end) == "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece), repr(text)
