@@ -3,6 +3,7 @@
     clefgate bench flood                         # the served flood: CPU per request of the gateway process
     clefgate bench flood --profile out.prof      # the same with the gateway under cProfile (its event loop thread)
     clefgate bench flood --parts                 # the flood path's parts, each against its reference, in one run
+    clefgate bench flood --decide                # the flood's decisions in this process: no sockets, less noise
 
 The served flood is the mixed benchmark's flood without the rest of its traffic: a
 botnet's tool head from a new residential address per request (``X-Forwarded-For``, the
@@ -18,7 +19,11 @@ column is bound by.
 cache, each next to the reference it must equal (the same bytes, the same answer):
 the ``X-Forwarded-For`` address test (against ``ipaddress``), the decision-log line
 (``encode_line`` against ``json.dumps(line_of(...))``), the challenge page (against its
-direct renderer) and the page's two signed tokens (against signing each alone). Ratios in
+direct renderer) and the page's two signed tokens (against signing each alone).
+``--decide`` answers a flood in this process through the real runtime (decide, the
+challenge page, the observers, decision log included) and prints the event-loop thread's
+CPU per request over rounds of 1000: the decision side of the served number, without the
+sockets' and the load generator's noise. Ratios in
 one run are what to compare; the machine is shared.
 It is a benchmark, not a test: nothing is asserted.
 """
@@ -260,6 +265,63 @@ def parts(args: argparse.Namespace) -> None:
         number=number)
 
 
+async def _decided(args: argparse.Namespace) -> list[float]:
+    from gateway import config as configmod
+    from gateway.runtime import build_runtime, close_runtime
+    from gateway.verdict import Action, Verdict
+
+    with tempfile.TemporaryDirectory(prefix="clefgate-floodbench-") as tmp:
+        cfg = clefgate_config(SETUPS["model" if not args.no_decision_log else "model-nolog"], 9, Path(tmp))
+        (Path(tmp) / "clefgate.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+        runtime = await build_runtime(configmod.load(str(Path(tmp) / "clefgate.yaml")))
+        try:
+            pipeline, pages = runtime.pipeline, runtime.pipeline.pages
+            assert pages is not None and pipeline.state is not None
+            rng = random.Random(args.seed)
+            addresses = AddressBook.build(random.Random(args.seed + 1)).residential
+            tools = [_flood_tool(random.Random(args.seed + i), HOST) for i in range(4)]
+            requests = []
+            for i in range(args.requests):
+                address = addresses.draw()
+                record = {"method": "GET", "path": rng.choice(_HOT), "http_version": "1.1",
+                          "headers": [*tools[i % len(tools)], ["X-Forwarded-For", address]], "client_ip": address}
+                from gateway.features import from_record
+
+                f = from_record(record)
+                requests.append(dataclasses.replace(f, request_id=f"flood.{i}", peer_ip="127.0.0.1", received_at=time.time(),
+                                                    client_key=pipeline.state.key_of(f.client_ip, f.header_map)))
+            for f in requests[:200]:  # the hot URLs' answers into the decision cache
+                outcome = pipeline.decide(f)
+                if not isinstance(outcome, Verdict):
+                    await outcome
+
+            def answer(batch: Sequence[Any]) -> None:
+                for f in batch:
+                    verdict = pipeline.decide(f)
+                    if not isinstance(verdict, Verdict):
+                        continue  # a miss the model has to score: not the flood's path
+                    status = pages.challenge(verdict, f).status if verdict.action is Action.CHALLENGE else 200
+                    pipeline.observe(f, verdict, status)
+
+            answer(requests[200:1000])
+            rounds = []
+            for at in range(1000, len(requests) - 999, 1000):
+                started = time.thread_time()
+                answer(requests[at:at + 1000])
+                rounds.append((time.thread_time() - started) / 1000 * 1e6)
+            return sorted(rounds)
+        finally:
+            await close_runtime(runtime)
+
+
+def decided(args: argparse.Namespace) -> None:
+    """The flood's decisions in this process: decide, challenge page, observers (decision log, client state, console)."""
+    rounds = asyncio.run(_decided(args))
+    print(f"decided in process: {len(rounds)} rounds of 1000 flood requests (new address each, cache hits), event-loop thread CPU per "
+          f"request: best {rounds[0]:.1f} us, median {rounds[len(rounds) // 2]:.1f} us; decision log "
+          f"{'off' if args.no_decision_log else 'on'}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="clefgate bench flood", description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=8.0, help="seconds of measured flood (default 8)")
@@ -273,9 +335,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-decision-log", action="store_true", help="the gateway without its decision log")
     parser.add_argument("--parts", action="store_true", help="time the flood path's parts against their references instead")
     parser.add_argument("--number", type=int, default=2000, help="calls per timing of --parts (default 2000)")
+    parser.add_argument("--decide", action="store_true",
+                        help="answer a flood in this process instead (decide, page, observers; no sockets): CPU of that path per request")
+    parser.add_argument("--requests", type=int, default=20_000, help="flood requests answered by --decide (default 20000)")
     args = parser.parse_args(argv)
     if args.parts:
         parts(args)
+        return 0
+    if args.decide:
+        decided(args)
         return 0
     if args.profile:
         args.profile = os.path.abspath(args.profile)
