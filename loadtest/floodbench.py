@@ -6,7 +6,7 @@
     clefgate bench flood --decide                # the flood's decisions in this process: no sockets, less noise
 
 The served flood is the mixed benchmark's flood without the rest of its traffic: a
-botnet's tool head from a new residential address per request (``X-Forwarded-For``, the
+botnet's tool head from another residential address for every request (``X-Forwarded-For``, the
 gateway trusting loopback as the benchmark's setups do) on the hot URLs, so nearly every
 request is a decision-cache hit answered with a challenge page, plus a steady trickle of
 cache misses (a search query never asked before) that the model scores. The gateway runs
@@ -317,7 +317,7 @@ async def _decided(args: argparse.Namespace) -> list[float]:
 def decided(args: argparse.Namespace) -> None:
     """The flood's decisions in this process: decide, challenge page, observers (decision log, client state, console)."""
     rounds = asyncio.run(_decided(args))
-    print(f"decided in process: {len(rounds)} rounds of 1000 flood requests (new address each, cache hits), event-loop thread CPU per "
+    print(f"decided in process: {len(rounds)} rounds of 1000 flood requests (an address each, cache hits), event-loop thread CPU per "
           f"request: best {rounds[0]:.1f} us, median {rounds[len(rounds) // 2]:.1f} us; decision log "
           f"{'off' if args.no_decision_log else 'on'}")
 
