@@ -23,6 +23,17 @@ from tests.harness import ROOT, Gateway, config_for, free_port, http_get, wait_u
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.fixture(autouse=True)
+def _collector_as_it_was() -> Iterator[None]:
+    """A worker started in this process settles the heap (gc.freeze, thresholds): the tests after it get the collector back."""
+    import gc
+
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
 class _SlowHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -527,19 +538,14 @@ def test_settling_the_heap_freezes_what_is_kept_and_collects_what_a_retired_runt
     class Node:
         pass
 
-    before = gc.get_threshold()
-    try:
-        a, b = Node(), Node()
-        a.other, b.other = b, a  # type: ignore[attr-defined]
-        gone = weakref.ref(a)
-        settle_heap()  # the cycle is alive: frozen with the rest
-        assert gc.get_freeze_count() > 0 and gc.get_threshold() == GC_THRESHOLDS
-        del a, b
-        gc.collect()
-        assert gone() is not None  # frozen: no collection sees it
-        settle_heap()
-        assert gone() is None
-        assert gc.get_freeze_count() > 0
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # type: ignore[attr-defined]
+    gone = weakref.ref(a)
+    settle_heap()  # the cycle is alive: frozen with the rest
+    assert gc.get_freeze_count() > 0 and gc.get_threshold() == GC_THRESHOLDS
+    del a, b
+    gc.collect()
+    assert gone() is not None  # frozen: no collection sees it
+    settle_heap()
+    assert gone() is None
+    assert gc.get_freeze_count() > 0
