@@ -10,7 +10,7 @@ export TRANSFORMERS_OFFLINE := 1
 export PYTHONDONTWRITEBYTECODE := 1
 REPORTS := loadtest/reports
 
-.PHONY: image demo test fuzz soak model model-1.7.0 model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-mixed lint system-deps clean docs
+.PHONY: image demo test fuzz soak model model-1.7.0 model-1.5.0 model-1.6.0 model-clef eval-unseen eval-unseen-releases eval-unseen-injections eval-unseen-protocols bench bench-proxy bench-rules bench-model bench-flood bench-mixed lint system-deps clean docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,13 +76,18 @@ $(addprefix eval-,$(UNSEEN)): eval-%: $(VENV)/.stamp-all
 	$(VENV)/bin/clefgate eval --data models/work/$*.jsonl | tee $(REPORTS)/model/eval-$*.txt
 
 # every benchmark, each into its one current report under loadtest/reports/ (see loadtest/reports/README.md)
-bench: bench-proxy bench-rules bench-model bench-mixed
+bench: bench-proxy bench-rules bench-model bench-flood bench-mixed
 
 bench-proxy: $(VENV)/.stamp-all system-deps
 	$(VENV)/bin/clefgate bench proxy --duration 3 --rounds 2 --json $(REPORTS)/proxy/proxybench.json | tee $(REPORTS)/proxy/proxybench.txt
 
 bench-rules: $(VENV)/.stamp-all
 	taskset -c 1 $(VENV)/bin/clefgate bench rules --rounds 15 | tee $(REPORTS)/rules/rulesbench.txt
+
+bench-flood: $(VENV)/.stamp-all system-deps
+	mkdir -p $(REPORTS)/flood
+	{ $(VENV)/bin/clefgate bench flood --parts --number 5000 && echo && $(VENV)/bin/clefgate bench flood --decide && echo && \
+	  taskset -c 0 $(VENV)/bin/clefgate bench flood --gateway-cpu 1; } | tee $(REPORTS)/flood/floodbench.txt
 
 bench-model: $(VENV)/.stamp-all
 	$(PY) -m loadtest.modelrounds --out $(REPORTS)/model

@@ -58,6 +58,8 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circ
 _str = json.encoder.encode_basestring  # the encoder's own (C) string escaping for ensure_ascii=False
 # the writer waits this long after a wake-up so that one write() carries many lines
 _BATCH_S = 0.02
+# the longest header (name and value) whose JSON the line encoder keeps: a bound on what its memo holds
+_PAIR_KEPT_CHARS = 256
 
 
 _LONE = re.compile("[\udc80-\udcff]")  # a byte the client sent that is not UTF-8, as ``as_sent`` holds it
@@ -157,7 +159,8 @@ class _LineEncoder:
 
     A cached answer hands every request the same probabilities object (and, through the
     policy, the same reason and explanation), so their JSON is kept by identity (an entry
-    holds the objects, so their ids cannot be reused while kept). Anything of an
+    holds the objects, so their ids cannot be reused while kept); short headers' JSON is kept
+    by value (a flood's tool sends one head from every address). Anything of an
     unexpected type falls back to the generic encoder, so the bytes are always the
     encoder's.
     """
@@ -165,6 +168,7 @@ class _LineEncoder:
     def __init__(self, memo_size: int = 4096) -> None:
         self._memo: dict[int, tuple[Any, str]] = {}
         self._verdicts: dict[int, tuple[Any, ...]] = {}
+        self._pairs: dict[tuple[str, str], str] = {}
         self._memo_size = memo_size
         self._second = -1
         self._second_text = ""
@@ -209,6 +213,19 @@ class _LineEncoder:
         self._verdicts[id(reason)] = (reason, explanation, probs, rule, model, verdict.action, verdict.source, shadow, *parts)
         return parts
 
+    def _pair(self, pair: tuple[str, str]) -> str:
+        """A header's JSON array, kept by value for short headers: a client sends the same head again and again."""
+        hit = self._pairs.get(pair)
+        if hit is not None:
+            return hit
+        name, value = pair
+        text = f"[{_sent_json(name)},{_sent_json(value)}]"
+        if len(name) + len(value) <= _PAIR_KEPT_CHARS:
+            if len(self._pairs) >= self._memo_size:
+                self._pairs.clear()
+            self._pairs[pair] = text
+        return text
+
     def _time(self, when: float) -> str:
         second = int(when)
         if second != self._second or when < 0:
@@ -226,10 +243,10 @@ class _LineEncoder:
         if type(status) is not int:
             raise TypeError("status is not an int")
         s = _str
+        sent = _sent_json
         client_ip = s(features.client_ip)
         body = features.body_prefix
-        sent = _sent_json
-        headers = ",".join([f"[{sent(n)},{sent(v)}]" for n, v in features.headers])
+        headers = ",".join([self._pair(pair) for pair in features.headers])
         decided, described = self._verdict_parts(verdict)
         parts = [
             f'{{"request_id":{s(features.request_id)},"time":{s(self._time(when))},"client":{client_ip},'

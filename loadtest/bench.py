@@ -6,6 +6,7 @@
     clefgate bench proxy [...]     wrk: origin vs nginx proxy_pass vs clefgate allow-all (loadtest/proxybench.py)
     clefgate bench rules [...]     rule evaluation cost per request (loadtest/rulesbench.py)
     clefgate bench model [...]     Clef-flash decisions/s and latency per provider and variant (loadtest/modelbench.py)
+    clefgate bench flood [...]     the challenged flood's CPU per request, profiled or part by part (loadtest/floodbench.py)
     clefgate bench report DIR      render a results folder again (summary.md, plots) from its results.json
 
 Options after ``clefgate bench`` that start with ``-`` go to the mixed comparison.
@@ -24,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "proxy": ("loadtest.proxybench", "wrk: origin vs nginx proxy_pass vs clefgate (allow-all)"),
     "rules": ("loadtest.rulesbench", "rule evaluation cost per request"),
     "model": ("loadtest.modelbench", "Clef-flash decisions/s and tokenize+infer latency per provider and variant"),
+    "flood": ("loadtest.floodbench", "CPU per request of a challenged flood (served, cProfile, or its parts side by side)"),
     "report": ("loadtest.report", "write a results folder's summary.md and plots again from its results.json"),
 }
 

@@ -110,7 +110,7 @@ def nojs_url_of(nojs_action: str, nojs_token: str) -> str:
 
 
 def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
-                   nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+                   nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str, plain: bool = False) -> bytes:
     """The proof-of-work page, and its no-JavaScript path when ``nojs_token`` is given.
 
     Progressive enhancement: what the script does (the puzzle's progress and status) is
@@ -119,7 +119,9 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
     button doing the same, so the page never says it is working when nothing runs.
 
     Pages are filled into a template split once per layout (language, difficulty, options), since
-    a flood gets one per request; the bytes are :func:`render_challenge_page`'s.
+    a flood gets one per request; the bytes are :func:`render_challenge_page`'s. ``plain`` says that
+    ``token``, ``nonce`` and ``nojs_token`` are made of ``tokens.PLAIN_CHARS`` only (a ``Signer.plain``
+    signer's tokens and ``new_nonce``'s nonces), which escaping and quoting leave as they are.
     """
     layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_wait_s, int(difficulty), bool(request_id), contact)
     template = _CHALLENGE_TEMPLATES.get(layout)
@@ -130,6 +132,10 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
             _challenge_text, _CHALLENGE_SLOTS, lang=lang, verify_url=verify_url, post_lost=post_lost, nojs_wait_s=nojs_wait_s,
             contact=contact, nojs_action=nojs_action, estimate_s=solve_estimate_s(difficulty), marked_nojs=nojs_token is not None,
             marked_request_id=bool(request_id))
+    if plain:
+        nojs = (b"", b"") if nojs_token is None else (nojs_token.encode("ascii"), f"{_e(nojs_action)}?token={nojs_token}".encode())
+        return template.fill((token.encode("ascii"), nonce.encode("ascii"), str(int(difficulty)).encode("ascii"), *nojs,
+                              _e(request_id).encode("utf-8")))
     nojs = (_e(nojs_token).encode("utf-8"), _e(nojs_url_of(nojs_action, nojs_token)).encode("utf-8")) if nojs_token is not None \
         else (b"", b"")
     return template.fill((_e(token).encode("utf-8"), _e(nonce).encode("utf-8"), str(int(difficulty)).encode("ascii"), *nojs,

@@ -222,18 +222,20 @@ class ChallengeService:
         nonce = new_nonce()
         binding = self._bind(features)
         expires = int(now + cfg.token_ttl_s) + 1
-        token = self.signer.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
-                                           url=url, post_lost=int(post_lost))
-        nojs_token = None
         wait_s = self.nojs_wait_s(difficulty)
-        if wait_s is not None:
+        if wait_s is None:
+            token = self.signer.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
+                                               url=url, post_lost=int(post_lost))
+            nojs_token = None
+        else:
             # this token travels in a link's query: a very long return URL goes back without its query, so the
             # link stays within a request line
             nojs_back = url if len(url) <= _NOJS_URL_MAX else url.split("?", 1)[0]
             if len(nojs_back) > _NOJS_URL_MAX:
                 nojs_back = "/"
-            nojs_token = self.signer.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
-                                                    url=nojs_back, post_lost=int(post_lost), not_before=now + wait_s)
+            token, nojs_token = self.signer.sign_challenge_pair(nonce=nonce, difficulty=difficulty, issued=now, expires=expires,
+                                                                binding=binding, url=url, post_lost=int(post_lost), wait_url=nojs_back,
+                                                                not_before=now + wait_s)
         ISSUED.inc()
         if self._wants_json(features):
             where = self.challenge_url(features, difficulty)
@@ -245,7 +247,7 @@ class ChallengeService:
         lang = self._lang(features)
         body = challenge_page(lang, token=token, nonce=nonce, difficulty=difficulty, verify_url=f"{PREFIX}verify", post_lost=post_lost,
                               nojs_token=nojs_token, nojs_action=f"{PREFIX}nojs", nojs_wait_s=wait_s or 0,
-                              request_id=features.request_id, contact=cfg.contact)
+                              request_id=features.request_id, contact=cfg.contact, plain=self.signer.plain)
         return self._response(cfg.page_status, body, features, csp=CSP, extra=extra)
 
     def block(self, verdict: Verdict, features: Features) -> LocalResponse:

@@ -42,8 +42,16 @@ class TokenError(Exception):
         super().__init__(detail or reason)
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_b2a = binascii.b2a_base64
+# what base64url, and so every token whose key id is made of these, is written with: nothing in it is escaped in
+# HTML or quoted in a URL
+PLAIN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+
+
 def b64e(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    """``base64.urlsafe_b64encode`` without its padding (the same steps, without two calls around them)."""
+    return _b2a(raw, newline=False).translate(_URLSAFE).rstrip(b"=").decode("ascii")
 
 
 def b64d(text: str) -> bytes:
@@ -66,6 +74,8 @@ class Signer:
         self._signing_key = keys[0][1]
         # the key schedule (padded key, inner and outer hash state) is done once; each signature copies it
         self._mac = hmac.new(self._signing_key, digestmod=hashlib.sha256)
+        # every token signed here is made of PLAIN_CHARS (the key id's, then base64url): pages need not escape it
+        self.plain = bool(self.signing_id) and set(self.signing_id) <= PLAIN_CHARS
 
     def sign(self, payload: dict[str, Any]) -> str:
         return self._sign_json(_payload_json(payload))
@@ -90,6 +100,26 @@ class Signer:
         nb = "" if not_before is None else f',"nb":{not_before!r}'
         return self._sign_json(f'{{"b":{_ascii(binding)},"d":{difficulty!r},"e":{expires!r},"i":{issued!r},"n":{_ascii(nonce)}{nb},'
                                f'"p":{post_lost!r},"t":{_ascii(kind)},"u":{_ascii(url)}}}')
+
+    def sign_challenge_pair(self, *, nonce: str, difficulty: int, issued: float, expires: int, binding: str, url: str,
+                            post_lost: int, wait_url: str, not_before: float) -> tuple[str, str]:
+        """``(sign_challenge(CHALLENGE, ...), sign_challenge(WAIT, ..., url=wait_url, not_before=not_before))``: the page's
+        token and its no-JavaScript twin, whose payloads share their first fields, written once."""
+        isfinite = math.isfinite
+        plain = (type(difficulty) is int and type(expires) is int and type(post_lost) is int
+                 and (type(issued) is int or (type(issued) is float and isfinite(issued)))
+                 and (type(not_before) is int or (type(not_before) is float and isfinite(not_before)))
+                 and type(nonce) is str and type(binding) is str and type(url) is str and type(wait_url) is str)
+        if not plain:
+            return (self.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=issued, expires=expires, binding=binding,
+                                        url=url, post_lost=post_lost),
+                    self.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=issued, expires=expires, binding=binding,
+                                        url=wait_url, post_lost=post_lost, not_before=not_before))
+        common = f'{{"b":{_ascii(binding)},"d":{difficulty!r},"e":{expires!r},"i":{issued!r},"n":{_ascii(nonce)}'
+        shown = _ascii(url)
+        return (self._sign_json(f'{common},"p":{post_lost!r},"t":"{CHALLENGE}","u":{shown}}}'),
+                self._sign_json(f'{common},"nb":{not_before!r},"p":{post_lost!r},"t":"{WAIT}",'
+                                f'"u":{shown if wait_url == url else _ascii(wait_url)}}}'))
 
     def _sign_json(self, text: str) -> str:
         body = b64e(text.encode())

@@ -23,6 +23,8 @@ def fragment(text: str, start: int = 0, end: int | None = None) -> str:
     end = len(text) if end is None else end
     lo = max(0, start - 16)
     piece = text[lo:max(end + 16, lo + 1)][:FRAGMENT_CHARS]
+    if piece.isprintable():  # nearly always (a header or parameter name): nothing to escape
+        return piece
     return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,8 +35,27 @@ def name_of(text: str) -> str:
     return fragment(text[:NAME_CHARS])
 
 
+_inet_pton = socket.inet_pton
+_AF_INET, _AF_INET6 = socket.AF_INET, socket.AF_INET6
+
+
 def is_address(entry: str) -> bool:
-    """An X-Forwarded-For entry that is an address (``1.2.3.4``, ``1.2.3.4:80``, ``[::1]:80``, ``::1``, ``unknown``)."""
+    """An X-Forwarded-For entry that is an address (``1.2.3.4``, ``1.2.3.4:80``, ``[::1]:80``, ``::1``, ``unknown``).
+
+    A bare address, the form nearly every entry has, is settled by ``inet_pton`` for a fraction
+    of the cost: for IPv4 it accepts exactly the text ``ipaddress`` accepts (four decimal octets up
+    to 255, no leading zeros, nothing around them), for IPv6 only text ``ipaddress`` accepts too
+    (``ipaddress`` takes more, a scope id say). What it refuses is :func:`read_address`'s.
+    """
+    try:
+        _inet_pton(_AF_INET6 if ":" in entry else _AF_INET, entry)
+        return True
+    except (OSError, ValueError):
+        return read_address(entry)
+
+
+def read_address(entry: str) -> bool:
+    """:func:`is_address` with every entry read by ``ipaddress`` (the plain form, and the reference of its shortcut)."""
     if entry.lower() == "unknown":
         return True
     text = entry

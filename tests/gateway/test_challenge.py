@@ -12,7 +12,7 @@ from urllib.parse import quote, unquote, urlencode
 
 import pytest
 
-from gateway.challenge import ChallengeService, Signer, TokenError, load_signer, pow_ok, solve
+from gateway.challenge import ChallengeService, Signer, TokenError, load_signer, pow_ok, solve, tokens
 from gateway.challenge import service as servicemod
 from gateway.challenge.pages import CSS, PAGE_JS, WORKER_JS
 from gateway.challenge.strings import STRINGS, pick_language
@@ -356,6 +356,8 @@ def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_los
         page = challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == render_challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == challenge_page(lang, **kw)  # type: ignore[arg-type]  # the second fill of the same template
+        if all(set(v) <= tokens.PLAIN_CHARS for v in (token, nonce, nojs_token or "")):  # the tokens a plain signer writes
+            assert challenge_page(lang, **kw, plain=True) == page  # type: ignore[arg-type]
         text = page.decode()
         assert f'data-difficulty="{difficulty}"' in text and f'data-nonce="{html_escape(nonce)}"' in text
         assert f'name="token" value="{html_escape(token)}"' in text
@@ -604,6 +606,42 @@ def test_challenge_tokens_are_signed_over_the_encoders_payload(kind: str, not_be
                                  post_lost=0) == signer.sign({"t": kind, "n": "n", "d": True, "i": issued, "e": 5, "b": "b", "u": url, "p": 0})
     assert signer.sign_challenge(kind, nonce="n", difficulty=3, issued=float("inf"), expires=5, binding="b", url=url,
                                  post_lost=0) == signer.sign({"t": kind, "n": "n", "d": 3, "i": float("inf"), "e": 5, "b": "b", "u": url, "p": 0})
+
+
+@pytest.mark.parametrize("issued,not_before", [(1_800_000_000.123456, 1_800_000_010.123456), (1_800_000_000, 1_800_000_010), (0.1, 3)])
+@pytest.mark.parametrize("url,wait_url", [("/products/42?x=1", "/products/42?x=1"), ("/ü?q=\"a\\\\b\"&<x>", "/ü"), ("", "/")])
+def test_the_token_pair_is_the_two_tokens_signed_alone(issued: float, not_before: float, url: str, wait_url: str) -> None:
+    """sign_challenge_pair writes the shared fields once; each token must be sign_challenge's, byte for byte."""
+    from gateway.challenge.tokens import WAIT
+
+    signer = Signer([("k1", KEY), ("k0", KEY[::-1])])
+    shared = {"nonce": "bm9uY2Utbm9uY2U", "difficulty": 14, "issued": issued, "expires": 1_800_000_301, "binding": "YmluZA", "post_lost": 1}
+    pair = signer.sign_challenge_pair(**shared, url=url, wait_url=wait_url, not_before=not_before)  # type: ignore[arg-type]
+    assert pair == (signer.sign_challenge(CHALLENGE, **shared, url=url),  # type: ignore[arg-type]
+                    signer.sign_challenge(WAIT, **shared, url=wait_url, not_before=not_before))  # type: ignore[arg-type]
+    odd = {**shared, "difficulty": True, "not_before": float("inf")}  # unusual types: each token by the generic path
+    assert signer.sign_challenge_pair(**odd, url=url, wait_url=wait_url) == (  # type: ignore[arg-type]
+        signer.sign({"t": CHALLENGE, "n": "bm9uY2Utbm9uY2U", "d": True, "i": issued, "e": 1_800_000_301, "b": "YmluZA", "u": url, "p": 1}),
+        signer.sign({"t": WAIT, "n": "bm9uY2Utbm9uY2U", "d": True, "i": issued, "e": 1_800_000_301, "b": "YmluZA", "u": wait_url, "p": 1,
+                     "nb": float("inf")}))
+
+
+def test_tokens_are_plain_exactly_when_the_signing_key_id_is() -> None:
+    """A plain signer's tokens are left as they are by HTML escaping and URL quoting (the page writes them so)."""
+    from gateway.challenge.tokens import b64e, new_nonce
+
+    for raw in (bytes(range(n)) for n in range(0, 70)):
+        assert b64e(raw) == base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+    for kid, plain in (("k1", True), ("key-2024_05.a~b", True), ("k/1", False), ('k"1', False), ("k<1>", False), ("k1 ", False),
+                       ("ké", False), ("k%1", False), ("", False)):
+        signer = Signer([(kid, KEY)])
+        assert signer.plain is plain, kid
+        token = signer.sign_challenge(CHALLENGE, nonce=new_nonce(), difficulty=14, issued=1.5, expires=9, binding="YmluZA", url="/<a>?b=\"c\"",
+                                      post_lost=0)
+        if plain:
+            assert html_escape(token) == token == quote(token, safe="-_.~")
+    nonce = new_nonce()
+    assert html_escape(nonce) == nonce == quote(nonce, safe="-_.~")
 
 
 def test_a_long_url_can_be_passed_and_its_no_javascript_link_stays_within_a_request_line(svc: ChallengeService) -> None:

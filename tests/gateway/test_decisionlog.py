@@ -93,6 +93,9 @@ def _line_cases() -> list[tuple[Features, Verdict, Any]]:
     browser = make_features(method="POST", target="/login?next=%2F&q=\"x\"", body=b"user=a&pw=\xc3\xa9\xff", request_id="r-\u00e9\"1",
                             headers=[("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 \u00e9\t\\"), ("X-Forwarded-For", "198.51.100.7")])
     plain = make_features(target="/", request_id="")
+    # ASCII throughout, with what JSON escapes (quotes, backslashes, control characters, DEL): the headers' one-call path
+    escaped = make_features(target="/a\"b", request_id="r2", headers=[("Host", "shop.example"), ("User-Agent", "a\"b\\c\x00\x1f\x7f/\t"),
+                                                                       ("X-Odd", ""), ("Cookie", "a=\"1\"; b=\\")])
     scored = Verdict(Action.CHALLENGE, Source.CACHE, "default policy: P(bad_bot)+P(attack)=0.99 >= 0.6", probabilities=PROBS,
                      rule="score-everything-else", difficulty=16, explanation=("P(bad_bot)+P(attack)=0.99 >= 0.6", "bad_bot: ua=1 (+0.1)"),
                      policy="default", model="clef-flash@1.0.0", decision_ms=0.031234)
@@ -109,6 +112,7 @@ def _line_cases() -> list[tuple[Features, Verdict, Any]]:
                         decision_ms=800.123456789), 200),
         (plain, Verdict(Action.FORWARD, Source.MODEL, "odd", probabilities={"class": {"human": 1}}, decision_ms=float("nan")), 200),
         (plain, scored, True),  # not an int status: the generic encoder's answer
+        (escaped, scored, 403),
         # copies sharing the reason object: the parts kept for it must not leak into other verdicts
         (plain, dataclasses.replace(scored, decision_ms=1.5), 403),
         (plain, dataclasses.replace(scored, explanation=("other",)), 403),

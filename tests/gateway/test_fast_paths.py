@@ -138,3 +138,60 @@ def test_decision_keys_round_as_before() -> None:
     one_input = feat.model_input(make_features("GET", "/c/men", headers=CHROME_HEAD))
     assert decision_key(same_tenth) == decision_key(base)
     assert len({decision_key(i) for i in (base, other_client, other_window, one_input)}) == 4
+
+
+# dotted quads on the edge of valid, what inet_aton would take and ipaddress refuses, non-ASCII digits, IPv6 with a scope
+# id or an IPv4 tail, ports and brackets (the plain form strips those)
+_ADDRESS_TRICKS = ["1.2.3.4", "0.0.0.0", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.02.3.4", "1.2.3.04", "1.2.3.00", "00.0.0.0",
+                   "1.2.3", "1.2.3.4.", ".1.2.3.4", "1..2.3", "1.2.3.4.5", "1.2.3.4:80", "1.2.3.4:", "[1.2.3.4]", " 1.2.3.4",
+                   "1.2.3.4 ", "1.2.3.4\x00", "\x001.2.3.4", "0x1.2.3.4", "1e1.2.3.4", "+1.2.3.4", "-1.2.3.4", "1.2.3.4/32",
+                   "1.2.3.0/24", "\u0661.\u0662.\u0663.\u0664", "1.2.3.\u0664", "\uff11.2.3.4", "1.2.3.4\udcff", "\udcff", "",
+                   "unknown", "UNKNOWN", "Unknown ", "::1", "[::1]:80", "::ffff:1.2.3.4", "::ffff:1.2.3.04", "fe80::1%eth0",
+                   "2001:db8::1", "2001:db8::1:80", "1.2.3.4%eth0", "999.999.999.999", "1.2.3.4444", "1234.1.1.1", "1:2:3:4:5:6:7::",
+                   "1::2:3:4:5:6:7", "::1.2.3.4", "::1.2.3.04", "1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:7:1.2.3.4", "00001::", "0001::", ":::",
+                   "::", "1:", ":1", "[2001:db8::1]:443", "[2001:db8::1", "fe80::1%25eth0", "::FFFF:1.2.3.4", "1:2:3:4:5:6:7:8:9"]
+
+
+def test_an_x_forwarded_for_entry_is_an_address_exactly_when_ipaddress_says_so() -> None:
+    import ipaddress
+
+    from gateway.payload.locations import is_address, read_address
+
+    rnd = random.Random(11)
+    entries = list(_ADDRESS_TRICKS)
+    for _ in range(20_000):  # dotted quads near the valid ones: octets of 0-4 digits, 3-5 of them, now and then a stray character
+        octets = [str(rnd.randint(0, 300)).zfill(rnd.choice((0, 0, 0, 2, 3))) for _ in range(rnd.choice((3, 4, 4, 4, 5)))]
+        text = ".".join(octets)
+        if rnd.random() < 0.2:
+            at = rnd.randint(0, len(text))
+            text = text[:at] + rnd.choice(" :[]./x%\x00\u0661a0") + text[at:]
+        entries.append(text)
+    for _ in range(20_000):  # IPv6 in its forms, mangled now and then, and runs of groups with or without "::" and an IPv4 tail
+        address = ipaddress.IPv6Address(rnd.getrandbits(128) >> rnd.choice((0, 0, 64, 96, 120)))
+        text = rnd.choice((address.compressed, address.exploded, str(address.ipv4_mapped or address)))
+        if rnd.random() < 0.3:
+            groups = [format(rnd.getrandbits(16), "x").zfill(rnd.choice((0, 0, 4, 5))) for _ in range(rnd.randint(1, 9))]
+            text = ":".join(groups)
+            if rnd.random() < 0.5:
+                at = rnd.randint(0, len(text))
+                text = text[:at] + "::" + text[at:]
+            if rnd.random() < 0.3:
+                text += ":" + ".".join(str(rnd.randint(0, 300)).zfill(rnd.choice((0, 0, 2))) for _ in range(rnd.choice((3, 4))))
+        if rnd.random() < 0.3:
+            at = rnd.randint(0, len(text))
+            text = text[:at] + rnd.choice(":.0fG%x []") + text[at + rnd.randint(0, 1):]
+        entries.append(text)
+    entries += ["".join(rnd.choice("0123456789.:[]abcdef%") for _ in range(rnd.randint(1, 16))) for _ in range(20_000)]
+    for entry in entries:
+        assert is_address(entry) is read_address(entry), repr(entry)
+    assert sum(map(is_address, entries)) > 2_000  # the valid ones are many, not only the refused
+
+
+def test_a_fragment_is_its_characters_with_the_unprintable_ones_escaped() -> None:
+    from gateway.payload.decoding import FRAGMENT_CHARS, fragment
+
+    for text in [*_strings(20_000, seed=12), "\x7f", "a\u2028b", "\u00a0", "\udcff", "x" * 200]:
+        for start, end in ((0, None), (3, 5), (20, 21)):
+            lo = max(0, start - 16)
+            piece = text[lo:max((len(text) if end is None else end) + 16, lo + 1)][:FRAGMENT_CHARS]
+            assert fragment(text, start, end) == "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in piece), repr(text)

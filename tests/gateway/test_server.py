@@ -23,6 +23,17 @@ from tests.harness import ROOT, Gateway, config_for, free_port, http_get, wait_u
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.fixture(autouse=True)
+def _collector_as_it_was() -> Iterator[None]:
+    """A worker started in this process settles the heap (gc.freeze, thresholds): the tests after it get the collector back."""
+    import gc
+
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
 class _SlowHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -515,3 +526,26 @@ async def test_a_reload_whose_runtime_cannot_start_releases_what_it_built(tmp_pa
     kept = [pool for server, pool in running.pools.by_server.items() if server.url.endswith(":9")]
     assert len(added) == 1 and added[0].closed and len(kept) == 1 and not kept[0].closed
     await close_runtime(running)
+
+
+def test_settling_the_heap_freezes_what_is_kept_and_collects_what_a_retired_runtime_left() -> None:
+    """settle_heap thaws before collecting: a cycle frozen by an earlier settle (a retired runtime's) is collected."""
+    import gc
+    import weakref
+
+    from gateway.worker import GC_THRESHOLDS, settle_heap
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # type: ignore[attr-defined]
+    gone = weakref.ref(a)
+    settle_heap()  # the cycle is alive: frozen with the rest
+    assert gc.get_freeze_count() > 0 and gc.get_threshold() == GC_THRESHOLDS
+    del a, b
+    gc.collect()
+    assert gone() is not None  # frozen: no collection sees it
+    settle_heap()
+    assert gone() is None
+    assert gc.get_freeze_count() > 0

@@ -366,7 +366,7 @@ def test_metric_deltas_from_prometheus_text() -> None:
 def test_bench_dispatch() -> None:
     assert bench.main(["nope"]) == 2
     assert bench.main(["--help"]) == 0
-    assert set(bench.COMMANDS) == {"mixed", "proxy", "rules", "model", "report"}
+    assert set(bench.COMMANDS) == {"mixed", "proxy", "rules", "model", "flood", "report"}
 
 
 def test_model_setups_take_a_version_and_policy_from_the_command_line(tmp_path: Path,
@@ -389,6 +389,15 @@ def test_model_setups_take_a_version_and_policy_from_the_command_line(tmp_path: 
 
 
 @pytest.mark.skipif(NGINX is None, reason="nginx is installed by .ci/system-deps")
+def test_flood_bench_parts_give_their_references_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    """clefgate bench flood --parts times each shortcut beside its plain form; both give the same answer."""
+    assert bench.main(["flood", "--parts", "--number", "20"]) == 0
+    out = capsys.readouterr().out
+    for part in ("X-Forwarded-For entry", "decision-log line", "challenge page", "challenge token and its no-JS twin"):
+        assert part in out
+    assert "DIFFER" not in out
+
+
 def test_bench_smoke_runs_every_step_and_writes_the_report(tmp_path: Path) -> None:
     out = tmp_path / "results"
     code = subprocess.run([sys.executable, "-m", "gateway", "bench", "mixed", "--scenario", "smoke", "--setups", "origin,nginx,rules",
