@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gateway.payload.decoding import decode_percent, fragment
+from gateway.rules.inputs import whole_characters
 
 # (location, value, form-encoded: + is a space, in a body, the decoding the value already had)
 Value = tuple[str, str, bool, bool, str]
@@ -25,7 +26,6 @@ JSON_DEPTH = 32
 # a value made only of these cannot be SQL injection (no spaces, quotes, parentheses, operators or comments)
 INERT = re.compile(r"[\w.\-@:/~!]*")
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_HALF = re.compile("[\ud800-\udfff]")
 _BOUNDARY = re.compile(r'boundary=(?:"([^"]{1,200})"|([^\s;,]{1,200}))', re.IGNORECASE)
 _DISPOSITION = re.compile(r'\b(name|filename)="([^"]*)"|\b(name|filename)=([^\s;]+)', re.IGNORECASE)
 
@@ -81,13 +81,6 @@ def pairs(text: str, kind: str, plus: bool) -> Iterator[Value]:
             yield f"{kind}:{shown}", value, plus, False, "raw"
         if not INERT.fullmatch(name):
             yield f"{kind}:{shown} (name)", name, plus, False, "raw"
-
-
-def whole_characters(text: str) -> str:
-    """``text`` with each lone half of a UTF-16 pair (``"\\ud800"`` decodes to one) as U+FFFD, as UTF-8 decoders mark a
-    broken sequence: such a half is no character, and nothing that reads or writes UTF-8 (RE2, libinjection, the
-    decision log) can take it."""
-    return _HALF.sub("\ufffd", text)
 
 
 def json_values(body: bytes) -> Iterator[Value]:

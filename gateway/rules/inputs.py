@@ -48,9 +48,8 @@ STRUCTURAL_HEADERS = frozenset({
     "sec-ch-ua-bitness", "sec-ch-ua-model", "sec-ch-ua-wow64", "sec-gpc", "dnt", "upgrade-insecure-requests", "priority",
     "content-type", "authorization", "proxy-authorization", "x-request-id", "traceparent", "tracestate",
 })
-# a character outside the BMP is escaped as a UTF-16 pair (``\\ud83d\\ude4c``), which decodes as one character; a lone
-# half of a pair stands for no character and becomes U+FFFD, as a UTF-8 decoder reads a broken sequence
-_JSON_ESCAPE = re.compile(r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
+_JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"/\\]))")
+_HALF = re.compile("[\ud800-\udfff]")
 _JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "/": "/", "\\": "\\"}
 _SEPARATOR = "\n"
 _FULL_WIDTH = re.compile("[\uff01-\uff5e]")
@@ -58,13 +57,14 @@ _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 
 
 def _unjson(m: re.Match[str]) -> str:
-    high, low, single, simple = m.groups()
-    if high:
-        return chr(0x10000 + ((int(high, 16) - 0xD800) << 10) + int(low, 16) - 0xDC00)
-    if single:
-        code = int(single, 16)
-        return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
-    return _JSON_SIMPLE[simple]
+    return chr(int(m.group(1), 16)) if m.group(1) else _JSON_SIMPLE[m.group(2)]
+
+
+def whole_characters(text: str) -> str:
+    """``text`` with each pair of UTF-16 halves (a JSON escape pair, ``"\\ud83d\\ude4c"``) as its one character and each
+    lone half (``"\\ud800"``) as U+FFFD, as UTF-8 decoders mark a broken sequence: a half is no character, and nothing
+    that reads or writes UTF-8 (RE2, libinjection, the decision log) can take it."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _HALF.search(text) else text
 
 
 def _wire_utf8(text: str) -> str:
@@ -99,7 +99,8 @@ def inputs_text(f: Features) -> str:
         body = f.body_prefix.decode("utf-8", "replace")
         ctype = f.header_map.get("content-type", "")
         if "json" in ctype:
-            body = _twice(_JSON_ESCAPE.sub(_unjson, body) if "\\" in body else body, unquote)
+            # an escape pair is one character, a lone half of one none (whole_characters)
+            body = _twice(whole_characters(_JSON_ESCAPE.sub(_unjson, body)) if "\\" in body else body, unquote)
         elif "x-www-form-urlencoded" in ctype:
             body = _twice(body, unquote_plus)
         else:
