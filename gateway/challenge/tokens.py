@@ -61,6 +61,28 @@ def b64d(text: str) -> bytes:
 # the payload encoding of json.dumps(payload, separators=(",", ":"), sort_keys=True), built once
 _payload_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 _ascii = json.encoder.encode_basestring_ascii  # that encoder's string escaping (ensure_ascii)
+_CHALLENGE_JSON, _WAIT_JSON = _ascii(CHALLENGE), _ascii(WAIT)
+
+
+def _plain_time(value: float) -> bool:
+    return type(value) is int or (type(value) is float and math.isfinite(value))
+
+
+def _plain_fields(difficulty: int, expires: int, post_lost: int, issued: float, not_before: float | None) -> bool:
+    """Whether a challenge token's numbers are of the types whose JSON :func:`_challenge_json` writes as the encoder would."""
+    return (type(difficulty) is int and type(expires) is int and type(post_lost) is int and _plain_time(issued)
+            and (not_before is None or _plain_time(not_before)))
+
+
+def _leading_json(binding: str, difficulty: int, expires: int, issued: float, nonce: str) -> str:
+    """The first fields of a challenge token's payload, in the encoder's key order: a token and its twin share them."""
+    return f'{{"b":{_ascii(binding)},"d":{difficulty!r},"e":{expires!r},"i":{issued!r},"n":{_ascii(nonce)}'
+
+
+def _challenge_json(leading: str, not_before: float | None, post_lost: int, kind_json: str, url_json: str) -> str:
+    """A challenge token's payload JSON after its leading fields (``kind_json`` and ``url_json`` already JSON strings)."""
+    nb = "" if not_before is None else f',"nb":{not_before!r}'
+    return f'{leading}{nb},"p":{post_lost!r},"t":{kind_json},"u":{url_json}}}'
 
 
 class Signer:
@@ -86,40 +108,31 @@ class Signer:
         (plus ``"nb": not_before`` when given)), with the payload's JSON written directly: the same bytes as
         the encoder's for these types (a test compares them), without a dict, a key sort and the encoder per page.
         """
-        isfinite = math.isfinite
-        plain = (type(difficulty) is int and type(expires) is int and type(post_lost) is int
-                 and (type(issued) is int or (type(issued) is float and isfinite(issued)))
-                 and (not_before is None or type(not_before) is int or (type(not_before) is float and isfinite(not_before)))
-                 and type(kind) is str and type(nonce) is str and type(binding) is str and type(url) is str)
-        if not plain:
+        if not (_plain_fields(difficulty, expires, post_lost, issued, not_before) and type(kind) is str and type(nonce) is str
+                and type(binding) is str and type(url) is str):
             payload: dict[str, Any] = {"t": kind, "n": nonce, "d": difficulty, "i": issued, "e": expires, "b": binding, "u": url,
                                        "p": post_lost}
             if not_before is not None:
                 payload["nb"] = not_before
             return self.sign(payload)
-        nb = "" if not_before is None else f',"nb":{not_before!r}'
-        return self._sign_json(f'{{"b":{_ascii(binding)},"d":{difficulty!r},"e":{expires!r},"i":{issued!r},"n":{_ascii(nonce)}{nb},'
-                               f'"p":{post_lost!r},"t":{_ascii(kind)},"u":{_ascii(url)}}}')
+        return self._sign_json(_challenge_json(_leading_json(binding, difficulty, expires, issued, nonce), not_before, post_lost,
+                                               _ascii(kind), _ascii(url)))
 
     def sign_challenge_pair(self, *, nonce: str, difficulty: int, issued: float, expires: int, binding: str, url: str,
                             post_lost: int, wait_url: str, not_before: float) -> tuple[str, str]:
         """``(sign_challenge(CHALLENGE, ...), sign_challenge(WAIT, ..., url=wait_url, not_before=not_before))``: the page's
         token and its no-JavaScript twin, whose payloads share their first fields, written once."""
-        isfinite = math.isfinite
-        plain = (type(difficulty) is int and type(expires) is int and type(post_lost) is int
-                 and (type(issued) is int or (type(issued) is float and isfinite(issued)))
-                 and (type(not_before) is int or (type(not_before) is float and isfinite(not_before)))
-                 and type(nonce) is str and type(binding) is str and type(url) is str and type(wait_url) is str)
-        if not plain:
+        if not (_plain_fields(difficulty, expires, post_lost, issued, not_before) and type(nonce) is str and type(binding) is str
+                and type(url) is str and type(wait_url) is str):
             return (self.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=issued, expires=expires, binding=binding,
                                         url=url, post_lost=post_lost),
                     self.sign_challenge(WAIT, nonce=nonce, difficulty=difficulty, issued=issued, expires=expires, binding=binding,
                                         url=wait_url, post_lost=post_lost, not_before=not_before))
-        common = f'{{"b":{_ascii(binding)},"d":{difficulty!r},"e":{expires!r},"i":{issued!r},"n":{_ascii(nonce)}'
+        leading = _leading_json(binding, difficulty, expires, issued, nonce)
         shown = _ascii(url)
-        return (self._sign_json(f'{common},"p":{post_lost!r},"t":"{CHALLENGE}","u":{shown}}}'),
-                self._sign_json(f'{common},"nb":{not_before!r},"p":{post_lost!r},"t":"{WAIT}",'
-                                f'"u":{shown if wait_url == url else _ascii(wait_url)}}}'))
+        return (self._sign_json(_challenge_json(leading, None, post_lost, _CHALLENGE_JSON, shown)),
+                self._sign_json(_challenge_json(leading, not_before, post_lost, _WAIT_JSON,
+                                                shown if wait_url == url else _ascii(wait_url))))
 
     def _sign_json(self, text: str) -> str:
         body = b64e(text.encode())
