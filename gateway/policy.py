@@ -23,6 +23,15 @@ For a scored request it answers with a ``Verdict``:
   ``gateway.witness``): an injection has to break out of where its value is put, and a value
   in plain words, a password or an id cannot. Counted in ``clefgate_model_unwitnessed_total``;
   a fallback rule that agrees still blocks;
+* P(attack) counts toward the risk (the rows above and below) only with a breakout somewhere
+  (``suspicion_needs_syntax``, on by default): when P(attack) is what would raise the risk to a
+  challenge or more, the request carries a payload, every value was read whole and none holds
+  the syntax of an attack of any kind (``gateway.witness.syntax_free``), the risk is the
+  client's look alone. A person posting code, a question about SQL or shell, or rich text the
+  model finds unusual is not challenged for it; a probe's bare path keeps its P(attack), and a
+  policy that blocks without the syntax (``block_needs_syntax: false``) counts P(attack) whatever
+  the request holds. Counted in ``clefgate_policy_syntaxless_total``; a fallback rule that agrees
+  still blocks;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
@@ -77,7 +86,7 @@ from gateway.verdict import (
     bot_probability,
     distance_ratio,
 )
-from gateway.witness import named_kinds, syntax_witness
+from gateway.witness import named_kinds, syntax_free, syntax_witness
 
 DECISIONS = metrics.counter("clefgate_policy_decisions_total",
                             "Model and fallback decisions by policy, action decided, and whether it was enforced (enforce, shadow, rollout).",
@@ -98,6 +107,10 @@ ABSTAINED = metrics.counter("clefgate_model_abstained_total",
                             "Requests the model would have blocked on P(attack) alone whose payload is unfamiliar to it (farther from its "
                             "training rows than its manifest's familiarity threshold), challenged instead (policy.abstain_unfamiliar), by "
                             "policy; a fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy",))
+SYNTAX_FREE = metrics.counter("clefgate_policy_syntaxless_total",
+                              "Requests whose P(attack) would have raised the risk to a challenge or more while no value held the syntax "
+                              "of any attack (every value read whole): P(attack) not counted (policy.suspicion_needs_syntax), by policy and "
+                              "the action taken on the client's look alone.", ("policy", "action"))
 UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
                               "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
                               "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
@@ -113,6 +126,8 @@ DEFAULT = "default"
 UNFAMILIAR = "unfamiliar to the model"
 # ... and when no value held the syntax of the kind the model named
 NO_SYNTAX = "no value holds the syntax"
+# ... and when no value held the syntax of any attack, so P(attack) was not counted (policy.suspicion_needs_syntax)
+SYNTAXLESS = "no value holds the syntax of any attack"
 # ... and when a score rule said the client's look is no suspicion on its requests (bot_likeness: ignore)
 BOT_LIKENESS_IGNORED = "bot-likeness ignored"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
@@ -133,6 +148,7 @@ class Thresholds:
     rollout_percent: float
     abstain_unfamiliar: bool = True
     block_needs_syntax: bool = True
+    suspicion_needs_syntax: bool = True
 
     def difficulty(self, risk: float) -> int:
         """Proof-of-work bits for a challenge at ``risk`` (linear between the threshold and 1)."""
@@ -155,6 +171,7 @@ def _merge(name: str, base: PolicyConfig, override: RoutePolicyConfig | None) ->
         rollout_percent=base.rollout_percent if o.rollout_percent is None else o.rollout_percent,
         abstain_unfamiliar=base.abstain_unfamiliar if o.abstain_unfamiliar is None else o.abstain_unfamiliar,
         block_needs_syntax=base.block_needs_syntax if o.block_needs_syntax is None else o.block_needs_syntax,
+        suspicion_needs_syntax=base.suspicion_needs_syntax if o.suspicion_needs_syntax is None else o.suspicion_needs_syntax,
     )
 
 
@@ -249,11 +266,18 @@ class Policy:
         bot = bot_probability(probabilities)
         # a score rule's bot_likeness: ignore: the client's look is no suspicion here, P(attack) alone is the risk
         ignored = request.ignore_bot_likeness
-        risk = attack if ignored else bot + attack
+        look = 0.0 if ignored else bot
+        # P(attack) raises the risk only with a breakout somewhere in the request (policy.suspicion_needs_syntax)
+        gated = t.suspicion_needs_syntax and t.block_needs_syntax and look < t.challenge_risk <= look + attack
+        if gated:
+            memo = False  # the outcome depends on the request's values, not on the probabilities alone
+        syntaxless = gated and bool(payload_carriers(features)) and syntax_free(features)
+        counted = 0.0 if syntaxless else attack
+        risk = look + counted
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if attack >= t.block_attack:
+        if counted >= t.block_attack:
             # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
             memo = False
             carriers = payload_carriers(features)
@@ -296,16 +320,19 @@ class Policy:
                 NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = (f"{_risk_name(ignored)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
+            reason = (f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
                       f"(policy.block_risk{'' if ignored else ': blocks on look alone'})")
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"{_risk_name(ignored)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"{_risk_name(ignored)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
-            spared = ignored and bot + attack >= t.challenge_risk
+            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            spared = ignored and bot + counted >= t.challenge_risk
+        if syntaxless:
+            reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
+            SYNTAX_FREE.inc(t.name, action.value)
         if ignored:
             # operators see why a client the model calls a bot went through: the rule, and the look it did not count
             reason += f"; {BOT_LIKENESS_IGNORED} by rule {request.rule or '?'} (P(bad_bot)={bot:.2f} not counted)"
@@ -426,6 +453,8 @@ class Policy:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but the request is {UNFAMILIAR}", "challenge (the model abstains)"))
         if t.block_needs_syntax:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
+        if t.suspicion_needs_syntax and t.block_needs_syntax:
+            rows.append((f"P(attack) raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
@@ -493,8 +522,11 @@ class Policy:
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
 
 
-def _risk_name(ignored: bool) -> str:
-    """What the risk compared with the thresholds is: the payload question alone under bot_likeness: ignore."""
+def _risk_name(ignored: bool, syntaxless: bool = False) -> str:
+    """What the risk compared with the thresholds is: the payload question alone under bot_likeness: ignore, the client
+    question alone when P(attack) is not counted (policy.suspicion_needs_syntax)."""
+    if syntaxless:
+        return "risk" if ignored else "P(bad_bot)"
     return "P(attack)" if ignored else "P(bad_bot)+P(attack)"
 
 

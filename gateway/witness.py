@@ -364,19 +364,38 @@ def cookie_values(value: str) -> list[str]:
 
 def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
     """The first value holding the syntax of one of ``kinds`` (:func:`named_kinds`), or None when no value does."""
+    return _search(features, kinds)[0]
+
+
+def syntax_free(features: Features) -> bool:
+    """True when every value the client chose was read whole and none holds the syntax of any kind: nothing in the
+    request can break out of where it is put. False when some value does, and when the search could not read
+    everything (more than ``MAX_VALUES`` values, a value longer than ``MAX_CHARS``, ``SEARCH_BUDGET`` spent, a body
+    longer than what the gateway keeps of it): what is unread is not known to be free of syntax."""
+    body = len(features.body_prefix)
+    if body > _BODY_CHARS or (features.content_length or 0) > body or (features.chunked and body >= _BODY_CHARS):
+        return False
+    witness, complete = _search(features, ("probe",))
+    return complete and witness is None
+
+
+def _search(features: Features, kinds: Iterable[str]) -> tuple[Witness | None, bool]:
+    """The first witness of ``kinds``, and whether the search read every value whole (True with a witness)."""
     patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
     if not patterns:
-        return None
+        return None, False
     budget = SEARCH_BUDGET
+    whole = True
     for i, (location, value, plus) in enumerate(values(features)):
         if i >= MAX_VALUES:
-            break
+            return None, False
+        whole = whole and len(value) <= MAX_CHARS
         for text, _ in variants(value[:MAX_CHARS], plus=plus):
             budget -= len(text) * len(patterns)
             if budget < 0:
-                return None
+                return None, False
             for kind, pattern in patterns:
                 m = pattern.search(text)
                 if m is not None:
-                    return Witness(kind, location, fragment(m.string, m.start(), m.end()))
-    return None
+                    return Witness(kind, location, fragment(m.string, m.start(), m.end())), True
+    return None, whole

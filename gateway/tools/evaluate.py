@@ -63,7 +63,7 @@ import numpy as np
 from gateway import config as config_mod
 from gateway import features as feat
 from gateway.features.split import CLIENT_NUMERIC_NAMES
-from gateway.policy import NO_SYNTAX, UNFAMILIAR
+from gateway.policy import NO_SYNTAX, SYNTAXLESS, UNFAMILIAR
 from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict, attack_probability, class_probabilities
 
 if TYPE_CHECKING:
@@ -333,6 +333,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
     payload_hits: dict[str, int] = {}
     policy_blocks = {"p_attack": 0, "combined_risk": 0}
     held_back = {"unfamiliar": 0, "no_syntax": 0}
+    # by label: what the model scored whose P(attack) the policy did not count, no value holding the syntax of any attack
+    syntaxless = dict.fromkeys(CLASSES, 0)
     corroborating: dict[str, int] = {}
     block = ACTIONS.index(Action.BLOCK)
     for i, (row, probs) in enumerate(zip(rows, probs_rows, strict=True)):
@@ -355,6 +357,8 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         asked, request, said = answered
         stage.row(None)
         actions["rules_only"][i] = _effective(_settled(model.run(asked, request)))
+        if said.source is Source.MODEL and SYNTAXLESS in said.reason:
+            syntaxless[CLASSES[row.label]] += 1
         if verdict is not said:
             # changed after the model answered: in eval only a corroborating fallback rule does that (no pass
             # cookie is valid under eval's key, and no client earns a block without observers feeding its history)
@@ -409,6 +413,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         "rule_hits": dict(sorted(rule_hits.items(), key=lambda kv: -kv[1])),
         "payload_hits": dict(sorted(payload_hits.items(), key=lambda kv: -kv[1])),
         "policy_blocks": {**policy_blocks, "corroborated": sum(corroborating.values()), "held_back": held_back,
+                          "syntaxless": syntaxless,
                           "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
         "humans_blocked_by_source": _blocked_people(rows, actions["rules_model"]),
@@ -519,6 +524,10 @@ def render(result: Mapping[str, Any], data: str) -> str:
     if any(held.values()):
         lines += [f"{SYSTEM_TITLES['rules_model']}: blocks on P(attack) alone challenged instead: the payload {UNFAMILIAR} "
                   f"{held['unfamiliar']}, {NO_SYNTAX} of the kind named {held['no_syntax']}"]
+    syntaxless = (pb or {}).get("syntaxless") or {}
+    if any(syntaxless.values()):
+        lines += [f"{SYSTEM_TITLES['rules_model']}: P(attack) not counted, {SYNTAXLESS}: "
+                  + ", ".join(f"{label} {n}" for label, n in syntaxless.items())]
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
     if result.get("payload_hits"):

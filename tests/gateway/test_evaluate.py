@@ -165,7 +165,8 @@ def test_a_fallback_rule_corroborates_as_in_the_gateway(setup: dict[str, Path], 
     assert s["rules_model"]["matrix"]["attack"]["block"] == blocked
     assert result["policy_blocks"] == {"p_attack": 1, "combined_risk": 0, "corroborated": blocked - 2,
                                        "corroborating_rules": {"weak-signature": 1} if blocked == 3 else {},
-                                       "held_back": {"unfamiliar": 0, "no_syntax": 0}}
+                                       "held_back": {"unfamiliar": 0, "no_syntax": 0},
+                                       "syntaxless": {"human": 0, "good_bot": 0, "bad_bot": 0, "attack": 0}}
     assert ("corroborated by a fallback rule 1 (weak-signature 1)" in ev.render(result, "d")) is (blocked == 3)
     assert s["model"]["matrix"]["attack"]["block"] == 1  # the model alone has no rules to corroborate it
     assert s["rules_only"]["matrix"]["attack"]["block"] == 2  # the fallback rule decides when the model is down
@@ -328,13 +329,20 @@ def test_the_model_stage_eval_builds_decides_with_the_pipelines_policy(setup: di
 
 
 def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tmp_path: Path) -> None:
-    """P(attack) 0.98 on ``q=1``: no value holds SQL syntax, so the block on P(attack) alone is a challenge, and eval
-    says how many such blocks the policy held back."""
+    """P(attack) 0.98, the model naming SQL injection: ``q=../b`` holds traversal syntax but none of SQL, so the block on
+    P(attack) alone is a challenge, counted as held back; ``0x61646d696e`` is a hex literal that spells text (SQL
+    syntax): blocked; ``q=(b)`` holds the syntax of no attack, so its P(attack) is not counted at all, and eval says
+    how many requests of each label that spared."""
     cfg = tmp_path / "clefgate.yaml"
     cfg.write_text("policy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
     data = tmp_path / "d.jsonl"
-    data.write_text("\n".join(json.dumps(r) for r in (record("/inject?q=1", "attack"), record("/inject?q=0x61646d696e", "attack"))) + "\n")
+    rows = (record("/inject?q=..%2Fb", "attack"), record("/inject?q=0x61646d696e", "attack"), record("/inject?q=%28b%29", "human"))
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
     assert result["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 1}
+    assert result["systems"]["rules_model"]["matrix"]["human"] == {"forward": 1, "challenge": 0, "block": 0}
     assert result["policy_blocks"]["held_back"] == {"unfamiliar": 0, "no_syntax": 1}
-    assert "challenged instead: the payload unfamiliar to the model 0, no value holds the syntax of the kind named 1" in ev.render(result, "d")
+    assert result["policy_blocks"]["syntaxless"] == {"human": 1, "good_bot": 0, "bad_bot": 0, "attack": 0}
+    text = ev.render(result, "d")
+    assert "challenged instead: the payload unfamiliar to the model 0, no value holds the syntax of the kind named 1" in text
+    assert "P(attack) not counted, no value holds the syntax of any attack: human 1, good_bot 0, bad_bot 0, attack 0" in text

@@ -412,7 +412,10 @@ async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: 
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection"
     assert v.source is (Source.CACHE if stage is CachedScorer else Source.MODEL)
     assert "P(attack)=0.50 >= 0.4 and fallback rule block-sql-injection matched" in v.reason
-    assert (await decided(leaning, "/search?q=walnut+desk")).action is Action.CHALLENGE  # no signature: the model's verdict
+    assert (await decided(leaning, "/search?q=walnut+desk&sort=name%27)")).action is Action.CHALLENGE  # no signature: the model's verdict
+    # no signature and no syntax an injection needs: P(attack) is not counted (policy.suspicion_needs_syntax)
+    plain = await decided(leaning, "/search?q=walnut+desk")
+    assert plain.action is Action.FORWARD and "no value holds the syntax of any attack" in plain.reason, plain.reason
     unsure = build(cfg, partial(stage, bad=0.3, attack=0.35))
     assert (await decided(unsure, SQLI)).action is Action.CHALLENGE  # below the floor the signature is not consulted
     off = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy={"block_attack_corroborated": None})
@@ -441,8 +444,9 @@ async def test_fallback_rules_read_their_signatures_value_by_value(mode: str) ->
         assert v.action is Action.BLOCK and v.rule in ("block-sql-injection", "block-xss") and "model unavailable" in v.reason, (f.target, v)
     # a model leaning to attack is corroborated by a name used, not by a name mentioned
     leaning = build(cfg, partial(FakeScorer, bad=0.2, attack=0.5))
-    for f in MENTIONED:
-        assert (await leaning.decide(f)).action is Action.CHALLENGE  # type: ignore[misc]
+    # a table's name among words holds no syntax and is forwarded; a script's property counts as XSS syntax: challenged
+    for f, action in zip(MENTIONED, (Action.FORWARD, Action.CHALLENGE), strict=True):
+        assert (await leaning.decide(f)).action is action  # type: ignore[misc]
     for f in USED:
         assert (await leaning.decide(f)).action is Action.BLOCK  # type: ignore[misc]
 
@@ -605,14 +609,18 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
     v = await decided(detected, SQLI)
     assert (v.action, v.source) == (Action.BLOCK, Source.DETECTOR) and "unfamiliar" not in v.reason  # a detector's block stands
     v = await decided(detected, beacon)
+    # the beacon's values hold no syntax of any attack: P(attack) is not counted, and the look (P(bad_bot) 0.1) passes
+    assert (v.action, v.source) == (Action.FORWARD, Source.MODEL) and "no value holds the syntax of any attack" in v.reason
+    counted = {"suspicion_needs_syntax": False}  # P(attack) counted whatever the values hold: the abstention shows
+    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, payload={"enabled": True}, policy=counted), UnfamiliarScorer), beacon)
     assert (v.action, v.source) == (Action.CHALLENGE, Source.MODEL) and "unfamiliar to the model" in v.reason
     # without the detectors, an injection signature in the fallback rules is the witness
-    ruled = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}), UnfamiliarScorer)
+    ruled = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy=counted), UnfamiliarScorer)
     v = await decided(ruled, SQLI)
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "the model alone abstained" in v.reason
     assert (await decided(ruled, beacon)).action is Action.CHALLENGE
     # familiar or not, the beacon's values hold no syntax an injection needs: the model alone challenges it
-    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False}), UnfamiliarScorer), beacon)
+    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, policy={**counted, "abstain_unfamiliar": False}), UnfamiliarScorer), beacon)
     assert v.action is Action.CHALLENGE and "no value holds the syntax" in v.reason
     blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False, "block_needs_syntax": False}), UnfamiliarScorer)
     assert (await decided(blocking, beacon)).action is Action.BLOCK
@@ -652,8 +660,11 @@ async def test_an_api_client_is_still_blocked_when_the_model_and_a_signature_agr
     v = await _decided(p, make_features(target=API_SQLI, headers=LIBRARY))
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection", v.reason
     # P(attack) alone at challenge_risk with nothing agreeing: challenged, bot-likeness or not
-    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=LIBRARY))
+    v = await _decided(p, make_features(target="/api/v1/items?page=2&sort=name%27)", headers=LIBRARY))
     assert v.action is Action.CHALLENGE and v.rule == "score-api-clients-on-payload" and v.reason.startswith("default policy: P(attack)=0.50")
+    # ... unless no value holds the syntax of any attack: then nothing counts
+    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=LIBRARY))
+    assert v.action is Action.FORWARD and v.reason.startswith("default policy: risk=0.00 < 0.5; P(attack)=0.50 not counted"), v.reason
 
 
 async def test_an_api_client_that_floods_or_collects_errors_is_stopped_by_the_limits_before_it() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gateway import policy as policymod
@@ -276,7 +278,8 @@ SQLI = "/search?q=1' union select 1"
     (0.5, 0.3, SQLI, Action.BLOCK),                     # in the band, the signature matches: blocked
     (0.4, 0.0, SQLI, Action.BLOCK),                     # at the threshold
     (0.39, 0.5, SQLI, Action.CHALLENGE),                # below it the model's own verdict stands
-    (0.5, 0.3, "/search?q=walnut+desk", Action.CHALLENGE),  # in the band, no signature: the model's verdict
+    (0.5, 0.3, "/search?q=walnut+desk&sort=name%27)", Action.CHALLENGE),  # in the band, no signature: the model's verdict
+    (0.5, 0.3, "/search?q=walnut+desk", Action.FORWARD),  # ... which, with no syntax of any attack, does not count P(attack)
 ])
 def test_a_fallback_rule_corroborates_a_block(attack: float, bad: float, target: str, expected: Action) -> None:
     pol, sigs = Policy(CFG), Signatures()
@@ -320,7 +323,7 @@ def unfamiliar(attack: float, ratio: float) -> dict[str, dict[str, float]]:
 def test_an_unfamiliar_request_the_model_alone_would_block_is_challenged_with_the_reason_and_counted() -> None:
     pol = Policy(PolicyConfig())
     before = policymod.ABSTAINED.get("default")
-    features = make_features(target="/collect?v=2&tid=G-XXXX&orderby=price-desc")
+    features = make_features(target="/collect?v=2&tid=G-XXXX&orderby=price-desc%27)")
     v = pol.verdict(features, unfamiliar(0.99, 3.0), ScoreRequest(backend="app"))
     assert (v.action, v.source, v.payload, v.backend) == (Action.CHALLENGE, Source.MODEL, (), "app")
     assert v.difficulty == 20  # as hard as the suspicion: P(attack) 0.99
@@ -370,7 +373,7 @@ def test_a_fallback_rule_that_agrees_still_blocks_what_the_model_abstained_on() 
     assert out.action is Action.BLOCK and out.rule == "block-sql-injection" and sigs.read == 1
     assert "fallback rule block-sql-injection matched (the model alone abstained: the request is unfamiliar to the model)" in out.reason
     # no signature: the abstention stands
-    clean = make_features(target="/search?q=walnut+desk")
+    clean = make_features(target="/search?q=walnut+desk&sort=name%27)")
     assert pol.corroborate(clean, pol.verdict(clean, unfamiliar(0.99, 4.0), ScoreRequest()), Signatures()).action is Action.CHALLENGE
 
 
@@ -404,7 +407,7 @@ SIGN_IN = [("Host", "shop.example"), ("Content-Type", "application/x-www-form-ur
 ])
 def test_a_model_only_block_needs_the_syntax_of_the_kind_it_names(name: str, target: str, headers: list[tuple[str, str]] | None,
                                                                  body: bytes, kind: dict[str, float], action: Action) -> None:
-    pol = Policy(PolicyConfig())
+    pol = Policy(PolicyConfig(suspicion_needs_syntax=False))  # P(attack) counted whatever the values hold (see below)
     top = max(kind, key=lambda k: kind[k])
     before = policymod.UNWITNESSED.get("default", top)
     v = pol.verdict(make_features(method="POST" if body else "GET", target=target, headers=headers, body=body),
@@ -426,6 +429,8 @@ def test_a_route_can_block_without_the_syntax_and_a_fallback_rule_that_agrees_st
     pol = Policy(PolicyConfig(routes={"api": RoutePolicyConfig(block_needs_syntax=False)}))
     plain = make_features(target="/search?q=walnut+desk")
     assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest(policy="api")).action is Action.BLOCK
+    assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest()).action is Action.FORWARD  # no syntax at all
+    plain = make_features(target="/search?q=walnut+desk&path=..%2Fdesk")  # syntax of a kind the model does not name
     challenged = pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest())
     assert challenged.action is Action.CHALLENGE
     assert pol.corroborate(plain, challenged, Signatures()).action is Action.CHALLENGE  # nothing agrees: the challenge stands
@@ -506,3 +511,68 @@ def test_bot_likeness_ignored_still_escalates_a_client_that_earned_a_block() -> 
 
 def test_the_table_names_the_rows_bot_likeness_ignored_changes() -> None:
     assert "P(attack) >= 0.6 under a rule with bot_likeness: ignore" in Policy(CFG).table()
+
+
+FORM = [("Host", "shop.example"), ("Content-Type", "application/x-www-form-urlencoded")]
+JSON = [("Host", "h"), ("Content-Type", "application/json")]
+POST_CODE = b"reply=Try+%60SELECT+name+FROM+users+WHERE+id+%3D+%3Fid%60+with+a+bound+parameter%2C+and+run+%60pip+install+-U+psycopg%60+first."
+
+
+@pytest.mark.parametrize("name,target,headers,body", [
+    ("a password", "/login", SIGN_IN, b"user=ana%40example.org&password=Password1%21"),
+    ("plain words", "/search?q=red+shoes+size+9", None, b""),
+    ("JSON ids", "/api/orders", JSON, b'{"id": "ord_81f3a", "qty": 2}'),
+    ("apostrophes", "/reviews?text=it%27s+O%27Reilly%27s+best%3B+don%27t+miss+it", None, b""),
+    ("a forum reply quoting SQL and a shell command", "/t/42/reply", FORM, POST_CODE),
+])
+@pytest.mark.parametrize("attack", [0.7, 0.99])
+def test_p_attack_counts_only_where_some_value_holds_the_syntax_of_an_attack(name: str, target: str, headers: list[tuple[str, str]] | None,
+                                                                            body: bytes, attack: float) -> None:
+    features = make_features(method="POST" if body else "GET", target=target, headers=headers, body=body)
+    p = {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+         "attack_kind": {"sqli": 0.6, "cmdi": 0.4}}
+    before = policymod.SYNTAX_FREE.get("default", "forward"), policymod.UNWITNESSED.get("default", "sqli")
+    v = Policy(PolicyConfig()).verdict(features, p, ScoreRequest(), source=Source.CACHE)
+    assert (v.action, v.payload, v.difficulty) == (Action.FORWARD, (), None), v.reason
+    assert v.reason == (f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)={attack:.2f} not counted: no value holds the syntax of any "
+                        "attack (policy.suspicion_needs_syntax)")
+    assert (policymod.SYNTAX_FREE.get("default", "forward"), policymod.UNWITNESSED.get("default", "sqli")) == (before[0] + 1, before[1])
+    # counted (switched off, or a policy that blocks without the syntax): the suspicion is challenged or blocked as before
+    assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(features, p, ScoreRequest()).action is Action.CHALLENGE
+    routed = Policy(PolicyConfig(routes={"r": RoutePolicyConfig(suspicion_needs_syntax=False), "b": RoutePolicyConfig(block_needs_syntax=False)}))
+    assert routed.verdict(features, p, ScoreRequest(policy="r")).action is Action.CHALLENGE
+    assert routed.verdict(features, p, ScoreRequest(policy="b")).action is (Action.BLOCK if attack >= 0.95 else Action.CHALLENGE)
+
+
+@pytest.mark.parametrize("name,features,bad,action", [
+    ("the syntax of a kind the model does not name", make_features(target="/search?q=red+shoes&next=..%2F..%2Fadmin"), 0.1,
+     Action.CHALLENGE),
+    ("a bare path: a probe's path is its payload", make_features(target="/products/12", headers=NO_PAYLOAD_HEADERS), 0.1, Action.CHALLENGE),
+    ("a value longer than the search reads", make_features(target="/search?q=" + "red+shoes+" * 500), 0.1, Action.CHALLENGE),
+    ("a body longer than what the gateway keeps", dataclasses.replace(
+        make_features("POST", "/t/42/reply", FORM, body=POST_CODE), content_length=200_000), 0.1, Action.CHALLENGE),
+    ("a client that looks like a bot", make_features(target="/search?q=red+shoes+size+9"), 0.6, Action.CHALLENGE),
+])
+def test_p_attack_still_counts_where_the_values_are_not_known_free_of_syntax(name: str, features: Features, bad: float,
+                                                                             action: Action) -> None:
+    p = {"payload": {"benign": 0.3, "attack": 0.7}, "client": {"human": 1 - bad, "good_bot": 0.0, "bad_bot": bad},
+         "attack_kind": {"sqli": 1.0}}
+    before = policymod.SYNTAX_FREE.get("default", "forward"), policymod.SYNTAX_FREE.get("default", "challenge")
+    v = Policy(PolicyConfig()).verdict(features, p, ScoreRequest())
+    assert v.action is action and "not counted" not in v.reason, v.reason
+    assert (policymod.SYNTAX_FREE.get("default", "forward"), policymod.SYNTAX_FREE.get("default", "challenge")) == before
+
+
+def test_where_the_look_is_ignored_and_no_value_holds_syntax_nothing_counts() -> None:
+    library = [("Host", "shop.example"), ("User-Agent", "axios/1.7.2"), ("Accept", "application/json")]
+    p = {"payload": {"benign": 0.2, "attack": 0.8}, "client": {"human": 0.1, "good_bot": 0.0, "bad_bot": 0.9}}
+    request = ScoreRequest(rule="score-api-clients-on-payload", ignore_bot_likeness=True)
+    before = policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload")
+    v = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2", headers=library), p, request)
+    assert v.action is Action.FORWARD, v.reason
+    assert v.reason == ("default policy: risk=0.00 < 0.5; P(attack)=0.80 not counted: no value holds the syntax of any attack "
+                        "(policy.suspicion_needs_syntax); bot-likeness ignored by rule score-api-clients-on-payload (P(bad_bot)=0.90 not "
+                        "counted)")
+    assert policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 1
+    hit = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2&sort=name%27)", headers=library), p, request)
+    assert hit.action is Action.CHALLENGE and hit.reason.startswith("default policy: P(attack)=0.80 >= 0.5"), hit.reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from gateway.features import Features
 from gateway.payload.decoding import variants
-from gateway.witness import KIND_SHARE, MAX_CHARS, SEARCH_BUDGET, SYNTAX, named_kinds, syntax_witness, values
+from gateway.witness import KIND_SHARE, MAX_CHARS, MAX_VALUES, SEARCH_BUDGET, SYNTAX, named_kinds, syntax_free, syntax_witness, values
 from tests.conftest import make_features
 
 KINDS = ("sqli", "xss", "traversal", "cmdi", "other")
@@ -263,3 +264,25 @@ def test_the_search_is_bounded_per_request_and_what_it_leaves_unread_witnesses_n
     assert syntax_witness(late, ["sqli"]) is None
     # every kind named spends the budget: the probe union and a second kind reach less far
     assert syntax_witness(early, ["sqli", "xss", "cmdi", "other"]) is None
+
+
+FORM_HEADERS = [("Host", "h"), ("Content-Type", "application/x-www-form-urlencoded")]
+
+
+@pytest.mark.parametrize("features,free", [
+    (make_features(target="/search?q=red+shoes+size+9"), True),
+    (make_features("POST", "/t/1/reply", FORM_HEADERS, body=b"reply=Use+%60pip+install+-U+psycopg%60%2C+it%27s+fine"), True),
+    (make_features(target="/search?q=red+shoes&next=..%2Fadmin"), False),                       # traversal syntax
+    (make_features(target="/search?q=" + "a+" * MAX_CHARS), False),                             # a value longer than what is read
+    (make_features(target="/f?" + "&".join(f"k{i}=v" for i in range(MAX_VALUES + 1))), False),  # more values than are read
+    (make_features(target="/search?q=" + "&q=".join(["red+shoes+" * 300] * 40)), False),      # the budget spent before the end
+])
+def test_syntax_free_needs_every_value_read_whole_and_none_holding_syntax(features: Features, free: bool) -> None:
+    assert syntax_free(features) is free
+
+
+def test_a_body_the_gateway_kept_only_part_of_is_not_known_free() -> None:
+    whole = make_features("POST", "/t/1/reply", FORM_HEADERS, body=b"reply=thanks")
+    assert syntax_free(whole)
+    assert not syntax_free(dataclasses.replace(whole, content_length=10_000_000))
+    assert not syntax_free(dataclasses.replace(whole, content_length=None, chunked=True, body_prefix=b"reply=" + b"a" * 70_000))
