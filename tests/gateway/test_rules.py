@@ -280,7 +280,16 @@ def _browser_agents() -> list[str]:
         for line in path.read_text().splitlines():
             if line.strip():
                 agents += [v for k, v in json.loads(line)["headers"] if k.lower() == "user-agent"]
-    return sorted(set(agents))
+    return sorted(set(agents + EDITORS))
+
+
+# desktop editors built on Electron: a person's own Markdown previews and embedded pages send these
+EDITORS = ["Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Code/1.95.3 Chrome/128.0.6613.186 "
+           "Electron/32.2.1 Safari/537.36",
+           "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Cursor/0.42.5 Chrome/124.0.6367.243 "
+           "Electron/30.4.0 Safari/537.36",
+           "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Trae/1.0.9 Chrome/132.0.6834.210 Electron/34.3.2 "
+           "Safari/537.36"]
 
 
 @pytest.mark.parametrize("name", ["ai-crawlers", "seo-crawlers"])
