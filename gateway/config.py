@@ -287,7 +287,7 @@ class RulesConfig:
 
     files: list[str] = setting(factory=list, doc="Rule files evaluated in order (first match wins); empty allows everything.")
     fallback_files: list[str] = setting(factory=list, doc="Rule files consulted only when the model cannot answer (timeout, error, open breaker, no model): a match decides, otherwise decider.fallback does. The shipped config puts the injection signatures (rules/injections.yaml) here; a rule whose only condition is inputs is read value by value, with the payload detectors' allowances.")
-    lists_dir: str = setting("", "Folder of named IP lists (<name>.txt or .json) referenced by rules (ip: list:NAME); defaults to lists/ beside each rule file.")
+    lists_dir: str = setting("", "Folder of named lists referenced by rules (ip: list:NAME, <name>.txt or .json; user_agent: list:NAME, <name>.txt); defaults to lists/ beside each rule file.")
     default: str = setting("score", "What happens when no rule matches: score (ask the model; forwarded when no model is configured), allow, challenge or block.",
                            check=one_of("score", "allow", "challenge", "block"))
     disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. wordpress-paths when WordPress runs behind this gateway.",

@@ -27,7 +27,7 @@ from gateway.config import ClientsConfig, parse_cidr
 from gateway.features import ClientStats
 from gateway.rules.inputs import InputsScan, compile_inputs
 from gateway.rules.inputs import PatternError as InputsPatternError
-from gateway.rules.iplist import NamedLists, PrefixSet
+from gateway.rules.iplist import AgentSet, NamedLists, PrefixSet
 from gateway.rules.patterns import PatternError, classify_path_globs, compile_globs, compile_regexes, parse_comparison, parse_rate
 
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
@@ -223,6 +223,8 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
             return _regex_expr(patterns, "p", False, ctx, problems, where)
         if key == "query":
             return _regex_expr(patterns, "f.query", False, ctx, problems, where)
+        if any(p.startswith("list:") for p in patterns):
+            return _agent_lists(patterns, ctx, problems, where)
         if literal_alternatives(patterns) is not None:
             emit.uses.add("ua")  # the table lower-cases the user agent once per request
             return _regex_expr(patterns, "ua", True, ctx, problems, where)
@@ -389,6 +391,34 @@ def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None
         return None
     ctx.emit.uses.add("ip")
     return f"{ctx.emit.const(PrefixSet(nets).contains)}(ip)"
+
+
+def _agent_lists(patterns: list[str], ctx: Context, problems: list[str], where: str) -> str | None:
+    """``user_agent: [list:NAME, ...]``: any token of the named lists (one set), or any other pattern."""
+    tokens: list[str] = []
+    ok = True
+    for name in (p[5:] for p in patterns if p.startswith("list:")):
+        got = ctx.lists.agents(name)
+        if got is None:
+            known = ctx.lists.available()
+            problems.append(f"{where}: unknown list {name!r}{did_you_mean(name, known)} "
+                            f"(lists in {ctx.lists.folder}: {', '.join(known) or 'none'})")
+            ok = False
+            continue
+        problems.extend(f"{where}: list {name!r}: {p}" for p in got.problems)
+        ok = ok and not got.problems
+        tokens.extend(got.tokens)
+    others = [p for p in patterns if not p.startswith("list:")]
+    other = None
+    if others:
+        other = (_regex_expr(others, "ua", True, ctx, problems, where) if literal_alternatives(others) is not None
+                 else _regex_expr(others, "f.user_agent", False, ctx, problems, where))
+        ok = ok and other is not None
+    if not ok:
+        return None
+    ctx.emit.uses.add("ua")  # the table lower-cases the user agent once per request
+    expr = f"{ctx.emit.const(AgentSet(tokens).matches)}(ua)"
+    return f"({expr} or {other})" if other else expr
 
 
 def _client(value: Any, ctx: Context, problems: list[str], where: str) -> Callable[[str], bool] | None:

@@ -1,8 +1,13 @@
-"""CIDR sets for the ``ip:`` condition, and the named lists they can refer to.
+"""CIDR sets for the ``ip:`` condition, token sets for ``user_agent: list:NAME``, and the named lists they refer to.
 
 A :class:`PrefixSet` keeps, per prefix length, a Python ``set`` of network numbers, so a
 lookup is one shift and one hash probe per distinct length present (Googlebot's ranges
 use three lengths), independent of how many prefixes a list holds.
+
+An :class:`AgentSet` is one trie-shaped regex over a list's tokens (see
+``gateway.tools.crawlers`` for what a token is and how it matches), with its answers for
+recent user agents kept: browsers send a few hundred distinct user agents, so most
+requests cost one dictionary probe instead of a scan.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gateway.config import parse_cidr
-from gateway.tools.crawlers import LIST_NAME, parse_published
+from gateway.tools.crawlers import LIST_NAME, AgentTokens, agent_lines, agent_regex, parse_agents, parse_published
 
 
 class PrefixSet:
@@ -49,13 +54,43 @@ class PrefixSet:
         return self.count
 
 
+class AgentSet:
+    """Tokens answering "does this lower-cased user agent name any of them?" (as ``gateway.tools.crawlers`` matches a token)."""
+
+    __slots__ = ("_search", "_seen", "count")
+    MEMO = 4096      # user agents whose answers are kept; all are dropped when full
+    MEMO_CHARS = 512  # longer user agents are searched every time, so the memo stays small
+
+    def __init__(self, tokens: Iterable[str]) -> None:
+        tokens = list(tokens)
+        self._search = agent_regex(tokens).search
+        self._seen: dict[str, bool] = {}
+        self.count = len(tokens)
+
+    def matches(self, ua: str) -> bool:
+        """``ua`` already lower-cased (the rule table's ``ua``)."""
+        hit = self._seen.get(ua)
+        if hit is None:
+            hit = self._search(ua) is not None
+            if len(ua) <= self.MEMO_CHARS:
+                if len(self._seen) >= self.MEMO:
+                    self._seen.clear()
+                self._seen[ua] = hit
+        return hit
+
+    def __len__(self) -> int:
+        return self.count
+
+
 class NamedLists:
-    """Named IP lists from a folder: ``<name>.txt`` (one CIDR per line, ``#`` comments) or ``<name>.json``
-    (an operator's published ``prefixes`` file). Loaded on first use, once per compile."""
+    """Named lists from a folder. IP lists: ``<name>.txt`` (one CIDR per line, ``#`` comments) or ``<name>.json``
+    (an operator's published ``prefixes`` file); user-agent lists: ``<name>.txt`` (one token per line, ``#``
+    comments). Which a file is depends on the condition naming it. Loaded on first use, once per compile."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
         self._cache: dict[str, tuple[list[ipaddress.IPv4Network | ipaddress.IPv6Network], list[str]]] = {}
+        self._agents: dict[str, AgentTokens] = {}
 
     def available(self) -> list[str]:
         if self.folder is None or not self.folder.is_dir():
@@ -76,6 +111,29 @@ class NamedLists:
         else:
             return None
         self._cache[name] = result
+        return result
+
+    def agents(self, name: str) -> AgentTokens | None:
+        """A user-agent list's tokens and problems, or None when no ``<name>.txt`` exists."""
+        if name in self._agents:
+            return self._agents[name]
+        if self.folder is None or not LIST_NAME.fullmatch(name):
+            return None
+        path = self.folder / f"{name}.txt"
+        if not path.is_file():
+            return None
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            result = AgentTokens(problems=[f"cannot read {path.name}: {exc.strerror}"])
+        except UnicodeDecodeError as exc:
+            result = AgentTokens(problems=[f"{path.name}: not UTF-8 text (byte {exc.start})"])
+        else:
+            result = parse_agents(agent_lines(text))
+            result.problems = [f"{path.name}:{p}" for p in result.problems]
+            if not result.tokens and not result.problems:
+                result.problems.append(f"{path.name}: no tokens")
+        self._agents[name] = result
         return result
 
     @staticmethod

@@ -173,11 +173,14 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
         if rule is not None:
             compiled.append(rule)
 
+    users = _list_users(entries)
     for i, where in enumerate(("rules.disabled", "rules.actions")):
         names = list(opts.disabled) if i == 0 else list(opts.actions)
         for n in names:
             if n not in seen and n not in opts.known_elsewhere:
-                problems.append(f"{where}: unknown rule {n!r}{did_you_mean(n, list(seen))}")
+                hint = (f" ({n!r} is a named list; the rules using it: {', '.join(users[n])})" if n in users
+                        else did_you_mean(n, list(seen)))
+                problems.append(f"{where}: unknown rule {n!r}{hint}")
     for n, action in opts.actions.items():
         if action not in OVERRIDABLE:
             problems.append(f"rules.actions.{n}: {action!r} is not one of {', '.join(OVERRIDABLE)}")
@@ -192,6 +195,29 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
     if problems:
         raise RuleFileError(problems, str(files[0]), [r.label for r in compiled if r.action == "challenge"])
     return RuleTable(compiled, read, emit)
+
+
+def _list_users(entries: Sequence[_Entry]) -> dict[str, list[str]]:
+    """List name -> the names of the rules whose conditions refer to it (``list:NAME``, at any depth)."""
+    users: dict[str, list[str]] = {}
+
+    def walk(value: Any, rule: str) -> None:
+        if isinstance(value, str) and value.startswith("list:"):
+            names = users.setdefault(value[5:], [])
+            if rule not in names:
+                names.append(rule)
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v, rule)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, rule)
+
+    for entry in entries:
+        name = entry.raw.get("name")
+        if isinstance(name, str):
+            walk({k: v for k, v in entry.raw.items() if k in CONDITION_KEYS}, name)
+    return users
 
 
 def _display(path: Path, base: Path) -> str:

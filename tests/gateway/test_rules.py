@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -14,6 +15,7 @@ from gateway.clients import ClientState
 from gateway.config import ClientsConfig, ConfigError
 from gateway.features import Features, make_header_map
 from gateway.rules import RuleOptions, RuleTable, load
+from gateway.rules.iplist import AgentSet, NamedLists
 from gateway.rules.patterns import classify_path_globs, glob_to_regex, normalize_path
 from gateway.verdict import Action, ScoreRequest, Verdict
 from tests.conftest import make_features
@@ -134,6 +136,31 @@ SHIPPED_CASES = [
     ("perplexitybot", req("/", ua="Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)"),
      "ai-training-crawlers", "challenge"),
     ("claudebot", req("/", ua="Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)"), "ai-training-crawlers", "challenge"),
+    ("a name of the ai list in any case", req("/", ua="gptbot/1.1"), "ai-training-crawlers", "challenge"),
+    ("an ai search crawler", req("/", ua="Mozilla/5.0 (compatible; DeepSeekBot/1.0; +https://www.deepseek.com/bot)"), "ai-training-crawlers",
+     "challenge"),
+    ("an ai agent fetching for its user", req("/", ua="Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; "
+                                               "+Claude-User@anthropic.com)"), "ai-training-crawlers", "challenge"),
+    ("semrush's ai crawler before its seo crawler", req("/", ua="Mozilla/5.0 (compatible; SemrushBot-OCOB/1.0)"), "ai-training-crawlers",
+     "challenge"),
+    ("a robots.txt token claimed as a user agent", req("/", ua="Mozilla/5.0 (compatible; Google-Extended/1.0)"), "ai-training-crawlers",
+     "challenge"),
+    ("googleother from google, though the ai list names it", req("/p/1", ua="Mozilla/5.0 (compatible; GoogleOther)", ip="66.249.66.1"),
+     "allow-verified-googlebot", "forward"),
+    ("applebot-extended from apple is applebot", req("/p/1", ua="Mozilla/5.0 (Applebot-Extended/0.1)", ip="17.241.208.170"),
+     "allow-verified-applebot", "forward"),
+    ("applebot-extended from elsewhere", req("/p/1", ua="Mozilla/5.0 (Applebot-Extended/0.1)"), "block-crawler-spoofers", "block"),
+    ("ahrefsbot", req("/", ua="Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"), "seo-crawlers", "challenge"),
+    ("a semrush variant", req("/", ua="Mozilla/5.0 (compatible; SemrushBot-SI/0.97; +http://www.semrush.com/bot.html)"), "seo-crawlers",
+     "challenge"),
+    ("mj12bot", req("/", ua="Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)"), "seo-crawlers", "challenge"),
+    ("screaming frog", req("/", ua="Screaming Frog SEO Spider/20.4"), "seo-crawlers", "challenge"),
+    ("sogou's spider is not the ai list's 'Spider'", req("/", ua="Sogou web spider/4.0(+http://www.sogou.com/docs/help/webmasters.htm#07)"),
+     "score-everything-else", "score"),
+    ("baiduspider names 'spider' only in its address", req("/", ua="Mozilla/5.0 (compatible; Baiduspider/2.0; "
+                                                             "+http://www.baidu.com/search/spider.html)"), "score-everything-else", "score"),
+    ("a link preview", req("/", ua="facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"), "score-everything-else",
+     "score"),
     ("feed reader", req("/blog/feed", ua="FreshRSS/1.23 (Linux; https://freshrss.org)"), "allow-feed-readers", "forward"),
     ("atom feed", req("/news/atom.xml", ua="CommaFeed/4.0"), "allow-feed-readers", "forward"),
     ("git smart http", req("/org/repo.git/info/refs?service=git-upload-pack", ua="git/2.43.0"), "allow-git-clients", "forward"),
@@ -233,6 +260,48 @@ def test_rules_disabled_and_action_overrides() -> None:
     assert isinstance(spoof, Verdict) and spoof.action is Action.CHALLENGE and spoof.difficulty == 16
 
 
+def test_seo_crawlers_can_be_let_through() -> None:
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(actions={"seo-crawlers": "allow"}), ClientState())
+    assert outcome(table, req("/", ua="Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)")) == ("seo-crawlers", "forward")
+    assert outcome(table, req("/", ua=GPTBOT)) == ("ai-training-crawlers", "challenge")
+
+
+def test_crawler_lists_come_after_the_verified_crawlers_and_the_spoofers(shipped: RuleTable) -> None:
+    order = [rule.label for rule in shipped.rules]
+    ai = order.index("ai-training-crawlers")
+    assert order[ai + 1] == "seo-crawlers"
+    assert max(order.index(n) for n in order if n.startswith("allow-verified-")) < order.index("block-crawler-spoofers") < ai
+
+
+def _browser_agents() -> list[str]:
+    """People's user agents the repository holds: the corpus's browsers, the browsers recorded here, the people cases."""
+    agents = [entry["ua"] for entry in json.loads((ROOT / "models" / "corpus" / "data" / "browsers.json").read_text())["user_agents"]]
+    for path in [*sorted((ROOT / "tests" / "data" / "browsers").glob("*.jsonl")), ROOT / "tests" / "data" / "people-cases.jsonl"]:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                agents += [v for k, v in json.loads(line)["headers"] if k.lower() == "user-agent"]
+    return sorted(set(agents + EDITORS))
+
+
+# desktop editors built on Electron: a person's own Markdown previews and embedded pages send these
+EDITORS = ["Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Code/1.95.3 Chrome/128.0.6613.186 "
+           "Electron/32.2.1 Safari/537.36",
+           "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Cursor/0.42.5 Chrome/124.0.6367.243 "
+           "Electron/30.4.0 Safari/537.36",
+           "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Trae/1.0.9 Chrome/132.0.6834.210 Electron/34.3.2 "
+           "Safari/537.36"]
+
+
+@pytest.mark.parametrize("name", ["ai-crawlers", "seo-crawlers"])
+def test_no_browser_matches_a_shipped_crawler_list(name: str) -> None:
+    agents = _browser_agents()
+    assert len(agents) > 300
+    got = NamedLists(SHIPPED / "lists").agents(name)
+    assert got is not None and got.problems == [] and len(got.tokens) > 20
+    crawlers = AgentSet(got.tokens)
+    assert [ua for ua in agents if crawlers.matches(ua.lower())] == []
+
+
 def test_a_renamed_rule_is_still_reached_by_its_old_name(caplog: pytest.LogCaptureFixture) -> None:
     from gateway import config as configmod
     from gateway.rules import from_config
@@ -247,12 +316,13 @@ def test_a_renamed_rule_is_still_reached_by_its_old_name(caplog: pytest.LogCaptu
 
 
 def test_unknown_names_in_overrides_are_reported() -> None:
-    opts = RuleOptions(disabled=["wordpres-paths"], actions={"ai-crawlers": "block", "allow-robots-txt": "route"})
+    opts = RuleOptions(disabled=["wordpres-paths"], actions={"ai-crawlers": "block", "seo-crawler": "allow", "allow-robots-txt": "route"})
     with pytest.raises(ConfigError) as err:
         load([str(SHIPPED / "default.yaml")], opts, ClientState())
     assert err.value.problems == [
         "rules.disabled: unknown rule 'wordpres-paths' (did you mean 'wordpress-paths'?)",
-        "rules.actions: unknown rule 'ai-crawlers' (did you mean 'ai-training-crawlers'?)",
+        "rules.actions: unknown rule 'ai-crawlers' ('ai-crawlers' is a named list; the rules using it: ai-training-crawlers)",
+        "rules.actions: unknown rule 'seo-crawler' (did you mean 'seo-crawlers'?)",
         "rules.actions.allow-robots-txt: 'route' is not one of allow, block, challenge, score",
     ]
 
@@ -332,6 +402,13 @@ EVERY_CASES = [
     ("any: first group", req("/legacy/default.asp"), ("either", "block", None)),
     ("any: second group, case-insensitive literal", req("/", ua="Mozilla AncientCrawler/1"), ("either", "block", None)),
     ("any: glob * stays in one segment", req("/legacy/a/b.asp"), (None, "none", None)),
+    ("user-agent list, any case", req("/", ua="Mozilla/5.0 (compatible; gptbot/1.2)"), ("bots-by-list", "challenge", None)),
+    ("user-agent list, a token with spaces", req("/", ua="Screaming Frog SEO Spider/19.0"), ("bots-by-list", "challenge", None)),
+    ("user-agent list, a token with a dot", req("/", ua="bigsur.ai/1.0"), ("bots-by-list", "challenge", None)),
+    ("user-agent list: a longer name holding a token", req("/", ua="MyGPTBot/1.0"), (None, "none", None)),
+    ("user-agent list: a token as a host name", req("/", ua="probe (+https://gptbot.example/)"), (None, "none", None)),
+    ("user-agent list: a token in an address", req("/", ua="probe (gptbot@example.test)"), (None, "none", None)),
+    ("a regex beside a user-agent list", req("/", ua="oldcrawler/2"), ("bots-by-list", "challenge", None)),
     ("inputs: form body, decoded", req("/comment", method="POST", body=b"text=%3CScript%3Ealert(1)",
                                        headers=[("Content-Type", "application/x-www-form-urlencoded")]), ("inputs-signature", "block", None)),
     ("inputs: json escapes undone", req("/api/x", method="POST", body=b'{"q": "1; DROP\\u0020TABLE users"}',
