@@ -123,7 +123,7 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
     ``token``, ``nonce`` and ``nojs_token`` are made of ``tokens.PLAIN_CHARS`` only (a ``Signer.plain``
     signer's tokens and ``new_nonce``'s nonces), which escaping and quoting leave as they are.
     """
-    layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_wait_s, int(difficulty), bool(request_id), contact)
+    layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_action, nojs_wait_s, int(difficulty), bool(request_id), contact)
     template = _CHALLENGE_TEMPLATES.get(layout)
     if template is None:
         if len(_CHALLENGE_TEMPLATES) >= 512:  # layouts are few (languages x difficulties x options); never grow without bound

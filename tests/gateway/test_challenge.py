@@ -342,6 +342,18 @@ def test_the_script_challenge_endpoint_never_lowers_the_difficulty_or_leaves_the
     assert header(done, "Location") == "/x"
 
 
+def test_a_challenge_page_template_is_kept_per_no_javascript_action() -> None:
+    """The no-JavaScript form's action is part of the template: a second action gets its own page, not the first's."""
+    from gateway.challenge.pages import challenge_page, render_challenge_page
+
+    for action in ("/.clefgate/nojs", "/gate/nojs"):
+        kw = dict(token="k1.a.b", nonce="bm9uY2U", difficulty=16, verify_url="/.clefgate/verify", post_lost=False, nojs_token="k1.c.d",
+                  nojs_action=action, nojs_wait_s=3, request_id="req-1", contact="")
+        page = challenge_page("en", **kw)  # type: ignore[arg-type]
+        assert page == render_challenge_page("en", **kw)  # type: ignore[arg-type]
+        assert f'action="{action}"'.encode() in page
+
+
 @pytest.mark.parametrize("lang", sorted(STRINGS))
 @pytest.mark.parametrize("post_lost", [False, True])
 @pytest.mark.parametrize("nojs_token", [None, "k1.a-b_c.d", "x?a=<b>&c=\"d\"'"])
