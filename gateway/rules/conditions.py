@@ -372,9 +372,7 @@ def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None
             name = item[5:]
             got = ctx.lists.get(name)
             if got is None:
-                known = ctx.lists.available()
-                problems.append(f"{where}: unknown list {name!r}{did_you_mean(name, known)} "
-                                f"(lists in {ctx.lists.folder}: {', '.join(known) or 'none'})")
+                problems.append(_unknown_list(name, ctx, where))
                 ok = False
                 continue
             list_nets, list_problems = got
@@ -393,6 +391,11 @@ def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None
     return f"{ctx.emit.const(PrefixSet(nets).contains)}(ip)"
 
 
+def _unknown_list(name: str, ctx: Context, where: str) -> str:
+    known = ctx.lists.available()
+    return f"{where}: unknown list {name!r}{did_you_mean(name, known)} (lists in {ctx.lists.folder}: {', '.join(known) or 'none'})"
+
+
 def _agent_lists(patterns: list[str], ctx: Context, problems: list[str], where: str) -> str | None:
     """``user_agent: [list:NAME, ...]``: any token of the named lists (one set), or any other pattern."""
     tokens: list[str] = []
@@ -400,9 +403,7 @@ def _agent_lists(patterns: list[str], ctx: Context, problems: list[str], where: 
     for name in (p[5:] for p in patterns if p.startswith("list:")):
         got = ctx.lists.agents(name)
         if got is None:
-            known = ctx.lists.available()
-            problems.append(f"{where}: unknown list {name!r}{did_you_mean(name, known)} "
-                            f"(lists in {ctx.lists.folder}: {', '.join(known) or 'none'})")
+            problems.append(_unknown_list(name, ctx, where))
             ok = False
             continue
         problems.extend(f"{where}: list {name!r}: {p}" for p in got.problems)
