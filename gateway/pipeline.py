@@ -21,7 +21,9 @@ waits for the model returns an awaitable. The last stage always answers.
 What each stage does:
 
 - ``overrides``: the console's temporary allows and blocks (their verdict stands as it is);
-- ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``;
+- ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``; a rule that
+  challenges is overruled by the payload detectors' evidence (a block), so naming a crawler or hitting a rate shields
+  no injection;
 - ``payload``: the payload detectors, on what the rules left open: attack evidence
   blocks with or without the model, under the request's policy mode (shadow, rollout);
 - ``default``: ``rules.default`` for a request no rule matched, counted by outcome;
@@ -269,11 +271,15 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
 
     if p.rules is not None:
         evaluate = p.rules.evaluate
+        inspect_challenged = p.inspector.inspect if p.inspector is not None else None
 
         def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | None:
             outcome = evaluate(features)
             if isinstance(outcome, Verdict) and outcome.action is challenge:
-                return honoured(outcome, features)
+                # a rule that challenges the client (a crawler's name, its rate) does not shield what it sends: attack
+                # evidence in the request blocks it, as it would had no rule matched
+                hits = inspect_challenged(features) if inspect_challenged is not None else ()
+                return _detected(policy, routes, block_status, features, None, hits) if hits else honoured(outcome, features)
             return outcome
         stages.append(Stage("rules", rules))
 

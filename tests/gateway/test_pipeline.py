@@ -683,3 +683,14 @@ async def test_an_api_client_that_floods_or_collects_errors_is_stopped_by_the_li
         p.state.record(key, f"/api/v1/items/{i}", 404)
     v = await _decided(p, walker)
     assert v.action is Action.CHALLENGE and v.rule == "challenge-error-heavy-clients", v.reason
+
+
+async def test_a_rule_that_challenges_shields_no_injection_from_the_payload_detectors() -> None:
+    cfg = cfg_of(rules={"files": [str(ROOT / "rules" / "default.yaml")]}, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(FakeScorer, bad=0.1, attack=0.1))
+    claude = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; "
+                                                       "+claudebot@anthropic.com)"), ("Accept", "*/*")]
+    v = await _decided(p, make_features(target="/products?page=2", headers=claude))
+    assert v.action is Action.CHALLENGE and v.rule == "ai-training-crawlers", v.reason  # the crawler's name: challenged
+    v = await _decided(p, make_features(target=API_SQLI, headers=claude))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR and v.payload[0].location == "query:q", v.reason
