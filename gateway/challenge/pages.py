@@ -94,7 +94,7 @@ class _Template:
 
 
 _CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_token", "nojs_url", "request_id")
-_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, int, int, bool, str], _Template] = {}
+_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, str, int, int, bool, str], _Template] = {}
 # SHA-256 tries per second the page's workers make on a slow phone: what the page's time estimate assumes
 HASH_RATE = 1_000_000.0
 
