@@ -343,14 +343,14 @@ class PolicyConfig:
                                        "or a system path for traversal, a template expression, an entity, a header after a line break "
                                        "or a URL for the others (gateway.witness). Without it the request is challenged, counted in "
                                        "clefgate_model_unwitnessed_total; false blocks on P(attack) alone.")
-    suspicion_needs_syntax: bool = setting(True, "P(attack) counts toward the risk (a challenge, or a model-only block) only when some value "
-                                           "of the request holds the syntax of an attack of any kind (gateway.witness), when the "
-                                           "search cannot read every value whole, or when the request carries no payload beyond a "
-                                           "plain path (a probe's path is its payload). A request whose every value is free of breakout "
-                                           "syntax, which no payload detector or rule stopped, is judged on the client's look alone: a "
-                                           "person posting code, a question about SQL or shell, rich text or a password the model finds "
-                                           "unusual is not challenged for it. Fallback-rule corroboration and a client's earned block "
-                                           "apply as everywhere. Counted in clefgate_policy_syntaxless_total; false, or "
+    suspicion_needs_syntax: bool = setting(True, "P(attack) short of a block counts toward the challenge risk only where the request may "
+                                           "hold attack syntax: when it is what would challenge a request (the look alone would not) "
+                                           "and every place the application reads a value from was read whole without the syntax "
+                                           "of any attack (gateway.witness.syntax_free, which gives up on whatever it cannot read "
+                                           "as an application might), the client's look alone decides. A person posting code, a "
+                                           "question about SQL or shell, or a password the model finds unusual is not challenged "
+                                           "for it. Payload detectors, fallback-rule corroboration and a client's earned block apply "
+                                           "as everywhere. Counted in clefgate_policy_syntaxless_total; false, or "
                                            "block_needs_syntax false, counts P(attack) whatever the request holds.")
     challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.1.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)
     difficulty_min: int = setting(14, "Proof-of-work difficulty (leading zero bits of SHA-256) at challenge_risk; it rises with risk.", check=lambda v: _bits(v))

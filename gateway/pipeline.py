@@ -61,7 +61,7 @@ from gateway.clients import ClientState, address_of
 from gateway.config import Config, ConfigError
 from gateway.features import ClientStats, Features
 from gateway.payload import PayloadInspector, signatures_for
-from gateway.policy import Policy
+from gateway.policy import SYNTAXLESS, Policy
 from gateway.policy import check as check_policy
 from gateway.rules import RuleFileError, RuleTable, from_config
 from gateway.verdict import ALLOW_ALL, Action, LocalResponse, PayloadHit, ScoreRequest, Source, Verdict
@@ -235,18 +235,21 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
     """
     policy, passes, state, fallback_rules = p.policy, p.passes, p.state, p.fallback_rules
     routes, block_status = p.route_policies, p.block_status
-    challenge = Action.CHALLENGE
+    challenge, forward = Action.CHALLENGE, Action.FORWARD
     honour = passes.honour if passes is not None else None
     escalate = functools.partial(policy.escalate, state=state) if policy is not None and state is not None else None
 
     def honoured(verdict: Verdict, features: Features) -> Verdict:
         """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
-        (``Policy.escalate``); other verdicts stand."""
+        (``Policy.escalate``), as does a forward that P(attack) would have challenged but for want of attack syntax
+        (``policy.suspicion_needs_syntax``); other verdicts stand."""
         if verdict.action is challenge:
             if honour is not None:
                 verdict = honour(verdict, features)
             if escalate is not None and verdict.action is challenge:
                 return escalate(features, verdict)
+        elif escalate is not None and verdict.action is forward and SYNTAXLESS in verdict.reason:
+            return escalate(features, verdict)
         return verdict
 
     def without_model(features: Features, fallback: Verdict) -> Verdict:
@@ -347,7 +350,7 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
                         verdict = without_model(features, verdict)
                 elif corroborate is not None:
                     verdict = corroborate(features, verdict)
-                return honoured(verdict, features) if verdict.action is challenge else verdict
+                return honoured(verdict, features) if verdict.action is not Action.BLOCK else verdict
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
         return score(features, request)

@@ -23,15 +23,15 @@ For a scored request it answers with a ``Verdict``:
   ``gateway.witness``): an injection has to break out of where its value is put, and a value
   in plain words, a password or an id cannot. Counted in ``clefgate_model_unwitnessed_total``;
   a fallback rule that agrees still blocks;
-* P(attack) counts toward the risk (the rows above and below) only with a breakout somewhere
-  (``suspicion_needs_syntax``, on by default): when P(attack) is what would raise the risk to a
-  challenge or more, the request carries a payload, every value was read whole and none holds
-  the syntax of an attack of any kind (``gateway.witness.syntax_free``), the risk is the
-  client's look alone. A person posting code, a question about SQL or shell, or rich text the
-  model finds unusual is not challenged for it; a probe's bare path keeps its P(attack), and a
-  policy that blocks without the syntax (``block_needs_syntax: false``) counts P(attack) whatever
-  the request holds. Counted in ``clefgate_policy_syntaxless_total``; a fallback rule that agrees
-  still blocks;
+* ``forward`` where P(attack) short of a block is what would challenge a request (the look alone
+  would not) and the request is known free of attack syntax (``suspicion_needs_syntax``, on by
+  default; ``gateway.witness.syntax_free``, strict: what it cannot read as an application might
+  keeps P(attack) counted): the risk is the client's look alone. A person posting code, a
+  question about SQL or shell, or rich text the model finds unusual is not challenged for it;
+  a probe's bare path keeps its P(attack), a policy that blocks without the syntax
+  (``block_needs_syntax: false``) counts P(attack) whatever the request holds, and a client
+  that earned a block is blocked all the same (:meth:`Policy.escalate`). Counted in
+  ``clefgate_policy_syntaxless_total``; a fallback rule that agrees still blocks;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
@@ -108,9 +108,10 @@ ABSTAINED = metrics.counter("clefgate_model_abstained_total",
                             "training rows than its manifest's familiarity threshold), challenged instead (policy.abstain_unfamiliar), by "
                             "policy; a fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy",))
 SYNTAX_FREE = metrics.counter("clefgate_policy_syntaxless_total",
-                              "Requests whose P(attack) would have raised the risk to a challenge or more while no value held the syntax "
-                              "of any attack (every value read whole): P(attack) not counted (policy.suspicion_needs_syntax), by policy and "
-                              "the action taken on the client's look alone.", ("policy", "action"))
+                              "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
+                              "request was known free of attack syntax (gateway.witness.syntax_free): P(attack) not counted "
+                              "(policy.suspicion_needs_syntax), by policy. A client that earned a block is blocked all the same.",
+                              ("policy",))
 UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
                               "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
                               "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
@@ -127,7 +128,7 @@ UNFAMILIAR = "unfamiliar to the model"
 # ... and when no value held the syntax of the kind the model named
 NO_SYNTAX = "no value holds the syntax"
 # ... and when no value held the syntax of any attack, so P(attack) was not counted (policy.suspicion_needs_syntax)
-SYNTAXLESS = "no value holds the syntax of any attack"
+SYNTAXLESS = "no attack syntax in any value"
 # ... and when a score rule said the client's look is no suspicion on its requests (bot_likeness: ignore)
 BOT_LIKENESS_IGNORED = "bot-likeness ignored"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
@@ -268,7 +269,7 @@ class Policy:
         ignored = request.ignore_bot_likeness
         look = 0.0 if ignored else bot
         # P(attack) raises the risk only with a breakout somewhere in the request (policy.suspicion_needs_syntax)
-        gated = t.suspicion_needs_syntax and t.block_needs_syntax and look < t.challenge_risk <= look + attack
+        gated = t.suspicion_needs_syntax and t.block_needs_syntax and attack < t.block_attack and look < t.challenge_risk <= look + attack
         if gated:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
         syntaxless = gated and bool(payload_carriers(features)) and syntax_free(features)
@@ -320,19 +321,20 @@ class Policy:
                 NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = (f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
+            reason = (f"{_risk_name(ignored)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
                       f"(policy.block_risk{'' if ignored else ': blocks on look alone'})")
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
             reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
             spared = ignored and bot + counted >= t.challenge_risk
         if syntaxless:
+            # always a forward: the look alone is under challenge_risk, or the gate would not have been asked
             reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
-            SYNTAX_FREE.inc(t.name, action.value)
+            SYNTAX_FREE.inc(t.name)
         if ignored:
             # operators see why a client the model calls a bot went through: the rule, and the look it did not count
             reason += f"; {BOT_LIKENESS_IGNORED} by rule {request.rule or '?'} (P(bad_bot)={bot:.2f} not counted)"
@@ -388,7 +390,8 @@ class Policy:
         return self._apply(block, t, mode)
 
     def escalate(self, features: Features, verdict: Verdict, state: ClientState) -> Verdict:
-        """A CHALLENGE for a client that earned a block, as a block (source ``client``); any other verdict as it is.
+        """A CHALLENGE for a client that earned a block, as a block (source ``client``), and so a FORWARD whose P(attack)
+        would have challenged it but for want of attack syntax (``suspicion_needs_syntax``); any other verdict as it is.
 
         Earned: the client (address + fingerprint) was served ``block_ignored_challenges`` challenges within
         ``ignored_challenges_window_s`` without solving one, or showed attack evidence within
@@ -398,7 +401,7 @@ class Policy:
         person behind the same address who is not challenged is never touched.
         Enforced only where the verdict's policy enforces (shadow and rollout leave the challenge standing).
         """
-        if verdict.action is not Action.CHALLENGE:
+        if verdict.action is not Action.CHALLENGE and not (verdict.action is Action.FORWARD and SYNTAXLESS in verdict.reason):
             return verdict
         cfg = self.cfg
         key = state.key(features)
@@ -454,7 +457,7 @@ class Policy:
         if t.block_needs_syntax:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
         if t.suspicion_needs_syntax and t.block_needs_syntax:
-            rows.append((f"P(attack) raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
+            rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
@@ -524,7 +527,7 @@ class Policy:
 
 def _risk_name(ignored: bool, syntaxless: bool = False) -> str:
     """What the risk compared with the thresholds is: the payload question alone under bot_likeness: ignore, the client
-    question alone when P(attack) is not counted (policy.suspicion_needs_syntax)."""
+    question alone (or nothing) when P(attack) is not counted (policy.suspicion_needs_syntax)."""
     if syntaxless:
         return "risk" if ignored else "P(bad_bot)"
     return "P(attack)" if ignored else "P(bad_bot)+P(attack)"

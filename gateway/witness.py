@@ -72,7 +72,13 @@ and header values that ``gateway.carriers`` counts as carriers (not the
 ones that only describe the client: a browser's User-Agent holds ``(`` and ``;``, and a
 Referer holds ``://``, and neither is a payload). The search stops at the first witness and
 runs only for requests the model already puts at or above the block threshold; it reads at most
-``SEARCH_BUDGET`` characters per request (each kind named counted), and what it leaves unread witnesses nothing.
+``SEARCH_BUDGET`` characters per request (each kind named counted, a probe as every kind), and what it leaves unread
+witnesses nothing.
+
+:func:`syntax_free` asks the opposite question for ``policy.suspicion_needs_syntax``: is the request known to hold no
+attack syntax anywhere? A miss there would forward, not challenge, so it reads more (every cookie, every JSON key, the
+raw target and body as whole texts, what short values carry in numeric contexts) and gives up on whatever it cannot
+read as an application might. It runs only for requests whose P(attack), short of a block, would challenge them.
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, unquote_plus
@@ -87,7 +94,7 @@ from urllib.parse import unquote, unquote_plus
 from gateway.carriers import DESCRIPTIVE, is_token, suspicious
 from gateway.features import Features
 from gateway.payload.decoding import fragment, variants
-from gateway.payload.locations import body_values, json_values, pairs
+from gateway.payload.locations import JSON_DEPTH, body_values, json_values, pairs
 
 # encodings no client writes for its own values: overlong UTF-8, %u escapes, a percent sign encoded again before a
 # syntax character or an evasion (``%252f``, not the ``%2520`` of a link's spaces), hex spelt-out dots, slashes and line
@@ -294,6 +301,58 @@ MAX_CHARS = 4096
 SEARCH_BUDGET = 32768
 _BODY_CHARS = 65536
 
+# what :func:`syntax_free` adds to the block witness's syntax: code short values and names carry (numeric-context SQL,
+# calls of SQL's functions, JavaScript's globals), NoSQL operators, prototype pollution, and schemes of request forgery
+# and inclusion anywhere
+SHORT_VALUE = 64
+SHORT_WORDS = 6  # a short value of more words is a phrase (``positions 7 and 8``), not an operand
+_SHORT_CODE = re.compile(r"""\|\||&&|\b0x[0-9a-f]{2,}\b|\b(?:char|chr|sleep|pg_sleep|benchmark|waitfor|concat|substr\w*|mid|ascii|ord|unhex|hex|"""
+                         r"""if|iif|case|extractvalue|updatexml|version|database|user)\s*\(|\b(?:or|and|xor|not|div|like|rlike|regexp)\s+"""
+                         r"""(?:true|false|null|not|\d|['"]|\w+\s*(?:[=<>(]|\b(?:like|in|is)\b))|\b(?:alert|prompt|confirm|eval)\b|\bdelay\s+'""",
+                         re.IGNORECASE)
+_ARITHMETIC = re.compile(r"\s*-?\d+\s*[-+*/%^|&]\s*-?\d+\s*")
+_LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|or|and|nor|not|elemmatch|size|type|mod|all|function)\b|"""
+                    r"""__proto__|constructor\W{1,4}prototype|\b(?:gopher|dict|file|ftp|ldap|ldaps|rmi|jar|netdoc|phar|expect|glob|zip|"""
+                    r"""php|sftp|tftp|smb)://|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
+# fullwidth and compatibility forms an application may fold to ASCII (ＮＦＫＣ)
+_NFKC_NEEDED = re.compile(r"[\uff00-\uffef\u2024\u2025\u2215\u2044\ufe50-\ufe6b\u02b9\u02bc\u02c8\u2018\u2019\u201c\u201d]")
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+_CHARSET = re.compile(r"charset\s*=\s*(\"?[\w.:-]+\"?)", re.IGNORECASE)
+_CHARSETS = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1", "latin-1"})
+# a key that is a name in a program's sense holds no syntax (``id`` is a key here, not the command)
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$-]{0,63}")
+_MULTIPART_BOUNDARY = re.compile(r'boundary=("[^"]*"|[^\s;,]+)', re.IGNORECASE)
+# header values as browsers and fronts write them: no quote that closes, markup, template, pipe, backslash, escape or
+# control character, nor a parent directory
+_HEADER_VALUE = re.compile(r"""(?:(?!\.\.)[^'<>`{}$|\\%\x00-\x1f])*""")
+_SAME_AS_HOST = re.compile("")
+_TOKENS = re.compile(r"[\w.\-=:;,+/ ]*")
+_HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
+    **dict.fromkeys(("accept", "accept-encoding", "cache-control", "pragma", "priority", "dnt", "te", "connection", "keep-alive",
+                     "upgrade-insecure-requests", "if-none-match", "if-modified-since", "range", "if-range", "x-requested-with",
+                     "sec-gpc", "save-data", "downlink", "ect", "rtt", "device-memory", "viewport-width", "dpr", "purpose",
+                     "x-purpose", "x-moz", "sec-purpose", "traceparent", "tracestate", "baggage"), _HEADER_VALUE),
+    "accept-language": re.compile(r"[\w\-,;=.* ]*"),
+    "host": re.compile(r"[\w.\-]+(?::\d{1,5})?|\[[0-9a-f:.]+\](?::\d{1,5})?", re.IGNORECASE),
+    "content-length": re.compile(r"\d{1,12}"),
+    "content-type": re.compile(r"""[\w.+-]+/[\w.+-]+(?:\s*;\s*[\w-]+=(?:"[\w.+\- ]*"|[\w.+-]+))*\s*"""),
+    "user-agent": re.compile(r"""[^'"<>`{}$|\\%\x00-\x1f]*"""),
+    "referer": re.compile(r"""https?://[^\s'"<>`{}$|\\\x00-\x1f]*""", re.IGNORECASE),
+    "origin": re.compile(r"https?://[\w.\-]+(?::\d{1,5})?|null", re.IGNORECASE),
+    "cookie": re.compile(r"[^\x00-\x1f]*"),
+    "x-forwarded-for": re.compile(r"[0-9a-f.:\[\], ]*|unknown", re.IGNORECASE),
+    "x-real-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "true-client-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "cf-connecting-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "x-forwarded-proto": re.compile(r"https?|wss?", re.IGNORECASE),
+    "x-forwarded-port": re.compile(r"\d{1,5}"),
+    "x-forwarded-host": _SAME_AS_HOST,
+    "forwarded": re.compile(r"""[\w=;,.:"\[\]\- ]*"""),
+    "via": re.compile(r"[\w./ ,:()\-]*"),
+    "x-request-id": _TOKENS, "x-amzn-trace-id": _TOKENS, "cf-ray": _TOKENS, "cf-ipcountry": _TOKENS,
+    "cf-visitor": re.compile(r"""\{"scheme":"https?"\}"""), "x-csrftoken": _TOKENS, "x-csrf-token": _TOKENS, "x-xsrf-token": _TOKENS,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Witness:
@@ -368,15 +427,134 @@ def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
 
 
 def syntax_free(features: Features) -> bool:
-    """True when every value the client chose was read whole and none holds the syntax of any kind: nothing in the
-    request can break out of where it is put. False when some value does, and when the search could not read
-    everything (more than ``MAX_VALUES`` values, a value longer than ``MAX_CHARS``, ``SEARCH_BUDGET`` spent, a body
-    longer than what the gateway keeps of it): what is unread is not known to be free of syntax."""
-    body = len(features.body_prefix)
-    if body > _BODY_CHARS or (features.content_length or 0) > body or (features.chunked and body >= _BODY_CHARS):
+    """True only when the request is known to hold no syntax of any attack: every place an application reads a value
+    from was read whole, and none holds a breakout (:data:`SYNTAX`), nor what short values and names carry in attacks
+    the block witness leaves to the model (``1 or true``, ``sleep(5)``, ``0x27``, ``$ne``, ``__proto__``, a scheme).
+
+    A miss of :func:`syntax_witness` turns a block into a challenge; a miss here would forward an attack, so it reads
+    more and gives up sooner: the raw target and the raw body as whole texts besides their values (names, keys, path
+    parameters and what a parser would read otherwise), every cookie, every key of a JSON body; and it answers False
+    for what it cannot read as an application might: a body longer than what the gateway keeps (or sent chunked, whose
+    length nothing states), compressed or in
+    another charset, with NUL bytes or a byte-order mark, a JSON body nested deeper than the values are read or with a
+    repeated key, a multipart body with encoded parts or without its boundary, a header outside those browsers and
+    fronts send or shaped unlike them, and a search past ``SEARCH_BUDGET``."""
+    body = features.body_prefix
+    n = len(body)
+    if n > _BODY_CHARS or (features.content_length or 0) > n or (features.chunked and n):
         return False
-    witness, complete = _search(features, ("probe",))
-    return complete and witness is None
+    if b"\x00" in body or body.startswith(_BOMS):
+        return False
+    ctype = features.header_map.get("content-type", "")
+    charset = _CHARSET.search(ctype)
+    if charset is not None and charset.group(1).strip('"').lower() not in _CHARSETS:
+        return False
+    if not _headers_plain(features):
+        return False
+    texts = _whole_texts(features, ctype)
+    if texts is None:
+        return False
+    budget = SEARCH_BUDGET
+    probe = SYNTAX["probe"]
+    for text, plus, short in texts:
+        if len(text) > MAX_CHARS and not short:
+            return False
+        for variant, _ in variants(text, plus=plus):
+            if _NFKC_NEEDED.search(variant):
+                variant = unicodedata.normalize("NFKC", variant)
+            budget -= len(variant) * len(_KINDS)
+            if budget < 0:
+                return False
+            if probe.search(variant) is not None or _LOOSE.search(variant) is not None:
+                return False
+            if short and len(variant) <= SHORT_VALUE and len(variant.split()) <= SHORT_WORDS \
+                    and (_SHORT_CODE.search(variant) or _ARITHMETIC.fullmatch(variant)):
+                return False
+    return True
+
+
+def _whole_texts(features: Features, ctype: str) -> list[tuple[str, bool, bool]] | None:
+    """``(text, form-encoded, a value)`` for what :func:`syntax_free` searches, or None when part of it cannot be read."""
+    form = "x-www-form-urlencoded" in ctype.lower()
+    out: list[tuple[str, bool, bool]] = []
+    for i, (_, value, plus) in enumerate(values(features)):
+        if i >= MAX_VALUES:
+            return None
+        out.append((value, plus, True))
+    target = features.path + ("?" + features.query if features.query else "")
+    out.append((target, True, False))
+    cookie = features.header_map.get("cookie")
+    if cookie:
+        out += [(part.strip().partition("=")[2], True, True) for part in cookie.split(";") if part.strip()]
+    body = features.body_prefix
+    if body:
+        low = ctype.lower()
+        if "json" in low or (not low and body.lstrip()[:1] in (b"{", b"[")):
+            keys = _json_keys(body)
+            if keys is None:
+                return None
+            # every key and string at every depth is read decoded: the raw text's own quotes and escapes are JSON's; a
+            # key that is an identifier is read for what a key itself does (``__proto__``, ``$ne``), not as a command
+            if any(_IDENTIFIER.fullmatch(key) and _LOOSE.search(key) for key in keys):
+                return None
+            return out + [(key, False, True) for key in keys if not _IDENTIFIER.fullmatch(key)]
+        elif "multipart/" in low:
+            boundary = _MULTIPART_BOUNDARY.findall(ctype)
+            if len(boundary) != 1 or b"--" + boundary[0].strip('"').encode("latin-1") not in body \
+                    or b"content-transfer-encoding" in body.lower():
+                return None
+        out.append((body.decode("latin-1"), form, False))
+    return out
+
+
+def _json_keys(body: bytes) -> list[str] | None:
+    """Every key of a JSON body at any depth, or None when it repeats a key in an object or nests deeper than its
+    values are read (an application's parser may keep what the search does not see)."""
+    repeated = False
+
+    def pairs_hook(items: list[tuple[str, object]]) -> dict[str, object]:
+        nonlocal repeated
+        keys.extend(k for k, _ in items)
+        repeated = repeated or len({k for k, _ in items}) != len(items)
+        return dict(items)
+
+    keys: list[str] = []
+    try:
+        doc = json.loads(body.decode("utf-8", "replace"), object_pairs_hook=pairs_hook)
+    except (ValueError, RecursionError):
+        return [] if body.lstrip()[:1] not in (b"{", b"[") else None
+    if repeated or _depth(doc) > JSON_DEPTH:
+        return None
+    return keys
+
+
+def _depth(node: object) -> int:
+    deepest, stack = 0, [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _headers_plain(features: Features) -> bool:
+    """Every header one browsers or the fronts in front of a gateway send, with a value of the shape they send."""
+    host = features.header_map.get("host", "")
+    for name, value in features.header_map.items():
+        shape = _HEADER_SHAPES.get(name)
+        if shape is None:
+            if name.startswith("sec-") and _HEADER_VALUE.fullmatch(value):
+                continue
+            return False
+        if shape is _SAME_AS_HOST:
+            if value.strip().lower() != host.strip().lower():
+                return False
+        elif shape.fullmatch(value) is None:
+            return False
+    return True
 
 
 def _search(features: Features, kinds: Iterable[str]) -> tuple[Witness | None, bool]:
@@ -385,13 +563,14 @@ def _search(features: Features, kinds: Iterable[str]) -> tuple[Witness | None, b
     if not patterns:
         return None, False
     budget = SEARCH_BUDGET
+    cost = sum(len(_KINDS) if kind == "probe" else 1 for kind, _ in patterns)  # a probe's pattern is every kind's
     whole = True
     for i, (location, value, plus) in enumerate(values(features)):
         if i >= MAX_VALUES:
             return None, False
         whole = whole and len(value) <= MAX_CHARS
         for text, _ in variants(value[:MAX_CHARS], plus=plus):
-            budget -= len(text) * len(patterns)
+            budget -= len(text) * cost
             if budget < 0:
                 return None, False
             for kind, pattern in patterns:

@@ -331,12 +331,12 @@ def test_the_model_stage_eval_builds_decides_with_the_pipelines_policy(setup: di
 def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tmp_path: Path) -> None:
     """P(attack) 0.98, the model naming SQL injection: ``q=../b`` holds traversal syntax but none of SQL, so the block on
     P(attack) alone is a challenge, counted as held back; ``0x61646d696e`` is a hex literal that spells text (SQL
-    syntax): blocked; ``q=(b)`` holds the syntax of no attack, so its P(attack) is not counted at all, and eval says
-    how many requests of each label that spared."""
+    syntax): blocked. P(attack) 0.70 on ``q=(b)``, which holds no attack syntax: not counted, and eval says how many
+    requests of each label that spared."""
     cfg = tmp_path / "clefgate.yaml"
     cfg.write_text("policy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
     data = tmp_path / "d.jsonl"
-    rows = (record("/inject?q=..%2Fb", "attack"), record("/inject?q=0x61646d696e", "attack"), record("/inject?q=%28b%29", "human"))
+    rows = (record("/inject?q=..%2Fb", "attack"), record("/inject?q=0x61646d696e", "attack"), record("/weak/1?q=%28b%29", "human"))
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
     assert result["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 1}
@@ -345,4 +345,4 @@ def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tm
     assert result["policy_blocks"]["syntaxless"] == {"human": 1, "good_bot": 0, "bad_bot": 0, "attack": 0}
     text = ev.render(result, "d")
     assert "challenged instead: the payload unfamiliar to the model 0, no value holds the syntax of the kind named 1" in text
-    assert "P(attack) not counted, no value holds the syntax of any attack: human 1, good_bot 0, bad_bot 0, attack 0" in text
+    assert "P(attack) not counted, no attack syntax in any value: human 1, good_bot 0, bad_bot 0, attack 0" in text

@@ -415,7 +415,7 @@ async def test_a_fallback_rule_corroborates_a_model_that_leans_to_attack(stage: 
     assert (await decided(leaning, "/search?q=walnut+desk&sort=name%27)")).action is Action.CHALLENGE  # no signature: the model's verdict
     # no signature and no syntax an injection needs: P(attack) is not counted (policy.suspicion_needs_syntax)
     plain = await decided(leaning, "/search?q=walnut+desk")
-    assert plain.action is Action.FORWARD and "no value holds the syntax of any attack" in plain.reason, plain.reason
+    assert plain.action is Action.FORWARD and "no attack syntax in any value" in plain.reason, plain.reason
     unsure = build(cfg, partial(stage, bad=0.3, attack=0.35))
     assert (await decided(unsure, SQLI)).action is Action.CHALLENGE  # below the floor the signature is not consulted
     off = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy={"block_attack_corroborated": None})
@@ -609,18 +609,14 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
     v = await decided(detected, SQLI)
     assert (v.action, v.source) == (Action.BLOCK, Source.DETECTOR) and "unfamiliar" not in v.reason  # a detector's block stands
     v = await decided(detected, beacon)
-    # the beacon's values hold no syntax of any attack: P(attack) is not counted, and the look (P(bad_bot) 0.1) passes
-    assert (v.action, v.source) == (Action.FORWARD, Source.MODEL) and "no value holds the syntax of any attack" in v.reason
-    counted = {"suspicion_needs_syntax": False}  # P(attack) counted whatever the values hold: the abstention shows
-    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, payload={"enabled": True}, policy=counted), UnfamiliarScorer), beacon)
     assert (v.action, v.source) == (Action.CHALLENGE, Source.MODEL) and "unfamiliar to the model" in v.reason
     # without the detectors, an injection signature in the fallback rules is the witness
-    ruled = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, policy=counted), UnfamiliarScorer)
+    ruled = build(cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}), UnfamiliarScorer)
     v = await decided(ruled, SQLI)
     assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "the model alone abstained" in v.reason
     assert (await decided(ruled, beacon)).action is Action.CHALLENGE
     # familiar or not, the beacon's values hold no syntax an injection needs: the model alone challenges it
-    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, policy={**counted, "abstain_unfamiliar": False}), UnfamiliarScorer), beacon)
+    v = await decided(build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False}), UnfamiliarScorer), beacon)
     assert v.action is Action.CHALLENGE and "no value holds the syntax" in v.reason
     blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False, "block_needs_syntax": False}), UnfamiliarScorer)
     assert (await decided(blocking, beacon)).action is Action.BLOCK
@@ -662,7 +658,7 @@ async def test_an_api_client_is_still_blocked_when_the_model_and_a_signature_agr
     # P(attack) alone at challenge_risk with nothing agreeing: challenged, bot-likeness or not
     v = await _decided(p, make_features(target="/api/v1/items?page=2&sort=name%27)", headers=LIBRARY))
     assert v.action is Action.CHALLENGE and v.rule == "score-api-clients-on-payload" and v.reason.startswith("default policy: P(attack)=0.50")
-    # ... unless no value holds the syntax of any attack: then nothing counts
+    # ... unless no attack syntax in any value: then nothing counts
     v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=LIBRARY))
     assert v.action is Action.FORWARD and v.reason.startswith("default policy: risk=0.00 < 0.5; P(attack)=0.50 not counted"), v.reason
 
@@ -694,3 +690,26 @@ async def test_a_rule_that_challenges_shields_no_injection_from_the_payload_dete
     assert v.action is Action.CHALLENGE and v.rule == "ai-training-crawlers", v.reason  # the crawler's name: challenged
     v = await _decided(p, make_features(target=API_SQLI, headers=claude))
     assert v.action is Action.BLOCK and v.source is Source.DETECTOR and v.payload[0].location == "query:q", v.reason
+
+
+class GatedScorer(FakeScorer):
+    """Sure of an attack on a quote in the query; in the challenge band, short of a block, on anything else."""
+
+    async def decide(self, features: Features, request: ScoreRequest) -> Verdict:
+        attack = 0.99 if "%27" in features.query else 0.7
+        probs = {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+                 "attack_kind": {"sqli": 1.0}}
+        return self.policy.verdict(features, probs, request)
+
+
+async def test_a_client_that_earned_a_block_is_blocked_where_p_attack_was_not_counted(tmp_path: Path) -> None:
+    rules = {"files": [rules_file(tmp_path, "rules:\n  - name: everything\n    action: score\n")]}
+    p = build(cfg_of(rules=rules, challenge={"keys": [KEY]}), GatedScorer)
+    plain = browser_number(0, target="/search?q=red+shoes")
+    first = await decided(p, plain)
+    assert first.action is Action.FORWARD and "not counted: no attack syntax in any value" in first.reason, first.reason
+    injected = await decided(p, browser_number(0, target="/search?q=1%27+or+%271%27%3D%271"))
+    assert injected.action is Action.BLOCK and injected.source is Source.MODEL, injected.reason
+    again = await decided(p, plain)  # the same client, the same request: its attack evidence earns the block
+    assert again.action is Action.BLOCK and again.source is Source.CLIENT and "attack evidence" in again.reason, again.reason
+    assert (await decided(p, browser_number(1, ip="198.51.100.7", target="/search?q=red+shoes"))).action is Action.FORWARD  # anyone else

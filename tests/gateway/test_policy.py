@@ -429,8 +429,6 @@ def test_a_route_can_block_without_the_syntax_and_a_fallback_rule_that_agrees_st
     pol = Policy(PolicyConfig(routes={"api": RoutePolicyConfig(block_needs_syntax=False)}))
     plain = make_features(target="/search?q=walnut+desk")
     assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest(policy="api")).action is Action.BLOCK
-    assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest()).action is Action.FORWARD  # no syntax at all
-    plain = make_features(target="/search?q=walnut+desk&path=..%2Fdesk")  # syntax of a kind the model does not name
     challenged = pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest())
     assert challenged.action is Action.CHALLENGE
     assert pol.corroborate(plain, challenged, Signatures()).action is Action.CHALLENGE  # nothing agrees: the challenge stands
@@ -516,6 +514,12 @@ def test_the_table_names_the_rows_bot_likeness_ignored_changes() -> None:
 FORM = [("Host", "shop.example"), ("Content-Type", "application/x-www-form-urlencoded")]
 JSON = [("Host", "h"), ("Content-Type", "application/json")]
 POST_CODE = b"reply=Try+%60SELECT+name+FROM+users+WHERE+id+%3D+%3Fid%60+with+a+bound+parameter%2C+and+run+%60pip+install+-U+psycopg%60+first."
+GATED = "not counted: no attack syntax in any value (policy.suspicion_needs_syntax)"
+
+
+def two_questions(attack: float, bad: float = 0.1) -> dict[str, dict[str, float]]:
+    return {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 1 - bad, "good_bot": 0.0, "bad_bot": bad},
+            "attack_kind": {"sqli": 0.6, "cmdi": 0.4}}
 
 
 @pytest.mark.parametrize("name,target,headers,body", [
@@ -525,23 +529,26 @@ POST_CODE = b"reply=Try+%60SELECT+name+FROM+users+WHERE+id+%3D+%3Fid%60+with+a+b
     ("apostrophes", "/reviews?text=it%27s+O%27Reilly%27s+best%3B+don%27t+miss+it", None, b""),
     ("a forum reply quoting SQL and a shell command", "/t/42/reply", FORM, POST_CODE),
 ])
-@pytest.mark.parametrize("attack", [0.7, 0.99])
-def test_p_attack_counts_only_where_some_value_holds_the_syntax_of_an_attack(name: str, target: str, headers: list[tuple[str, str]] | None,
-                                                                            body: bytes, attack: float) -> None:
+def test_p_attack_short_of_a_block_counts_only_where_the_request_may_hold_attack_syntax(
+        name: str, target: str, headers: list[tuple[str, str]] | None, body: bytes) -> None:
     features = make_features(method="POST" if body else "GET", target=target, headers=headers, body=body)
-    p = {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
-         "attack_kind": {"sqli": 0.6, "cmdi": 0.4}}
-    before = policymod.SYNTAX_FREE.get("default", "forward"), policymod.UNWITNESSED.get("default", "sqli")
-    v = Policy(PolicyConfig()).verdict(features, p, ScoreRequest(), source=Source.CACHE)
+    before = policymod.SYNTAX_FREE.get("default"), policymod.UNWITNESSED.get("default", "sqli")
+    pol, p, request = Policy(PolicyConfig()), two_questions(0.7), ScoreRequest()
+    v = pol.verdict(features, p, request, source=Source.CACHE)
     assert (v.action, v.payload, v.difficulty) == (Action.FORWARD, (), None), v.reason
-    assert v.reason == (f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)={attack:.2f} not counted: no value holds the syntax of any "
-                        "attack (policy.suspicion_needs_syntax)")
-    assert (policymod.SYNTAX_FREE.get("default", "forward"), policymod.UNWITNESSED.get("default", "sqli")) == (before[0] + 1, before[1])
-    # counted (switched off, or a policy that blocks without the syntax): the suspicion is challenged or blocked as before
-    assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(features, p, ScoreRequest()).action is Action.CHALLENGE
+    assert v.reason == f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.70 {GATED}"
+    assert (policymod.SYNTAX_FREE.get("default"), policymod.UNWITNESSED.get("default", "sqli")) == (before[0] + 1, before[1])
+    # the same cached answer, for a request with syntax: decided for this request, not recalled from the one before
+    hit = make_features(target="/search?q=red+shoes&sort=name%27)")
+    assert pol.verdict(hit, p, request, source=Source.CACHE).action is Action.CHALLENGE
+    # a model sure of an attack is not overruled: challenged for want of the kind's syntax (block_needs_syntax)
+    sure = pol.verdict(features, two_questions(0.99), ScoreRequest())
+    assert sure.action is Action.CHALLENGE and "no value holds the syntax of sqli" in sure.reason, sure.reason
+    # counted (switched off, or a policy that blocks without the syntax): challenged
+    assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(features, two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
     routed = Policy(PolicyConfig(routes={"r": RoutePolicyConfig(suspicion_needs_syntax=False), "b": RoutePolicyConfig(block_needs_syntax=False)}))
-    assert routed.verdict(features, p, ScoreRequest(policy="r")).action is Action.CHALLENGE
-    assert routed.verdict(features, p, ScoreRequest(policy="b")).action is (Action.BLOCK if attack >= 0.95 else Action.CHALLENGE)
+    assert routed.verdict(features, two_questions(0.7), ScoreRequest(policy="r")).action is Action.CHALLENGE
+    assert routed.verdict(features, two_questions(0.7), ScoreRequest(policy="b")).action is Action.CHALLENGE
 
 
 @pytest.mark.parametrize("name,features,bad,action", [
@@ -555,24 +562,24 @@ def test_p_attack_counts_only_where_some_value_holds_the_syntax_of_an_attack(nam
 ])
 def test_p_attack_still_counts_where_the_values_are_not_known_free_of_syntax(name: str, features: Features, bad: float,
                                                                              action: Action) -> None:
-    p = {"payload": {"benign": 0.3, "attack": 0.7}, "client": {"human": 1 - bad, "good_bot": 0.0, "bad_bot": bad},
-         "attack_kind": {"sqli": 1.0}}
-    before = policymod.SYNTAX_FREE.get("default", "forward"), policymod.SYNTAX_FREE.get("default", "challenge")
-    v = Policy(PolicyConfig()).verdict(features, p, ScoreRequest())
+    before = policymod.SYNTAX_FREE.get("default")
+    v = Policy(PolicyConfig()).verdict(features, two_questions(0.7, bad), ScoreRequest())
     assert v.action is action and "not counted" not in v.reason, v.reason
-    assert (policymod.SYNTAX_FREE.get("default", "forward"), policymod.SYNTAX_FREE.get("default", "challenge")) == before
+    assert policymod.SYNTAX_FREE.get("default") == before
 
 
 def test_where_the_look_is_ignored_and_no_value_holds_syntax_nothing_counts() -> None:
     library = [("Host", "shop.example"), ("User-Agent", "axios/1.7.2"), ("Accept", "application/json")]
-    p = {"payload": {"benign": 0.2, "attack": 0.8}, "client": {"human": 0.1, "good_bot": 0.0, "bad_bot": 0.9}}
     request = ScoreRequest(rule="score-api-clients-on-payload", ignore_bot_likeness=True)
     before = policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload")
-    v = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2", headers=library), p, request)
+    v = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2", headers=library), two_questions(0.8, 0.9), request)
     assert v.action is Action.FORWARD, v.reason
-    assert v.reason == ("default policy: risk=0.00 < 0.5; P(attack)=0.80 not counted: no value holds the syntax of any attack "
-                        "(policy.suspicion_needs_syntax); bot-likeness ignored by rule score-api-clients-on-payload (P(bad_bot)=0.90 not "
-                        "counted)")
-    assert policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 1
-    hit = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2&sort=name%27)", headers=library), p, request)
+    assert v.reason == (f"default policy: risk=0.00 < 0.5; P(attack)=0.80 {GATED}; bot-likeness ignored by rule "
+                        "score-api-clients-on-payload (P(bad_bot)=0.90 not counted)")
+    assert policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 1  # the full risk would challenge
+    # a look of 0.3 and a gated P(attack): neither the look (ignored) nor the gate spared anything the look alone would not
+    spared = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2", headers=library), two_questions(0.8, 0.3), request)
+    assert spared.action is Action.FORWARD and policymod.LOOK_IGNORED.get("default", "score-api-clients-on-payload") == before + 1
+    hit = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2&sort=name%27)", headers=library),
+                                         two_questions(0.8, 0.9), request)
     assert hit.action is Action.CHALLENGE and hit.reason.startswith("default policy: P(attack)=0.80 >= 0.5"), hit.reason

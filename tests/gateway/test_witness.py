@@ -286,3 +286,88 @@ def test_a_body_the_gateway_kept_only_part_of_is_not_known_free() -> None:
     assert syntax_free(whole)
     assert not syntax_free(dataclasses.replace(whole, content_length=10_000_000))
     assert not syntax_free(dataclasses.replace(whole, content_length=None, chunked=True, body_prefix=b"reply=" + b"a" * 70_000))
+
+
+BROWSER = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+           ("Accept", "text/html"), ("Accept-Language", "en-GB,en;q=0.5")]
+
+
+def _with(*extra: tuple[str, str], ctype: str | None = None) -> list[tuple[str, str]]:
+    return [*BROWSER, *([("Content-Type", ctype)] if ctype else []), *extra]
+
+
+def _nested(depth: int, leaf: object) -> object:
+    for _ in range(depth):
+        leaf = {"a": leaf}
+    return leaf
+
+
+def _post(target: str, ctype: str, body: bytes, *extra: tuple[str, str]) -> Features:
+    return make_features("POST", target, _with(*extra, ctype=ctype), body=body)
+
+
+# attacks the payload detectors and the block witness may both miss, in every place an application reads: each must be
+# read as possibly holding syntax, so that P(attack) keeps counting for it (policy.suspicion_needs_syntax)
+NOT_FREE = {
+    "a query name climbing directories": make_features(target="/download?../../../../etc/passwd"),
+    "a query name that is a URL": make_features(target="/proxy?http://169.254.169.254/latest/meta-data/"),
+    "a SQL comment glued to a name": make_features(target="/s?page=2&id--=1"),
+    "a token cookie climbing directories": make_features(target="/s?page=2", headers=_with(("Cookie", "lang=../../../../etc/passwd"))),
+    "a token cookie with a tautology": make_features(target="/s?page=2", headers=_with(("Cookie", "uid=1+or+1=1"))),
+    "a token cookie that is a URL": make_features(target="/s?page=2", headers=_with(("Cookie", "next=http://169.254.169.254/"))),
+    "Accept-Language climbing directories": make_features(target="/s?page=2", headers=[*BROWSER[:3], ("Accept-Language", "../../etc/passwd%00")]),
+    "X-Real-IP with a quote": make_features(target="/s?page=2", headers=_with(("X-Real-IP", "1' or '1'='1"))),
+    "Basic credentials": make_features(target="/s?page=2", headers=_with(("Authorization", "Basic YWRtaW4nIG9yIDE9MS0tIDp4"))),
+    "an expression in Content-Type": _post("/upload", "%{(#_='multipart/form-data').(#cmd='id')}", b"a=b"),
+    "X-Request-Id with a quote": make_features(target="/s?page=2", headers=_with(("X-Request-Id", "1' or '1'='1"))),
+    "X-Forwarded-Host unlike Host": make_features(target="/reset?user=a", headers=_with(("X-Forwarded-Host", "evil.example"))),
+    "a header no browser sends": make_features(target="/s?page=2", headers=_with(("X-Callback-Url", "http://169.254.169.254/"))),
+    "JSON deeper than its values are read": _post("/api", "application/json", json.dumps(_nested(40, "1' union select 1--")).encode()),
+    "a repeated JSON key": _post("/api", "application/json", b'{"q":"1\' or 1=1--","q":"ok"}'),
+    "a JSON key climbing directories": _post("/api", "application/json", b'{"../../../../etc/passwd":"x"}'),
+    "a NoSQL operator as a JSON key": _post("/login", "application/json", b'{"user":"admin","password":{"$ne":null}}'),
+    "prototype pollution in a JSON key": _post("/api", "application/json", b'{"__proto__":{"isAdmin":true}}'),
+    "JSON in UTF-16": _post("/api", "application/json", '{"q":"1\' union select 1--"}'.encode("utf-16")),
+    "a form in EBCDIC": _post("/login", "application/x-www-form-urlencoded; charset=ibm037", "user=admin' or 1=1--".encode("cp037")),
+    "a compressed body": _post("/login", "application/x-www-form-urlencoded", b"\x1f\x8b\x08\x00", ("Content-Encoding", "gzip")),
+    "a multipart file name in RFC 5987 form": _post("/up", "multipart/form-data; boundary=XX", b"--XX\r\nContent-Disposition: form-data; "
+                                                    b"name=\"f\"; filename*=UTF-8''..%2F..%2Fshell.php\r\n\r\nhello\r\n--XX--\r\n"),
+    "two multipart boundaries": _post("/up", "multipart/form-data; boundary=AA; boundary=BB",
+                                      b"--BB\r\nContent-Disposition: form-data; name=\"q\"\r\n\r\nx\r\n--BB--\r\n"),
+    "a base64 multipart part": _post("/up", "multipart/form-data; boundary=XX", b"--XX\r\nContent-Disposition: form-data; name=\"q\"\r\n"
+                                     b"Content-Transfer-Encoding: base64\r\n\r\nMScgdW5pb24gc2VsZWN0IDEtLQ==\r\n--XX--\r\n"),
+    "a multipart body without its boundary": _post("/up", "multipart/form-data; boundary=XX", b"q=1' union select 1--"),
+    "a fullwidth quote": make_features(target="/s?q=admin%EF%BC%87%20or%20%EF%BC%871%EF%BC%87%3D%EF%BC%871"),
+    "fullwidth markup": make_features(target="/s?q=%EF%BC%9Cscript%EF%BC%9Ealert%EF%BC%881%EF%BC%89"),
+    "a chunked body": dataclasses.replace(_post("/f", "application/x-www-form-urlencoded", b"a=b"), content_length=None, chunked=True),
+    "a NoSQL operator in a query name": make_features(target="/login?user=admin&password[$ne]=x"),
+    "a boolean in a numeric context": make_features(target="/item?id=1%20or%20true"),
+    "a sleep call": make_features(target="/item?id=sleep(5)"),
+    "arithmetic in an id": make_features(target="/item?id=2-1"),
+    "a JSONP callback": make_features(target="/s?cb=alert"),
+    "a hex literal": make_features(target="/s?id=0x27"),
+    "a char call": make_features(target="/s?id=char(39)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FREE))
+def test_what_an_application_may_read_as_an_attack_is_never_known_free(name: str) -> None:
+    assert not syntax_free(NOT_FREE[name])
+
+
+# people's values the model may find unusual and which hold no attack syntax: known free
+FREE = {
+    "a search in words": make_features(target="/search?q=red+shoes+size+9"),
+    "a password with punctuation": _post("/login", "application/x-www-form-urlencoded", b"user=ana%40example.org&password=Password1%21"),
+    "a review with apostrophes": make_features(target="/reviews?text=it%27s+O%27Reilly%27s+best%3B+don%27t+miss+it"),
+    "a reply quoting SQL and pip": _post("/t/42/reply", "application/x-www-form-urlencoded",
+                                         b"reply=Try+%60SELECT+name+FROM+users+WHERE+id+%3D+%3Fid%60+with+a+bound+parameter."),
+    "a JSON order": _post("/api/orders", "application/json", b'{"id": "ord_81f3a", "qty": 2, "note": "leave it at the door"}'),
+    "behind a front": make_features(target="/search?q=red+shoes", headers=[*BROWSER, ("X-Forwarded-For", "203.0.113.9, 10.0.0.2"),
+                                                                           ("X-Forwarded-Proto", "https"), ("Via", "1.1 nginx")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FREE))
+def test_peoples_values_without_attack_syntax_are_known_free(name: str) -> None:
+    assert syntax_free(FREE[name])
