@@ -371,3 +371,14 @@ FREE = {
 @pytest.mark.parametrize("name", sorted(FREE))
 def test_peoples_values_without_attack_syntax_are_known_free(name: str) -> None:
     assert syntax_free(FREE[name])
+
+
+@pytest.mark.timeout(30)  # a guard against backtracking that grows with the cube of a run's length (minutes), not a timing
+@pytest.mark.parametrize("unit", [b"\r", b"\r\n", b"%0d%0a", b"\\r\\n"])
+def test_runs_of_line_breaks_are_searched_in_time_proportional_to_their_length(unit: bytes) -> None:
+    features = make_features("POST", "/comment", [("Host", "h"), ("Content-Type", "text/plain")], body=b"hi" + unit * 3000)
+    assert syntax_witness(features, ("other", "cmdi", "probe")) is None
+    syntax_free(features)
+    # the breakouts those patterns are for still match
+    assert all(SYNTAX["other"].search(text) for text in ("x%0d%0aSet-Cookie: a=1", "x\r\n\r\n<script>", "%0a%0a<svg onload=1>"))
+    assert SYNTAX["cmdi"].search("127.0.0.1\nid") and SYNTAX["cmdi"].search("a%0a%0acat /etc/passwd")
