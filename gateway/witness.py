@@ -107,7 +107,7 @@ _EVASION = r"""%c[01]|%e0%80|%f[08]%80|%u[0-9a-f]{4}|%%[0-9a-f]|%25(?:27|22|3c|3
 # ``1') union select``). An apostrophe inside a word is not a quote unless SQL glues to it: ``don't``, ``it's``,
 # ``O'Reilly`` and ``users' and`` are English.
 _SQL_OPERAND = r"""(?:[\d'"(@`-]|(?:true|false|null)\b|not\s+(?:[\d'"(]|\w+\s*\()|(?:exists|sleep|benchmark|pg_sleep|if|ascii|substr\w*|char|chr)\s*\(|case\s+when\b|select\s|[\w.$]+\s*(?:=|<|>|!=|like\b|rlike\b|regexp\b|is\b|in\b))"""
-_SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct\s*)?(?:\(\s*)?select\b|"""
+_SQL_TAIL = (r"""['"]\s*(?:(?:or|and|xor|&&|\|\|)\s*""" + _SQL_OPERAND + r"""|union\s*(?:all\s*|distinct(?:row)?\s*)?(?:\(\s*)?select\b|"""
              r"""(?:having|where)\s+""" + _SQL_OPERAND + r"""|order\s+by\b|group\s+by\b|limit\s+\d|procedure\s+analyse|into\s+(?:out|dump)file|waitfor\s+delay|"""
              r"""(?:r?like|regexp|sounds\s+like)\s+['"(]|is\s+(?:not\s+)?null\b|in\s*\(|between\s+['"\d]|"""
              r"""--(?![a-z])|#\s*$|/\*|;|\)|=|(?:<>|!=|<=|>=|<|>)\s*(?:[\d'"(@-]|\w+\s*\()|\|\||\+|&&|-\s*['"\d(])""")
@@ -126,7 +126,7 @@ _SQLI = (r"""[\w'")](?<!%[0-9a-f]{2})[ \t]*(?:--[ \t+-]*|/\*[ \t]*)$|[\d'")](?<!
          r"""(?:\b|(?<=\d))(?:or|and|xor|having|where|when|&&|\|\|)\s*(?:\(\s*)?""" + _SQL_LITERAL + r"""\s*(?:\)\s*)?(?:=|<>|!=|<=>|<=|>=|<|>|\blike\b|\bis\b)\s*(?:\(\s*)?""" + _SQL_LITERAL
          + r"""|(?:^|[\s(])(?P<lit>\d+)\s*=\s*(?P=lit)(?![\w.])|\b(?:or|and)\s+(?:\(\s*)?(?P<same>[a-z_]\w*)\s*=\s*(?P=same)\b|\(\s*select\b[^()]{0,100}?\bfrom\b|\(\s*select\s+(?:\d+|null\b|@@|\*|(?:sleep|benchmark|pg_sleep|char|chr|concat|count|ascii|substr\w*|if|case)\b)|(?<![\w.])""" + _SQL_FUNC + r"""\s*\(|"""
          r"""(?:\b(?:or|and|xor|select|union|where|having|when|then|else)|\|\|)\s*(?:\(\s*)?""" + _SQL_FUNC_AFTER + r"""\s*\(|"""
-         r"""\bunion\b(?:\s|/\*[^*]{0,40}\*/|\()*(?:all\b|distinct\b)?(?:\s|/\*[^*]{0,40}\*/|\()*select\b|"""
+         r"""\bunion\b(?:\s|/\*[^*]{0,40}\*/|\()*(?:all\b|distinct(?:row)?\b)?(?:\s|/\*[^*]{0,40}\*/|\()*select\b|"""
          r"""(?<!&quot)(?<!&amp)(?<!&lt)(?<!&gt)(?<!&apos)(?<!&#39)(?<!&#34);\s*(?:select|insert|update|delete|drop|create|alter|exec|execute|declare|shutdown|waitfor|truncate|grant|revoke|"""
          r"""begin|set\s+@|if\s*\(|--|#)|\border\s+by\s+(?:\d+\s*(?:$|--|#|/\*|,|;)|(?:sleep|benchmark|if)\s*\()|(?:[+=&|]|\bthen|\belse)\s*(?:sleep|benchmark|pg_sleep)\s*\(|\bwaitfor\s+delay\b|\bprocedure\s+analyse\b|"""
          r"""\binto\s+(?:out|dump)file\b|\b0x(?:(?:[2-6][0-9a-f]|7[0-9a-e])(?:00)?){3,}\b|@@[a-z_]|^[^\w\s]*['"][^\w\s]*$|"""
@@ -164,7 +164,8 @@ _COMMAND = (r"""(?:id|whoami|uname|ls|dir|cat|type|ping|curl|wget|nc|ncat|netcat
             r"""nslookup|dig|host|sleep|timeout|echo|rm|del|chmod|chown|python[0-9.]*|perl|php|ruby|node|telnet|tftp|ftp|certutil|"""
             r"""bitsadmin|ifconfig|ipconfig|systeminfo|hostname|pwd|ver|net|netstat|tasklist|env|printenv|set|find|grep|head|"""
             r"""tail|more|less|wc|base64|xxd|awk|sed|touch|mkdir|cp|mv|kill|killall|shutdown|reboot|wmic|reg|start|ps|who|w|"""
-            r"""uptime|expr|exec|eval|sysinfo|phpinfo|passwd|su|sudo|crontab|socat|xterm|osascript|[a-z]:\\[\w\\.]*|"""
+            r"""uptime|expr|exec|eval|sysinfo|phpinfo|passwd|su|sudo|crontab|socat|xterm|osascript|busybox|nohup|command|time|nice|"""
+            r"""setsid|xargs|openssl|rev|ssh|scp|tar|mshta|rundll32|regsvr32|cscript|wscript|msiexec|tclsh|lua|[a-z]:\\[\w\\.]*|"""
             r"""(?:/usr)?/s?bin/\w+)""")
 _COMMAND_END = r"""(?=[\s+]*(?:$|[;&|`)<>\n\r'"\\]|\$\{?ifs)|[\s+]+(?:-{1,2}\w|[/\\~$.%'"]|\d|[a-z]:[\\/]|https?:)|\(\)|\$\(\))"""
 # Windows commands whose first argument is a word
@@ -308,16 +309,30 @@ _BODY_CHARS = 65536
 # and inclusion anywhere
 SHORT_VALUE = 64
 SHORT_WORDS = 6  # a short value of more words is a phrase (``positions 7 and 8``), not an operand
-_SHORT_CODE = re.compile(r"""\|\||&&|\b0x[0-9a-f]{2,}\b|\b(?:char|chr|sleep|pg_sleep|benchmark|waitfor|concat|substr\w*|mid|ascii|ord|unhex|hex|"""
+_SHORT_CODE = re.compile(r"""\|\||&&|^\s*\*\s*$|^\s*-{1,2}[a-z][\w-]*(?:[=\s]|$)|\b(?:location|document|window|top|parent)\s*\.|"""
+                         r"""(?:^|/)\.env\b|database\.yml|wp-config|id_rsa|\.git/|web\.config|appsettings\.json|\.aws/|\.ssh/|^\s*[\w.-]+\s*[;|&\n]|^\s*(?:constructor|prototype|__proto__)\s*$|"""
+                         r"""^\s*-?\d+\s*[-+;,)]\s*[\w$.]+\s*[=(`]|(?:[\r\n]|%0[ad]|\\[rn])[\t ]*[a-z][\w-]{1,40}\s*:|\b0x[0-9a-f]{2,}\b|\b(?:char|chr|sleep|pg_sleep|benchmark|waitfor|concat|substr\w*|mid|ascii|ord|unhex|hex|"""
                          r"""if|iif|case|extractvalue|updatexml|version|database|user)\s*\(|\b(?:or|and|xor|not|div|like|rlike|regexp)\s+"""
                          r"""(?:true|false|null|not|\d|['"]|\w+\s*(?:[=<>(]|\b(?:like|in|is)\b))|\b(?:alert|prompt|confirm|eval)\b|\bdelay\s+'""",
                          re.IGNORECASE)
 _ARITHMETIC = re.compile(r"\s*-?\d+\s*[-+*/%^|&]\s*-?\d+\s*")
 _LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|or|and|nor|not|elemmatch|size|type|mod|all|function)\b|"""
+                    # shell: substitution, quotes and escapes inside a word, brace expansion, globbed paths
+                    r"""\$\(|\w(?:''|"")\w|\$'\\|\{\w+,[^}\s]*\}|/\w*\?[\w?]*/|"""
+                    # a quote closing into a framework's directive or any attribute, a template literal that assigns or calls
+                    r"""['"]\s+(?:[a-z][\w:.@-]*\s+){0,4}(?:ng-|x-|v-|hx-|@|:)?[a-z][\w:.@-]*\s*=|\$\{[^{}]*[=(`]|"""
+                    # OGNL (Struts), and a union whose separators are not spaces (MySQL reads %A0 as one)
+                    r"""%\{|\bunion\W{1,8}(?:(?:all|distinct(?:row)?)\W{1,8})?select\b|"""
+                    # characters written as CSS escapes (\0075\0072\006c: url)
+                    r"""(?:\\0{0,4}[0-9a-f]{2}\s?){3}|"""
+                    # an open redirect through a control character
+                    r"""^\s*[/\\][\t\r\n]+[/\\]|"""
                     r"""__proto__|constructor\W{1,4}prototype|\b(?:gopher|dict|file|ftp|ldap|ldaps|rmi|jar|netdoc|phar|expect|glob|zip|"""
                     r"""php|sftp|tftp|smb)://|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
-# fullwidth and compatibility forms an application may fold to ASCII (ＮＦＫＣ)
-_NFKC_NEEDED = re.compile(r"[\uff00-\uffef\u2024\u2025\u2215\u2044\ufe50-\ufe6b\u02b9\u02bc\u02c8\u2018\u2019\u201c\u201d]")
+_BLOBS = re.compile(r"""\bAAEAAAD|\bgASV[\w+/]{8}|\bBAh[\w+/]{8}|\bY29z[\w+/]{4}|c(?:os|posix|nt|subprocess|builtins|__builtin__)\n"""
+                    r"""(?:system|popen|check_output|getoutput|eval|exec)\b|\x80[\x02-\x05]""")
+# names and keys that address an object's prototype
+_PROTOTYPE = re.compile(r"__proto__|\bconstructor\b|\bprototype\b", re.IGNORECASE)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 _CHARSET = re.compile(r"charset\s*=\s*(\"?[\w.:-]+\"?)", re.IGNORECASE)
 _CHARSETS = frozenset({"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1", "latin-1"})
@@ -328,6 +343,10 @@ _MULTIPART_BOUNDARY = re.compile(r'boundary=("[^"]*"|[^\s;,]+)', re.IGNORECASE)
 # control character, nor a parent directory
 _HEADER_VALUE = re.compile(r"""(?:(?!\.\.)[^'<>`{}$|\\%\x00-\x1f])*""")
 _SAME_AS_HOST = re.compile("")
+# headers whose free-form value is searched as a value (not the user agent, whose parentheses and semicolons are a
+# browser's, nor client hints, whose quotes are)
+_SEARCHED_HEADERS = frozenset({"if-none-match", "if-modified-since", "if-range", "range", "traceparent", "tracestate", "baggage",
+                               "x-requested-with", "via", "x-request-id", "x-amzn-trace-id", "last-event-id", "cdn-loop"})
 _TOKENS = re.compile(r"[\w.\-=:;,+/ ]*")
 _HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
     **dict.fromkeys(("accept", "accept-encoding", "cache-control", "pragma", "priority", "dnt", "te", "connection", "keep-alive",
@@ -339,7 +358,13 @@ _HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
     "content-length": re.compile(r"\d{1,12}"),
     "content-type": re.compile(r"""[\w.+-]+/[\w.+-]+(?:\s*;\s*[\w-]+=(?:"[\w.+\- ]*"|[\w.+-]+))*\s*"""),
     "user-agent": re.compile(r"""[^'"<>`{}$|\\%\x00-\x1f]*"""),
-    "referer": re.compile(r"""https?://[^\s'"<>`{}$|\\\x00-\x1f]*""", re.IGNORECASE),
+    "referer": re.compile(r"""[a-z][\w+.-]*://[^\s'"<>`{}$|\\\x00-\x1f]*""", re.IGNORECASE),
+    "alt-used": re.compile(r"[\w.\-]+(?::\d{1,5})?", re.IGNORECASE),
+    "access-control-request-method": re.compile(r"[A-Z]{3,10}"),
+    "access-control-request-headers": re.compile(r"[\w\-, ]*"),
+    "last-event-id": _TOKENS, "cdn-loop": _TOKENS, "x-cloud-trace-context": re.compile(r"[\w/;=]*"),
+    "fastly-client-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE), "x-azure-clientip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "service-worker-navigation-preload": _HEADER_VALUE,
     "origin": re.compile(r"https?://[\w.\-]+(?::\d{1,5})?|null", re.IGNORECASE),
     "cookie": re.compile(r"[^\x00-\x1f]*"),
     "x-forwarded-for": re.compile(r"[0-9a-f.:\[\], ]*|unknown", re.IGNORECASE),
@@ -349,7 +374,7 @@ _HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
     "x-forwarded-proto": re.compile(r"https?|wss?", re.IGNORECASE),
     "x-forwarded-port": re.compile(r"\d{1,5}"),
     "x-forwarded-host": _SAME_AS_HOST,
-    "forwarded": re.compile(r"""[\w=;,.:"\[\]\- ]*"""),
+    "forwarded": re.compile(r"""(?:[\w-]+=(?:[\w.:\-\[\]]+|"[\w.:\-\[\]]*")\s*[;,]?\s*)*"""),
     "via": re.compile(r"[\w./ ,:()\-]*"),
     "x-request-id": _TOKENS, "x-amzn-trace-id": _TOKENS, "cf-ray": _TOKENS, "cf-ipcountry": _TOKENS,
     "cf-visitor": re.compile(r"""\{"scheme":"https?"\}"""), "x-csrftoken": _TOKENS, "x-csrf-token": _TOKENS, "x-xsrf-token": _TOKENS,
@@ -462,12 +487,12 @@ def syntax_free(features: Features) -> bool:
         if len(text) > MAX_CHARS and not short:
             return False
         for variant, _ in variants(text, plus=plus):
-            if _NFKC_NEEDED.search(variant):
+            if not variant.isascii():
                 variant = unicodedata.normalize("NFKC", variant)
             budget -= len(variant) * len(_KINDS)
             if budget < 0:
                 return False
-            if probe.search(variant) is not None or _LOOSE.search(variant) is not None:
+            if probe.search(variant) is not None or _LOOSE.search(variant) is not None or _BLOBS.search(variant) is not None:
                 return False
             if short and len(variant) <= SHORT_VALUE and len(variant.split()) <= SHORT_WORDS \
                     and (_SHORT_CODE.search(variant) or _ARITHMETIC.fullmatch(variant)):
@@ -485,36 +510,52 @@ def _whole_texts(features: Features, ctype: str) -> list[tuple[str, bool, bool]]
             return None
         out.append((value, plus, True))
     out.append((features.path + ("?" + features.query if features.query else ""), True, False))
-    cookie = features.header_map.get("cookie")
+    headers = features.header_map
+    out += [(headers[name], False, True) for name in _SEARCHED_HEADERS.intersection(headers)]
+    cookie = headers.get("cookie")
     if cookie:
-        out += [(part.strip().partition("=")[2], True, True) for part in cookie.split(";") if part.strip()]
+        for part in cookie.split(";"):
+            name, _, value = part.strip().partition("=")
+            if not _name_read(name, out, True):
+                return None
+            if value and is_token(value):  # the others are among the values, read as the script that wrote them reads them
+                out.append((value, True, True))
     body = features.body_prefix
     if not body:
         return out
     low = ctype.lower()
-    if "json" in low or (not low and body.lstrip()[:1] in (b"{", b"[")):
+    form, multipart = "x-www-form-urlencoded" in low, "multipart/" in low
+    if "json" in low or (not form and not multipart and body.lstrip()[:1] in (b"{", b"[")):
         keys = _json_keys(body)
         if keys is None:
             return None
         # every key and string at every depth is read decoded: the raw text's own quotes and escapes are JSON's; a key
         # that is an identifier is read for what a key itself does (``__proto__``, ``$ne``), not as a command (``id``)
-        if any(_IDENTIFIER.fullmatch(key) and _LOOSE.search(key) for key in keys):
+        if not all(_name_read(key, out, False) for key in keys):
             return None
-        out += [(key, False, True) for key in keys if not _IDENTIFIER.fullmatch(key)]
-    elif "multipart/" in low:
+    elif multipart:
         boundary = _MULTIPART_BOUNDARY.findall(ctype)
         if len(boundary) != 1 or b"--" + boundary[0].strip('"').encode("latin-1") not in body \
                 or b"content-transfer-encoding" in body.lower():
             return None
         out.append((body.decode("latin-1"), False, False))
-    elif "x-www-form-urlencoded" in low or (not low and b"=" in body):
-        for pair in body.decode("latin-1").split("&"):
-            name = pair.partition("=")[0]
-            if name and not _IDENTIFIER.fullmatch(name):
-                out.append((name, True, True))
-            elif name and _LOOSE.search(name):
-                return None
+    elif form or (not low and b"=" in body):
+        if not all(_name_read(pair.partition("=")[0], out, True) for pair in body.decode("latin-1").split("&")):
+            return None
     return out
+
+
+def _name_read(name: str, out: list[tuple[str, bool, bool]], plus: bool) -> bool:
+    """A form, cookie or JSON name to search, added to ``out``; False when it addresses an object's prototype. A name
+    that is an identifier is read for what a name itself does (``__proto__``, ``$ne``), not as a value (``id`` is a
+    key here, not the command)."""
+    if _PROTOTYPE.search(name):
+        return False
+    if _IDENTIFIER.fullmatch(name):
+        return _LOOSE.search(name) is None
+    if name:
+        out.append((name, plus, True))
+    return True
 
 
 def _json_keys(body: bytes) -> list[str] | None:
@@ -556,7 +597,7 @@ def _headers_plain(features: Features) -> bool:
     for name, value in features.header_map.items():
         shape = _HEADER_SHAPES.get(name)
         if shape is None:
-            if name.startswith("sec-") and _HEADER_VALUE.fullmatch(value):
+            if name.startswith(("sec-", "x-envoy-")) and _HEADER_VALUE.fullmatch(value):
                 continue
             return False
         if shape is _SAME_AS_HOST:
