@@ -183,9 +183,11 @@ class GatewayThread:
         lines: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
             if path.exists():
-                lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+                # only whole lines: the writer thread may be half-way through the last one
+                whole = path.read_text().rpartition("\n")[0]
+                lines = [json.loads(line) for line in whole.splitlines() if line.strip()]
             time.sleep(0.02)
-            if path.exists() and len(lines) == len(path.read_text().splitlines()):
+            if path.exists() and len(lines) == len(path.read_text().rpartition("\n")[0].splitlines()):
                 break
         return lines
 
