@@ -278,7 +278,7 @@ class Policy:
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if counted >= t.block_attack:
+        if attack >= t.block_attack:
             # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
             memo = False
             carriers = payload_carriers(features)
