@@ -307,13 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "import-agents":
         return _import_agents(args, name)
-    try:
-        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except OSError as exc:
-        print(f"clefgate crawlers: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 1
-    except json.JSONDecodeError as exc:
-        print(f"clefgate crawlers: {args.file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", file=sys.stderr)
+    text = _read(args.file)
+    data = _json(args.file, text) if text is not None else _UNREAD
+    if data is _UNREAD:
         return 1
     ranges = parse_published(data)
     for problem in ranges.problems:
@@ -329,23 +325,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _import_agents(args: argparse.Namespace, name: str) -> int:
-    path = Path(args.file)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"clefgate crawlers: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+    text = _read(args.file)
+    if text is None:
         return 1
-    except UnicodeDecodeError as exc:
-        print(f"clefgate crawlers: {args.file}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
-        return 1
-    if path.suffix.lower() == ".txt":
+    if Path(args.file).suffix.lower() == ".txt":
         entries = agent_lines(text)
     else:
-        try:
-            entries = agent_entries(json.loads(text))
-        except json.JSONDecodeError as exc:
-            print(f"clefgate crawlers: {args.file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", file=sys.stderr)
+        data = _json(args.file, text)
+        if data is _UNREAD:
             return 1
+        try:
+            entries = agent_entries(data)
         except ValueError as exc:
             print(f"clefgate crawlers: {args.file}: {exc}", file=sys.stderr)
             return 1
@@ -370,3 +360,26 @@ def _import_agents(args: argparse.Namespace, name: str) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+_UNREAD = object()
+
+
+def _read(file: str) -> str | None:
+    """The file's text, or None with the reason on stderr."""
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"clefgate crawlers: cannot read {file}: {exc.strerror}", file=sys.stderr)
+    except UnicodeDecodeError as exc:
+        print(f"clefgate crawlers: {file}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
+    return None
+
+
+def _json(file: str, text: str) -> Any:
+    """The JSON document in ``text``, or ``_UNREAD`` with the reason on stderr."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        print(f"clefgate crawlers: {file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", file=sys.stderr)
+        return _UNREAD
