@@ -282,6 +282,42 @@ def write_list(lists_dir: Path, name: str, text: str) -> Path:
     return target
 
 
+_UNREAD = object()
+
+
+def _read(file: str) -> str | None:
+    """The file's text, or None with the reason on stderr."""
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"clefgate crawlers: cannot read {file}: {exc.strerror}", file=sys.stderr)
+    except UnicodeDecodeError as exc:
+        print(f"clefgate crawlers: {file}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
+    return None
+
+
+def _json(file: str, text: str) -> Any:
+    """The JSON document in ``text``, or ``_UNREAD`` with the reason on stderr."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        print(f"clefgate crawlers: {file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", file=sys.stderr)
+        return _UNREAD
+
+
+def _usable(args: argparse.Namespace, problems: Sequence[str], usable: int, what: str) -> bool:
+    """Each problem with the file on stderr; False, saying nothing was written, when nothing usable is left."""
+    for problem in problems:
+        print(f"clefgate crawlers: {args.file}: {problem}", file=sys.stderr)
+    if not usable:
+        print(f"clefgate crawlers: {args.file}: no usable {what}; the list was not written", file=sys.stderr)
+    return bool(usable)
+
+
+def _today() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``clefgate crawlers import FILE ...`` (IP ranges) and ``clefgate crawlers import-agents FILE ...`` (user agents)."""
     parser = argparse.ArgumentParser(prog="clefgate crawlers",
@@ -312,13 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if data is _UNREAD:
         return 1
     ranges = parse_published(data)
-    for problem in ranges.problems:
-        print(f"clefgate crawlers: {args.file}: {problem}", file=sys.stderr)
-    if not ranges.prefixes:
-        print(f"clefgate crawlers: {args.file}: no usable prefixes; the list was not written", file=sys.stderr)
+    if not _usable(args, ranges.problems, len(ranges.prefixes), "prefixes"):
         return 1
-    imported = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-    target = write_list(Path(args.lists_dir), name, render_list(name, ranges, args.source or args.file, imported))
+    target = write_list(Path(args.lists_dir), name, render_list(name, ranges, args.source or args.file, _today()))
     print(f"{target}: {len(ranges.prefixes)} prefixes (published {ranges.created or 'unknown'})"
           + (f", {len(ranges.problems)} entries skipped" if ranges.problems else ""))
     return 1 if ranges.problems else 0
@@ -343,13 +375,9 @@ def _import_agents(args: argparse.Namespace, name: str) -> int:
     excluded = list(dict.fromkeys(entry.strip() for _, entry in entries if isinstance(entry, str) and entry.strip().lower() in left_out))
     agents = parse_agents([(where, entry) for where, entry in entries
                            if not (isinstance(entry, str) and entry.strip().lower() in left_out)])
-    for problem in agents.problems:
-        print(f"clefgate crawlers: {args.file}: {problem}", file=sys.stderr)
-    if not agents.tokens:
-        print(f"clefgate crawlers: {args.file}: no usable names; the list was not written", file=sys.stderr)
+    if not _usable(args, agents.problems, len(agents.tokens), "names"):
         return 1
-    imported = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-    text = render_agents(name, agents, args.source or args.file, args.published, imported, excluded)
+    text = render_agents(name, agents, args.source or args.file, args.published, _today(), excluded)
     target = write_list(Path(args.lists_dir), name, text)
     notes = [f"{len(agents.problems)} entries refused"] if agents.problems else []
     notes += [f"{agents.merged} repeats merged"] if agents.merged else []
@@ -360,26 +388,3 @@ def _import_agents(args: argparse.Namespace, name: str) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-_UNREAD = object()
-
-
-def _read(file: str) -> str | None:
-    """The file's text, or None with the reason on stderr."""
-    try:
-        return Path(file).read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"clefgate crawlers: cannot read {file}: {exc.strerror}", file=sys.stderr)
-    except UnicodeDecodeError as exc:
-        print(f"clefgate crawlers: {file}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
-    return None
-
-
-def _json(file: str, text: str) -> Any:
-    """The JSON document in ``text``, or ``_UNREAD`` with the reason on stderr."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        print(f"clefgate crawlers: {file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", file=sys.stderr)
-        return _UNREAD

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -296,3 +298,9 @@ def test_the_ai_list_names_the_major_operators_crawlers() -> None:
             "mistralai-user", "duckassistbot", "youbot", "tiktokspider", "img2dataset"} <= names
     # left out on import (see lists/README.md): a link-preview fetcher, a bare word, and desktop editors' names
     assert not names & {"facebookexternalhit", "spider", "code", "cursor", "trae"}
+
+
+def test_the_module_runs_as_a_script(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "gateway.tools.crawlers", "import-agents", str(tmp_path / "missing.json")],
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=60)
+    assert done.returncode == 1 and "clefgate crawlers: cannot read" in done.stderr, done.stderr
