@@ -348,6 +348,7 @@ _SAME_AS_HOST = re.compile("")
 _SEARCHED_HEADERS = frozenset({"if-none-match", "if-modified-since", "if-range", "range", "traceparent", "tracestate", "baggage",
                                "x-requested-with", "via", "x-request-id", "x-amzn-trace-id", "last-event-id", "cdn-loop"})
 _TOKENS = re.compile(r"[\w.\-=:;,+/ ]*")
+_ADDRESS = re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE)
 _HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
     **dict.fromkeys(("accept", "accept-encoding", "cache-control", "pragma", "priority", "dnt", "te", "connection", "keep-alive",
                      "upgrade-insecure-requests", "if-none-match", "if-modified-since", "range", "if-range", "x-requested-with",
@@ -363,14 +364,14 @@ _HEADER_SHAPES: Mapping[str, re.Pattern[str]] = {
     "access-control-request-method": re.compile(r"[A-Z]{3,10}"),
     "access-control-request-headers": re.compile(r"[\w\-, ]*"),
     "last-event-id": _TOKENS, "cdn-loop": _TOKENS, "x-cloud-trace-context": re.compile(r"[\w/;=]*"),
-    "fastly-client-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE), "x-azure-clientip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "fastly-client-ip": _ADDRESS, "x-azure-clientip": _ADDRESS,
     "service-worker-navigation-preload": _HEADER_VALUE,
     "origin": re.compile(r"https?://[\w.\-]+(?::\d{1,5})?|null", re.IGNORECASE),
     "cookie": re.compile(r"[^\x00-\x1f]*"),
     "x-forwarded-for": re.compile(r"[0-9a-f.:\[\], ]*|unknown", re.IGNORECASE),
-    "x-real-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
-    "true-client-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
-    "cf-connecting-ip": re.compile(r"[0-9a-f.:\[\]]*", re.IGNORECASE),
+    "x-real-ip": _ADDRESS,
+    "true-client-ip": _ADDRESS,
+    "cf-connecting-ip": _ADDRESS,
     "x-forwarded-proto": re.compile(r"https?|wss?", re.IGNORECASE),
     "x-forwarded-port": re.compile(r"\d{1,5}"),
     "x-forwarded-host": _SAME_AS_HOST,
@@ -450,7 +451,21 @@ def cookie_values(value: str) -> list[str]:
 
 def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
     """The first value holding the syntax of one of ``kinds`` (:func:`named_kinds`), or None when no value does."""
-    return _search(features, kinds)[0]
+    patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
+    budget = SEARCH_BUDGET
+    cost = sum(len(_KINDS) if kind == "probe" else 1 for kind, _ in patterns)  # a probe's pattern is every kind's
+    for i, (location, value, plus) in enumerate(values(features) if patterns else ()):
+        if i >= MAX_VALUES:
+            break
+        for text, _ in variants(value[:MAX_CHARS], plus=plus):
+            budget -= len(text) * cost
+            if budget < 0:
+                return None
+            for kind, pattern in patterns:
+                m = pattern.search(text)
+                if m is not None:
+                    return Witness(kind, location, fragment(m.string, m.start(), m.end()))
+    return None
 
 
 def syntax_free(features: Features) -> bool:
@@ -607,26 +622,3 @@ def _headers_plain(features: Features) -> bool:
         elif shape.fullmatch(value) is None:
             return False
     return True
-
-
-def _search(features: Features, kinds: Iterable[str]) -> tuple[Witness | None, bool]:
-    """The first witness of ``kinds``, and whether the search read every value whole (True with a witness)."""
-    patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
-    if not patterns:
-        return None, False
-    budget = SEARCH_BUDGET
-    cost = sum(len(_KINDS) if kind == "probe" else 1 for kind, _ in patterns)  # a probe's pattern is every kind's
-    whole = True
-    for i, (location, value, plus) in enumerate(values(features)):
-        if i >= MAX_VALUES:
-            return None, False
-        whole = whole and len(value) <= MAX_CHARS
-        for text, _ in variants(value[:MAX_CHARS], plus=plus):
-            budget -= len(text) * cost
-            if budget < 0:
-                return None, False
-            for kind, pattern in patterns:
-                m = pattern.search(text)
-                if m is not None:
-                    return Witness(kind, location, fragment(m.string, m.start(), m.end())), True
-    return None, whole
