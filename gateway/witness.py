@@ -192,6 +192,23 @@ _TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2
               r"""\.(?:htpasswd|htaccess|bash_history)\b|\.ssh[/\\](?:id_|authorized)|\b(?:access|error)[._]log\b|/var/log/|"""
               r"""\b(?:web|meta)-inf[/\\]|^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data|compress\.\w+)://|""" + _EVASION)
 
+# what makes a web URL a forgery rather than a link (a person pastes ``https://docs.example/page``): an address the
+# server reaches and the client cannot (loopback, private and link-local ranges, cloud metadata, internal names), a
+# host written as one number or in hex or octal, an IPv6 literal, a name that resolves to loopback, an out-of-band
+# testing service, credentials, a backslash or a character no host name holds before the host
+# (``https://good.example@evil.example``), slashes no link has (``https:///evil.example``), a parent directory, a NUL, a
+# URL inside it that points inwards, and a URL left open with a ``?`` so the application's own suffix becomes its query (remote file inclusion)
+_HOST_END = r"""(?=[:/?#\\]|\s*$)"""
+# a URL inside a web URL's path or query that points inwards (``https://redirector.example/?to=http://localhost``)
+_INNER_FORGED = r"""localhost|127\.|0+\.|\[|\d+(?=[:/?#]|$)|10\.|192\.168\.|169\.254\."""
+_FORGED_HOST = (r"""[^\s/\\?#]*?[@\\%&;,'"<>{}|^`$\t]|[^\s/]*[?#]@|localhost|127\.|0+(?:\.|""" + _HOST_END + r""")|0x[0-9a-f]|0\d|\d+""" + _HOST_END + r"""|"""
+                r"""\d{1,3}(?:\.\d{1,3}){1,3}""" + _HOST_END + r"""|\[|[\w.-]*(?:\.(?:internal|local|localdomain|localhost|intranet|lan|corp|"""
+                r"""home\.arpa)|\bmetadata|\binstance-data|\.oast\.(?:pro|live|site|online|fun|me)|\.oastify\.com|\binteract\.sh|"""
+                r"""\.burpcollaborator\.net|\.dnslog\.cn|\.ceye\.io|\brequestbin\.\w+|\bwebhook\.site|\.pipedream\.net|\.canarytokens\.com|"""
+                r"""\.nip\.io|\.sslip\.io|\.xip\.io|\blocaltest\.me|\blvh\.me|\.rbndr\.us)""" + _HOST_END + r"""|"""
+                r"""\S*?(?:%00|\x00|\?\s*$|169\.254\.169\.254|\bmetadata\.google\.internal\b|100\.100\.100\.200|%2e%2e|%2f\.\.|/\.\.(?:[/\\]|$)|"""
+                r"""[/=?&](?:https?:)?//(?:""" + _INNER_FORGED + r"""))""")
+
 # the rest: template and expression languages (an expression that computes or reaches the runtime), JNDI lookups,
 # serialized objects, XXE, response splitting, SSI, NoSQL operators, LDAP and XPath filters, a value that is a URL or
 # starts like one (request forgery, redirects, remote inclusion), and the quote breakouts SQL has (XPath and NoSQL
@@ -213,7 +230,8 @@ _OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(
           r"""\$where\b|\bdb\.\w+\.\w+\s*\(|\bthis\.\w+\.match\s*\(|['"]\s*;\s*(?:return|sleep|while)\b|;\s*return\s+(?:true|1)\b|"""
           r"""\*\s*\)\s*\(|\)\s*\(\s*[|&!]?\s*[\w-]+\s*[=~<>]|\(\s*[|&!]\s*\(|^\s*\*\s*\(\s*[|&]|\*\s*\)+\s*(?:%00|\x00|$)|"""
           r"""\]\s*\|\s*//|//\s*\*|\b(?:count|name|string-length|substring)\s*\(\s*/|"""
-          r"""^\s*(?:['"]\s*)?(?:[a-z][a-z0-9+.-]{1,15}:(?:/|\\)|[a-z][a-z0-9+.-]{1,15}:[^\s/\\]*@)|^\s*(?:https?|ftp):[^\s/\\]|"""
+          r"""^\s*(?:['"]\s*)?(?:(?!https?:)[a-z][a-z0-9+.-]{1,15}:(?:/|\\)|[a-z][a-z0-9+.-]{1,15}:[^\s/\\]*@|https?:(?:/{3,}|/{0,2}\\|/(?!/))|https?://(?:"""
+          + _FORGED_HOST + r"""))|^\s*(?:https?|ftp):[^\s/\\]|"""
           r"""^\s*[/\\]{2}[/\\\t]*(?:[^\s/\\]+[.。．｡][a-z]|localhost|javascript\s*:)|^\s*[/\\]+\s*javascript\s*:|^\s*/\\|^\s*/+(?:https?|ftp):|[?=&]\s*[/\\]{2,}|"""
           r"""^\s*/*\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/|$)|[\w\]](?:https?|ftp)://|""" + _EVASION)
 
@@ -328,7 +346,7 @@ _LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|
                     # an open redirect through a control character
                     r"""^\s*[/\\][\t\r\n]+[/\\]|"""
                     r"""__proto__|constructor\W{1,4}prototype|\b(?:gopher|dict|file|ftp|ldap|ldaps|rmi|jar|netdoc|phar|expect|glob|zip|"""
-                    r"""php|sftp|tftp|smb)://|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
+                    r"""php|sftp|tftp|smb)://|^\s*(?:['"]\s*)?https?:[/\\]|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
 _BLOBS = re.compile(r"""\bAAEAAAD|\bgASV[\w+/]{8}|\bBAh[\w+/]{8}|\bY29z[\w+/]{4}|c(?:os|posix|nt|subprocess|builtins|__builtin__)\n"""
                     r"""(?:system|popen|check_output|getoutput|eval|exec)\b|\x80[\x02-\x05]""")
 # names and keys that address an object's prototype

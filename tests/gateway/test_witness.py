@@ -43,6 +43,9 @@ PEOPLE = [
     '<p align="center"><a href="https://example.org"><img src="https://img.example/badge.svg?label=ci&style=flat"></a></p>',
     '<span style="color: red">x</span>', '<h2 id="install">Install</h2>', "<blockquote>it's fine</blockquote>",
     '<img src="https://img.shields.io/badge/x-y?logo=data:image/svg%2bxml;base64,PHN2Zz4=">',
+    # a link on its own, as a person pastes one into a comment, a profile or a share form: a public host, written plainly
+    "http://mpmath.org/doc/current/", "https://docs.python.org/3/library/re.html#re.sub", "https://1password.com/", "https://360.cn/",
+    "https://www.example.org/search?q=red+shoes&page=2",
     "print('hello')", "d['key'] = len(items)", "x = 'a' + 'b'", "','.join(names)", 'f("{0}", value)',
     "SELECT name FROM users WHERE id = %s", "run `ls -la` to list files", "```bash\npip install clefgate\n```",
     "```python\nfrom time import sleep\nsleep(0.1)\n```", "$ pip install clefgate", "if (a && b) { run(); }",
@@ -104,7 +107,9 @@ BREAKOUTS = {
                   "%2e%2e%2f", "..%c0%af..%c0%afetc/passwd", "file:///etc/passwd", "/proc/self/environ", "C:\\boot.ini", "\\\\evil\\share"],
     "other": ["{{7*7}}", "${7*7}", "{{config.items()}}", "{{''.__class__.__mro__}}", "<%= 7*7 %>", "#{7*7}", "${jndi:ldap://x/a}",
               "${${lower:j}ndi:ldap://x/a}", "<!DOCTYPE r [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>", "%0d%0aSet-Cookie:x=1",
-              "//evil.example", "/\\evil.example", "https://evil.example/", "http://127.0.0.1:22", "gopher://127.0.0.1:6379/_",
+              "//evil.example", "/\\evil.example", "http://evil.example/shell.txt?", "http://127.0.0.1:22", "http://2130706433/",
+              "http://0x7f.1/", "http://[::1]/", "http://localhost:8080/admin", "http://10.0.0.5/", "https://x.oast.pro/",
+              "http://metadata.google.internal/computeMetadata/v1/", "http://evil.example\\@good.example/", "http://a.127.0.0.1.nip.io/", "gopher://127.0.0.1:6379/_",
               "http://good.example@evil.example", "[$ne]=1", '{"$gt": ""}', "'; return true; var x='", "*)(uid=*", "*)(|(mail=*))",
               "' or count(/*)=1 or '", "O:8:\"stdClass\":0:{}", "rO0ABXNyABFq", "!!python/object/apply:os.system ['id']",
               "__proto__[admin]=1", "<!--#exec cmd=\"id\"-->"],
@@ -152,7 +157,7 @@ def test_values_are_read_where_the_application_reads_them_and_not_where_the_clie
     ("/files/..%2f..%2fetc%2fpasswd", None, b"", ("traversal",), "path"),
     ("/", [("Host", "h"), ("Cookie", "lang=%24%7Bjndi%3Aldap%3A%2F%2Fx%7D")], b"", ("other",), "cookie:lang"),
     ("/", [("Host", "h"), ("X-Api-Version", "${jndi:ldap://x/a}")], b"", ("other",), "header:x-api-version"),
-    ("/r?to=aHR0cDovL2V2aWwuZXhhbXBsZS8vYQ==", None, b"", ("other",), "query:to"),        # base64 decoded where it is base64
+    ("/r?to=aHR0cDovLzEyNy4wLjAuMS9hZG1pbg==", None, b"", ("other",), "query:to"),        # base64 decoded where it is base64
 ])
 def test_the_witness_names_the_value_that_holds_the_syntax(target: str, headers: list[tuple[str, str]] | None, body: bytes,
                                                            kinds: tuple[str, ...], location: str) -> None:
