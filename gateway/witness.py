@@ -59,7 +59,8 @@ What each kind needs (case-insensitive, per value, in any of its decodings):
   ``{{ user.name }}``), an entity declaration, a header after an encoded or carriage-return
   line break (``%0d%0aSet-Cookie:``), serialized-object markers, ``__proto__``, Mongo
   operators, an LDAP filter, an XPath step, the closing-quote breakouts SQL has, and a value
-  that is or starts like a URL (``//evil.example``, ``http://127.0.0.1``, ``/\\evil``);
+  that is or starts like a forged URL (``//evil.example``, ``http://127.0.0.1``, ``/\\evil``,
+  ``https://good.example@evil.example``), not a plain link to a public host (``https://docs.example/page``);
 * ``probe``: any of the above (a scanner's request carries whatever it tries).
 
 Encodings no client writes for its own values (overlong UTF-8, ``%u`` escapes, a percent
