@@ -184,10 +184,10 @@ _CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])++|\\[nr]|\$\()[\s+]*+(?
          r"""\b(?:system|exec|eval|assert|passthru|shell_exec|popen|proc_open|spawn|execsync|spawnsync|execfile)\s*\(\s*[`'"]\s*"""
          + _COMMAND + r"""\b|\bgetruntime\s*\(\s*\)\s*\.\s*exec\b|""" + _EVASION)
 
-# file paths: a ``..`` segment (or one hidden behind an encoding), a value that is a system path, a system file the
-# attack reads anywhere, a UNC start, a stream wrapper
+# file paths: a ``..`` segment (or one hidden behind an encoding), a value that is a system path (not one that words
+# follow: ``/var/log examples`` is a search), a system file the attack reads anywhere, a UNC start, a stream wrapper
 _TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2})|(?:[/\\]|%2f|%5c)(?:\.|%2e){2}(?:$|[/\\?;#]|%2f|%5c)|%2e%2e|"""
-              r"""^\s*(?:file:/*)?/?(?:etc|proc|var|opt|usr|root|tmp|srv|home|boot|sys|dev|windows|winnt|inetpub)/|"""
+              r"""^\s*(?:file:/*)?/?(?:etc|proc|var|opt|usr|root|tmp|srv|home|boot|sys|dev|windows|winnt|inetpub)/(?!\S*\s+[a-z]{2,}\b[^/\\]*$)|"""
               r"""(?:^|=)\s*/?[a-z]:[\\/]|/etc/(?:passwd|shadow|group|hosts|issue|motd|hostname|crontab|sudoers|apache\w*|httpd|"""
               r"""nginx|mysql|ssh)|/proc/(?:self|\d+)/|\b(?:win|boot|php|system)\.ini\b|\bsystem32\b|"""
               r"""\.(?:htpasswd|htaccess|bash_history)\b|\.ssh[/\\](?:id_|authorized)|\b(?:access|error)[._]log\b|/var/log/|"""

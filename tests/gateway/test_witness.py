@@ -46,6 +46,8 @@ PEOPLE = [
     # a link on its own, as a person pastes one into a comment, a profile or a share form: a public host, written plainly
     "http://mpmath.org/doc/current/", "https://docs.python.org/3/library/re.html#re.sub", "https://1password.com/", "https://360.cn/",
     "https://www.example.org/search?q=red+shoes&page=2",
+    # a system folder named in a search, as a person asks about it
+    "/var/log examples", "/home folder permissions",
     "print('hello')", "d['key'] = len(items)", "x = 'a' + 'b'", "','.join(names)", 'f("{0}", value)',
     "SELECT name FROM users WHERE id = %s", "run `ls -la` to list files", "```bash\npip install clefgate\n```",
     "```python\nfrom time import sleep\nsleep(0.1)\n```", "$ pip install clefgate", "if (a && b) { run(); }",
