@@ -58,6 +58,7 @@ from typing import Any, Protocol
 from gateway import metrics
 from gateway.config import ClientsConfig, RedisConfig, resolve_secret
 from gateway.features import INFRA_HEADERS, ClientStats, Features
+from gateway.rdns import ReverseNames
 
 log = logging.getLogger("clefgate.clients")
 
@@ -866,6 +867,9 @@ class ClientState:
         self.clock = clock
         self.addresses = AddressTable(self.cfg.max_clients, self.cfg.shared_address_fingerprints)
         self.history = ClientHistory(self.cfg.max_clients, clock)
+        # forward-confirmed reverse DNS names of client addresses (rules' reverse_dns condition)
+        self.names = ReverseNames(timeout_s=self.cfg.reverse_dns_timeout_s, ttl_s=self.cfg.reverse_dns_ttl_s,
+                                  negative_ttl_s=min(3600.0, self.cfg.reverse_dns_ttl_s), max_entries=self.cfg.max_clients)
         # the pass cookie's name, part of the client key (pipeline.build sets the configured one)
         self.pass_cookie = "clefgate_pass"
         self.shared_up = backend is not None
@@ -938,7 +942,8 @@ class ClientState:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="clefgate-client-sync")
 
     async def close(self) -> None:
-        """Stop syncing, push nothing more, close the backend."""
+        """Stop syncing, push nothing more, close the backend and let the reverse DNS threads go."""
+        self.names.close()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -432,6 +432,13 @@ class ClientsConfig:
                                                "version, header names and order, Accept-Language, pass cookie) counts as shared "
                                                "(clefgate_shared_addresses); per-client history is kept per address and fingerprint either way.",
                                                check=lambda v: None if 2 <= v <= 64 else f"{v} is not 2-64")
+    reverse_dns_timeout_s: float = setting(2.0, "How long a request that claims a crawler's name verified by reverse DNS (a rule's reverse_dns) "
+                                           "waits, the first time its address is seen, for the lookup (PTR, then the name resolved back "
+                                           "to the address); past it the address is unverified, and looked up again after a minute. 0 looks nothing up "
+                                           "(a host without DNS): every address is unverified by name.",
+                                           check=lambda v: None if v >= 0 else f"{v} is negative")
+    reverse_dns_ttl_s: float = setting(86400.0, "How long an address's forward-confirmed name is kept (an address with none: an hour, "
+                                       "or this if shorter).", check=positive)
 
 
 @dataclass(kw_only=True)

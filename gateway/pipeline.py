@@ -63,6 +63,7 @@ from gateway.features import ClientStats, Features
 from gateway.payload import PayloadInspector, signatures_for
 from gateway.policy import SYNTAXLESS, Policy
 from gateway.policy import check as check_policy
+from gateway.rdns import LookupNeeded
 from gateway.rules import RuleFileError, RuleTable, from_config
 from gateway.verdict import ALLOW_ALL, Action, LocalResponse, PayloadHit, ScoreRequest, Source, Verdict
 
@@ -183,17 +184,9 @@ class Pipeline:
         object.__setattr__(self, "_last", last.run)
 
     def decide(self, features: Features) -> Verdict | Awaitable[Verdict]:
-        """The verdict for a request: a ``Verdict`` when a stage before the model settles it, else an awaitable (the model)."""
-        pending: ScoreRequest | None = None
-        for run in self._runs:
-            outcome = run(features, pending)
-            if outcome is None:
-                continue
-            if isinstance(outcome, ScoreRequest):
-                pending = outcome
-                continue
-            return outcome
-        return self._last(features, pending)
+        """The verdict for a request: a ``Verdict`` when a stage before the model settles it, else an awaitable (the model's,
+        or the rules' when a ``reverse_dns`` condition waits for a lookup)."""
+        return _run_stages(self._runs, self._last, features)
 
     def stage(self, name: str) -> Stage:
         """The stage called ``name`` (KeyError when this pipeline has none)."""
@@ -272,12 +265,19 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             return match(features)
         stages.append(Stage("overrides", overrides))
 
+    # the stages from the rules on, as Pipeline.decide runs them (set below, once they are all compiled): a request whose
+    # address a rule's reverse_dns had no answer for is decided again from there once the address is looked up
+    resume: list[Callable[[Features], Verdict | Awaitable[Verdict]]] = []
     if p.rules is not None:
         evaluate = p.rules.evaluate
         inspect_challenged = p.inspector.inspect if p.inspector is not None else None
+        rules_at = len(stages)
 
-        def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | None:
-            outcome = evaluate(features)
+        def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | Awaitable[Verdict] | None:
+            try:
+                outcome = evaluate(features)
+            except LookupNeeded as needed:
+                return _after_lookup(needed, features, resume[0])
             if isinstance(outcome, Verdict) and outcome.action is challenge:
                 # a rule that challenges the client (a crawler's name, its rate) does not shield what it sends: attack
                 # evidence in the request blocks it, as it would had no rule matched
@@ -313,6 +313,7 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             backend = pending.backend if pending is not None else None
             forward = NO_MODEL if backend is None else dataclasses.replace(NO_MODEL, backend=backend)
             return forward if fallback_rules is None else honoured(without_model(features, forward), features)
+        resume.extend(_resumed(stages, no_model, rules_at) if p.rules is not None else ())
         return tuple(stages), Stage("model", no_model)
 
     scorer = p.scorer
@@ -354,7 +355,36 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
         return score(features, request)
+    resume.extend(_resumed(stages, model, rules_at) if p.rules is not None else ())
     return tuple(stages), Stage("model", model)
+
+
+def _resumed(stages: list[Stage], last: FinalRun, start: int) -> tuple[Callable[[Features], Verdict | Awaitable[Verdict]]]:
+    """A function deciding a request with ``stages[start:]`` and then ``last``, as :meth:`Pipeline.decide` does."""
+    runs = tuple(stage.run for stage in stages[start:])
+    return (functools.partial(_run_stages, runs, last),)
+
+
+def _run_stages(runs: tuple[StageRun, ...], last: FinalRun, features: Features) -> Verdict | Awaitable[Verdict]:
+    pending: ScoreRequest | None = None
+    for run in runs:
+        outcome = run(features, pending)
+        if outcome is None:
+            continue
+        if isinstance(outcome, ScoreRequest):
+            pending = outcome
+            continue
+        return outcome
+    return last(features, pending)
+
+
+async def _after_lookup(needed: LookupNeeded, features: Features, resume: Callable[[Features], Verdict | Awaitable[Verdict]]) -> Verdict:
+    """The request decided again from the rules on, once its address is looked up (its answer kept, or none for a while)."""
+    await needed.names.lookup(needed.address)
+    if needed.names.names(needed.address) is None:  # an answer that expired at once (ttl 0): unverified, not looked up again
+        needed.names.unverified(needed.address)
+    outcome = resume(features)
+    return outcome if isinstance(outcome, Verdict) else await outcome
 
 
 def _detected(policy: Policy | None, routes: tuple[CompiledRoute, ...], status: int, features: Features, outcome: ScoreRequest | None,

@@ -8,7 +8,7 @@ optional ``description``, conditions (all must hold) and an action::
       path: ["/**/.env", "/**/.git/**"]
       action: block
 
-Conditions: ``ip`` (CIDRs and ``list:NAME``), ``method``, ``host`` and ``path`` (globs),
+Conditions: ``ip`` (CIDRs and ``list:NAME``), ``reverse_dns`` (forward-confirmed names under domains; with ``user_agent``), ``method``, ``host`` and ``path`` (globs),
 ``path_regex``, ``query``, ``user_agent`` (regexes; ``list:NAME`` for a named list of crawler names), ``headers`` (name -> true / false /
 regex), ``body_size`` (``"> 1MiB"``), ``client`` (per-client window statistics),
 ``rate`` (``120/min`` token bucket keyed by client (address + fingerprint, the default), ip, prefix or header:NAME), and the groups

@@ -33,7 +33,7 @@ from gateway.rules.patterns import PatternError, classify_path_globs, compile_gl
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
 # (it takes a token, which only a request that met every other condition should spend)
 COSTS = {"method": 0, "body_size": 0, "host": 1, "path": 2, "query": 3, "headers": 3, "path_regex": 4, "user_agent": 4,
-         "ip": 5, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
+         "ip": 5, "reverse_dns": 6, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
 CONDITION_KEYS = tuple(COSTS)
 STATS = tuple(ClientStats.__slots__)  # requests, rate_per_min, error_ratio, ...
 _LITERAL = re.compile(r"^[A-Za-z0-9 _./;:,=@-]+$")
@@ -239,6 +239,9 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
     if key == "ip":
         return _ip(value, ctx, problems, where)
 
+    if key == "reverse_dns":
+        return _reverse_dns(value, ctx, problems, where)
+
     if key == "body_size":
         items = value if isinstance(value, list) else [value]
         if not items:
@@ -389,6 +392,35 @@ def _ip(value: Any, ctx: Context, problems: list[str], where: str) -> str | None
         return None
     ctx.emit.uses.add("ip")
     return f"{ctx.emit.const(PrefixSet(nets).contains)}(ip)"
+
+
+_DOMAIN = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]")
+
+
+def _reverse_dns(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
+    """``reverse_dns: [googlebot.com, ...]``: a forward-confirmed name of the client's address is one of these domains or under
+    one (:mod:`gateway.rdns`). An address not looked up yet raises ``LookupNeeded`` out of the table: the pipeline looks it up
+    and decides the request again."""
+    items = _strings(value, where, problems)
+    if items is None:
+        return None
+    domains = []
+    for item in items:
+        domain = item.strip().lower().strip(".")
+        if not _DOMAIN.fullmatch(domain) or len(domain) > 253:
+            problems.append(f"{where}: {item!r} is not a domain name of two labels or more (such as googlebot.com)")
+            return None
+        domains.append(domain)
+    return f"{ctx.emit.const(ctx.state.names.confirmed)}(f.client_ip, {ctx.emit.const(tuple(domains))})"
+
+
+def uses_reverse_dns(raw: Any) -> bool:
+    """Whether a rule's conditions (its ``any`` and ``not`` groups included) ask for ``reverse_dns``."""
+    if isinstance(raw, Mapping):
+        return any(k == "reverse_dns" or uses_reverse_dns(v) for k, v in raw.items() if k in CONDITION_KEYS)
+    if isinstance(raw, list):
+        return any(uses_reverse_dns(item) for item in raw)
+    return False
 
 
 def _unknown_list(name: str, ctx: Context, where: str) -> str:

@@ -21,7 +21,7 @@ import yaml
 from gateway.clients import ClientState
 from gateway.config import ClientsConfig, Config, ConfigError
 from gateway.features import Features
-from gateway.rules.conditions import CONDITION_KEYS, Context, Emitter, compile_conditions, conjunction, did_you_mean
+from gateway.rules.conditions import CONDITION_KEYS, Context, Emitter, compile_conditions, conjunction, did_you_mean, uses_reverse_dns
 from gateway.rules.iplist import NamedLists
 from gateway.rules.table import ACTIONS, CompiledRule, RuleTable
 from gateway.verdict import Action, ScoreRequest, Source, Verdict
@@ -59,6 +59,7 @@ class RuleOptions:
     block_status: int = 403
     clients: ClientsConfig = field(default_factory=ClientsConfig)
     known_elsewhere: Collection[str] = ()  # rule names of the other rule set (rules.files vs rules.fallback_files)
+    fallback: bool = False  # compiling rules.fallback_files: they decide without waiting, so no reverse_dns
     # the injection signatures (:func:`is_signature`) read value by value: the names of those a request matches
     # (``PayloadInspector.matched``); None reads every ``inputs`` condition over the whole request
     signatures: Callable[[Features], Collection[str]] | None = None
@@ -98,7 +99,7 @@ def from_config(cfg: Config, state: ClientState, *, fallback: bool = False,
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
                        disabled=renamed(cfg.rules.disabled, warn=not fallback), actions=actions, difficulty=cfg.challenge.difficulty,
                        block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other),
-                       signatures=signatures)
+                       fallback=fallback, signatures=signatures)
     return load(files, opts, state)
 
 
@@ -341,6 +342,11 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
         mine.append(f"bot_likeness: {bot_likeness!r} is not one of {', '.join(BOT_LIKENESS)}")
 
     conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
+    if uses_reverse_dns(conditions) and opts.fallback:
+        mine.append("reverse_dns: not in rules.fallback_files, which decide without waiting for a lookup (put the rule in rules.files)")
+    elif uses_reverse_dns(conditions) and "user_agent" not in conditions:
+        mine.append("reverse_dns: needs a user_agent condition in the same rule, so that only requests claiming that name "
+                    "have their address looked up")
     rule_id = name if isinstance(name, str) and name else f"{entry.file}{label}"
     ctx = Context(lists, state, opts.clients, rule_id, emit)
     exprs = compile_conditions(conditions, ctx, mine)

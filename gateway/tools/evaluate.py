@@ -295,10 +295,11 @@ def offline(cfg: config_mod.Config) -> config_mod.Config:
 
     Eval answers no challenge, so it needs none of the servers' keys (a config whose keys live in their
     environment evaluates as it is), and under a key no client ever held no pass cookie in the data is
-    valid: every row is decided as a client without a pass.
+    valid: every row is decided as a client without a pass. Nothing is looked up in DNS: the rows' addresses are
+    unverified by name (``clients.reverse_dns_timeout_s: 0``), as the data holds no answer for them.
     """
     key = config_mod.ChallengeKeyConfig(id="eval", secret=secrets.token_urlsafe(48))
-    return dataclasses.replace(cfg, redis=config_mod.RedisConfig(),
+    return dataclasses.replace(cfg, redis=config_mod.RedisConfig(), clients=dataclasses.replace(cfg.clients, reverse_dns_timeout_s=0.0),
                                challenge=dataclasses.replace(cfg.challenge, keys=[key], dev_generate_secret=False))
 
 

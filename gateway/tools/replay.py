@@ -542,6 +542,10 @@ def load_config(path: str | None, host: str) -> tuple[Config, list[str]]:
         notes.append("redis: ignored offline; per-client state is local to the replay")
     raw["redis"] = {}
     raw.pop("decision_log", None)
+    # the replay resolves only the model's batches: reverse DNS (rules' reverse_dns) is not looked up
+    raw["clients"] = {**(raw.get("clients") or {}), "reverse_dns_timeout_s": 0}
+    notes.append("reverse DNS: not looked up offline; crawlers are verified by their published ranges alone (one from a range "
+                 "newer than the lists counts as a spoofer here, and is let through live when its name confirms it)")
     if path is None:
         notes.append(f"config: the embedded default ({DEFAULT_CONFIG})")
     return configmod.validate(raw, source), notes

@@ -32,6 +32,8 @@ CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, l
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
 GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+# nothing looked up in DNS (tests/gateway/test_rdns.py covers the names): a claimed crawler outside its ranges is a spoofer
+NO_DNS = ClientsConfig(reverse_dns_timeout_s=0)
 
 
 def req(target: str = "/", ua: str = CHROME, ip: str = "203.0.113.7", method: str = "GET",
@@ -42,7 +44,7 @@ def req(target: str = "/", ua: str = CHROME, ip: str = "203.0.113.7", method: st
 
 @pytest.fixture(scope="module")
 def shipped() -> RuleTable:
-    return load([str(SHIPPED / "default.yaml")], RuleOptions(), ClientState())
+    return load([str(SHIPPED / "default.yaml")], RuleOptions(), ClientState(NO_DNS))
 
 
 def outcome(table: RuleTable, f: Features) -> tuple[str | None, str]:
@@ -253,7 +255,7 @@ def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_6
 
 def test_rules_disabled_and_action_overrides() -> None:
     opts = RuleOptions(disabled=["wordpress-paths"], actions={"ai-training-crawlers": "block", "block-crawler-spoofers": "challenge"})
-    table = load([str(SHIPPED / "default.yaml")], opts, ClientState())
+    table = load([str(SHIPPED / "default.yaml")], opts, ClientState(NO_DNS))
     assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
     assert outcome(table, req("/", ua=GPTBOT)) == ("ai-training-crawlers", "block")
     spoof = table.evaluate(req("/", ua=GOOGLEBOT, ip="198.51.100.9"))

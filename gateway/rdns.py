@@ -1,0 +1,196 @@
+"""Forward-confirmed reverse DNS: the names an address really has, for crawlers that are verified by name.
+
+A search engine documents two ways to tell its crawler from an impostor: its published address ranges,
+and the address's reverse DNS name, under the engine's own domain, which resolves back to the address.
+The ranges change and a shipped list is a snapshot, so the rule table asks both: ``ip: list:NAME``, and
+``reverse_dns: [domain, ...]`` (:mod:`gateway.rules.conditions`), which holds when one of the address's
+forward-confirmed names is a domain listed or under one.
+
+The PTR lookup alone proves nothing: whoever owns an address writes its PTR record. The name must resolve
+back (A/AAAA) to the address, and that answer comes from the domain's owner.
+
+:class:`ReverseNames` keeps each address's answer (confirmed names, none, or a failed lookup) for a while,
+so a crawler's address is looked up once a day, not per request. Lookups run on the system resolver in a
+few threads of their own (``getnameinfo``, then ``getaddrinfo``), never on the event loop and never in the
+loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by name). A lookup that times out, fails, or finds
+every thread busy confirms nothing (counted as ``failed`` or ``busy``) and is tried again after
+``RETRY_S``. Only requests that claim a name a ``reverse_dns`` rule verifies ever cause a lookup (the rule
+loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ipaddress
+import socket
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+
+from gateway import metrics
+
+LOOKUPS = metrics.counter("clefgate_reverse_dns_lookups_total",
+                          "Forward-confirmed reverse DNS lookups of client addresses, by result: confirmed (a name that resolves "
+                          "back), unconfirmed (no name, or none that resolves back), failed (timeout or resolver error), "
+                          "busy (every lookup thread taken).", ("result",))
+RETRY_S = 60.0  # a failed or refused lookup is tried again after this long
+THREADS = 8  # lookups at once; past this, a lookup is refused (busy), never queued behind slow ones
+
+# (ptr lookup, forward lookup): the system resolver's, or a test's
+Resolver = tuple[Callable[[str], str | None], Callable[[str], Iterable[str]]]
+
+
+def _ptr(address: str) -> str | None:
+    """The address's PTR name, or None when it has none."""
+    try:
+        host, _ = socket.getnameinfo((address, 0), socket.NI_NAMEREQD)
+    except socket.gaierror as exc:
+        if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+            return None
+        raise
+    return host
+
+
+def _forward(name: str) -> list[str]:
+    """The addresses ``name`` resolves to (empty when it resolves to none)."""
+    try:
+        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+            return []
+        raise
+    return [str(info[4][0]) for info in infos]
+
+
+SYSTEM: Resolver = (_ptr, _forward)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``text`` writes (an IPv4-mapped IPv6 address as IPv4; a zone dropped), or None."""
+    try:
+        found = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+    return found.ipv4_mapped or found if isinstance(found, ipaddress.IPv6Address) else found
+
+
+def confirmed_names(address: str, resolver: Resolver = SYSTEM) -> tuple[str, ...]:
+    """The address's PTR name, lower case without the final dot, when it resolves back to the address; else ``()``.
+
+    Raises ``OSError`` when the resolver fails (not when a name is missing)."""
+    ptr, forward = resolver
+    name = ptr(address)
+    if not name:
+        return ()
+    name = name.lower().rstrip(".")
+    if _address(name) is not None:  # a PTR record that holds an address names nothing
+        return ()
+    mine = _address(address)
+    return (name,) if mine is not None and any(_address(a) == mine for a in forward(name)) else ()
+
+
+class LookupNeeded(Exception):
+    """Raised by :meth:`ReverseNames.confirmed` for an address it has no answer for: the pipeline looks the address up
+    (:meth:`ReverseNames.lookup`) and decides the request again."""
+
+    def __init__(self, names: ReverseNames, address: str) -> None:
+        super().__init__(address)
+        self.names = names
+        self.address = address
+
+
+def under(name: str, domains: tuple[str, ...]) -> bool:
+    """``name`` is one of ``domains`` or a name under one (``crawl-66-249-66-1.googlebot.com`` is under ``googlebot.com``)."""
+    return any(name == d or name.endswith("." + d) for d in domains)
+
+
+class ReverseNames:
+    """Each client address's forward-confirmed names, kept ``ttl_s`` (``negative_ttl_s`` for none, ``RETRY_S`` for a
+    failed lookup); at most ``max_entries`` addresses, the least recently looked up dropped first."""
+
+    def __init__(self, *, timeout_s: float = 2.0, ttl_s: float = 86400.0, negative_ttl_s: float = 3600.0, max_entries: int = 65536,
+                 resolver: Resolver = SYSTEM, clock: Callable[[], float] = time.monotonic) -> None:
+        self.timeout_s = timeout_s
+        self.ttl_s = ttl_s
+        self.negative_ttl_s = negative_ttl_s
+        self.max_entries = max_entries
+        self.resolver = resolver
+        self.clock = clock
+        self._known: OrderedDict[str, tuple[float, tuple[str, ...]]] = OrderedDict()
+        self._pending: dict[str, asyncio.Future[tuple[str, ...]]] = {}
+        self._busy = 0
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def names(self, address: str) -> tuple[str, ...] | None:
+        """The address's confirmed names (``()``: none), or None when it was not looked up or its answer expired."""
+        entry = self._known.get(address)
+        if entry is None:
+            return None
+        if entry[0] <= self.clock():
+            del self._known[address]
+            return None
+        return entry[1]
+
+    def confirmed(self, address: str, domains: tuple[str, ...]) -> bool:
+        """A known name of ``address`` is one of ``domains`` or under one (the rule condition). Never looks anything up:
+        raises :class:`LookupNeeded` for an address without an answer, unless lookups are off (``timeout_s`` 0), where
+        it is unconfirmed."""
+        entry = self._known.get(address)
+        if entry is None or entry[0] <= self.clock():
+            if self.timeout_s <= 0:
+                return False
+            raise LookupNeeded(self, address)
+        return any(under(n, domains) for n in entry[1])
+
+    def unverified(self, address: str) -> None:
+        """Keep ``address`` as having no confirmed name for ``RETRY_S`` (a lookup whose answer could not be kept)."""
+        self._keep(address, (), RETRY_S)
+
+    async def lookup(self, address: str) -> tuple[str, ...]:
+        """Look ``address`` up (once, however many requests wait for it) and keep the answer; its confirmed names."""
+        known = self.names(address)
+        if known is not None:
+            return known
+        waiting = self._pending.get(address)
+        if waiting is None:
+            waiting = self._pending[address] = asyncio.ensure_future(self._resolve(address))
+            waiting.add_done_callback(lambda _: self._pending.pop(address, None))
+        return await asyncio.shield(waiting)
+
+    async def _resolve(self, address: str) -> tuple[str, ...]:
+        if self._busy >= THREADS:
+            LOOKUPS.inc("busy")
+            self._keep(address, (), RETRY_S)
+            return ()
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="clefgate-rdns")
+        self._busy += 1
+        job = asyncio.get_running_loop().run_in_executor(self._pool, confirmed_names, address, self.resolver)
+        job.add_done_callback(self._freed)  # the thread is taken until the resolver returns, even past our timeout
+        try:
+            names = await asyncio.wait_for(asyncio.shield(job), self.timeout_s)
+        except (TimeoutError, OSError, UnicodeError):
+            LOOKUPS.inc("failed")
+            self._keep(address, (), RETRY_S)
+            return ()
+        LOOKUPS.inc("confirmed" if names else "unconfirmed")
+        self._keep(address, names, self.ttl_s if names else self.negative_ttl_s)
+        return names
+
+    def _freed(self, job: asyncio.Future[tuple[str, ...]]) -> None:
+        self._busy -= 1
+        if not job.cancelled():
+            job.exception()  # a failure past the timeout was counted then; retrieved so asyncio does not log it
+
+    def _keep(self, address: str, names: tuple[str, ...], ttl_s: float) -> None:
+        self._known[address] = (self.clock() + ttl_s, names)
+        self._known.move_to_end(address)
+        while len(self._known) > self.max_entries:
+            self._known.popitem(last=False)
+
+    def close(self) -> None:
+        """Let the lookup threads go (lookups in progress finish on their own)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
