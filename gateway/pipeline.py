@@ -71,7 +71,8 @@ from gateway.verdict import ALLOW_ALL, Action, LocalResponse, PayloadHit, ScoreR
 class RuleEvaluator(Protocol):
     """A compiled rule table (``gateway.rules.RuleTable``)."""
 
-    def evaluate(self, features: Features) -> Verdict | ScoreRequest | None: ...
+    def evaluate(self, features: Features, resume: tuple[object, ...] | None = None) -> Verdict | ScoreRequest | None:
+        """The first matching rule's outcome; ``resume``: go on where a ``LookupNeeded`` stopped it."""
 
 
 class ScoreStage(Protocol):
@@ -265,25 +266,34 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             return match(features)
         stages.append(Stage("overrides", overrides))
 
-    # the stages from the rules on, as Pipeline.decide runs them (set below, once they are all compiled): a request whose
-    # address a rule's reverse_dns had no answer for is decided again from there once the address is looked up
-    resume: list[Callable[[Features], Verdict | Awaitable[Verdict]]] = []
+    # the stages after the rules, as Pipeline.decide runs them (set below, once they are all compiled): a request whose
+    # address a reverse_dns rule needed looked up goes on through them once the table resumes
+    after_rules: list[Callable[[Features, ScoreRequest | None], Verdict | Awaitable[Verdict]]] = []
     if p.rules is not None:
         evaluate = p.rules.evaluate
         inspect_challenged = p.inspector.inspect if p.inspector is not None else None
         rules_at = len(stages)
 
-        def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | Awaitable[Verdict] | None:
-            try:
-                outcome = evaluate(features)
-            except LookupNeeded as needed:
-                return _after_lookup(needed, features, resume[0])
+        def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if isinstance(outcome, Verdict) and outcome.action is challenge:
                 # a rule that challenges the client (a crawler's name, its rate) does not shield what it sends: attack
                 # evidence in the request blocks it, as it would had no rule matched
                 hits = inspect_challenged(features) if inspect_challenged is not None else ()
                 return _detected(policy, routes, block_status, features, None, hits) if hits else honoured(outcome, features)
             return outcome
+
+        async def looked_up(needed: LookupNeeded, features: Features) -> Verdict:
+            """The table resumed where it stopped once the address is looked up, then the stages after it."""
+            await needed.names.lookup(needed.address)
+            outcome = ruled(features, evaluate(features, needed.resume))
+            verdict = outcome if isinstance(outcome, Verdict) else after_rules[0](features, outcome)
+            return verdict if isinstance(verdict, Verdict) else await verdict
+
+        def rules(features: Features, pending: ScoreRequest | None) -> Verdict | ScoreRequest | Awaitable[Verdict] | None:
+            try:
+                return ruled(features, evaluate(features))
+            except LookupNeeded as needed:
+                return looked_up(needed, features)
         stages.append(Stage("rules", rules))
 
     if p.inspector is not None:
@@ -313,7 +323,7 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             backend = pending.backend if pending is not None else None
             forward = NO_MODEL if backend is None else dataclasses.replace(NO_MODEL, backend=backend)
             return forward if fallback_rules is None else honoured(without_model(features, forward), features)
-        resume.extend(_resumed(stages, no_model, rules_at) if p.rules is not None else ())
+        after_rules.extend(_resumed(stages, no_model, rules_at + 1) if p.rules is not None else ())
         return tuple(stages), Stage("model", no_model)
 
     scorer = p.scorer
@@ -355,18 +365,18 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
         return score(features, request)
-    resume.extend(_resumed(stages, model, rules_at) if p.rules is not None else ())
+    after_rules.extend(_resumed(stages, model, rules_at + 1) if p.rules is not None else ())
     return tuple(stages), Stage("model", model)
 
 
-def _resumed(stages: list[Stage], last: FinalRun, start: int) -> tuple[Callable[[Features], Verdict | Awaitable[Verdict]]]:
-    """A function deciding a request with ``stages[start:]`` and then ``last``, as :meth:`Pipeline.decide` does."""
+def _resumed(stages: list[Stage], last: FinalRun, start: int) -> tuple[FinalRun]:
+    """A function deciding a request with ``stages[start:]`` and then ``last``, given what the stages before left pending,
+    as :meth:`Pipeline.decide` does."""
     runs = tuple(stage.run for stage in stages[start:])
     return (functools.partial(_run_stages, runs, last),)
 
 
-def _run_stages(runs: tuple[StageRun, ...], last: FinalRun, features: Features) -> Verdict | Awaitable[Verdict]:
-    pending: ScoreRequest | None = None
+def _run_stages(runs: tuple[StageRun, ...], last: FinalRun, features: Features, pending: ScoreRequest | None = None) -> Verdict | Awaitable[Verdict]:
     for run in runs:
         outcome = run(features, pending)
         if outcome is None:
@@ -376,15 +386,6 @@ def _run_stages(runs: tuple[StageRun, ...], last: FinalRun, features: Features) 
             continue
         return outcome
     return last(features, pending)
-
-
-async def _after_lookup(needed: LookupNeeded, features: Features, resume: Callable[[Features], Verdict | Awaitable[Verdict]]) -> Verdict:
-    """The request decided again from the rules on, once its address is looked up (its answer kept, or none for a while)."""
-    await needed.names.lookup(needed.address)
-    if needed.names.names(needed.address) is None:  # an answer that expired at once (ttl 0): unverified, not looked up again
-        needed.names.unverified(needed.address)
-    outcome = resume(features)
-    return outcome if isinstance(outcome, Verdict) else await outcome
 
 
 def _detected(policy: Policy | None, routes: tuple[CompiledRoute, ...], status: int, features: Features, outcome: ScoreRequest | None,

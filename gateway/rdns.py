@@ -12,9 +12,11 @@ back (A/AAAA) to the address, and that answer comes from the domain's owner.
 :class:`ReverseNames` keeps each address's answer (confirmed names, none, or a failed lookup) for a while,
 so a crawler's address is looked up once a day, not per request. Lookups run on the system resolver in a
 few threads of their own (``getnameinfo``, then ``getaddrinfo``), never on the event loop and never in the
-loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by name). A lookup that times out, fails, or finds
-every thread busy confirms nothing (counted as ``failed`` or ``busy``) and is tried again after
-``RETRY_S``. Only requests that claim a name a ``reverse_dns`` rule verifies ever cause a lookup (the rule
+loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by
+name). A lookup that times out or fails confirms nothing (counted as ``failed``) and is tried again after ``RETRY_S``;
+one that finds every thread taken, or half of them taken by addresses of its network, is refused (``busy``) and tried
+again after ``BUSY_RETRY_S``. A thread stays taken until the system resolver answers, which a slow PTR zone can make
+last its full timeout (seconds). Only requests that claim a name a ``reverse_dns`` rule verifies ever cause a lookup (the rule
 loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
 """
 
@@ -22,20 +24,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import ipaddress
 import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from gateway import metrics
+from gateway.config import Config
 
 LOOKUPS = metrics.counter("clefgate_reverse_dns_lookups_total",
                           "Forward-confirmed reverse DNS lookups of client addresses, by result: confirmed (a name that resolves "
                           "back), unconfirmed (no name, or none that resolves back), failed (timeout or resolver error), "
                           "busy (every lookup thread taken).", ("result",))
-RETRY_S = 60.0  # a failed or refused lookup is tried again after this long
+RETRY_S = 60.0  # a failed lookup is tried again after this long
+BUSY_RETRY_S = 5.0  # and one refused for want of a thread after this long
 THREADS = 8  # lookups at once; past this, a lookup is refused (busy), never queued behind slow ones
+NETWORK_THREADS = THREADS // 2  # of them for addresses of one /24 (IPv4) or /48 (IPv6): one network cannot take them all
 
 # (ptr lookup, forward lookup): the system resolver's, or a test's
 Resolver = tuple[Callable[[str], str | None], Callable[[str], Iterable[str]]]
@@ -53,9 +60,11 @@ def _ptr(address: str) -> str | None:
 
 
 def _forward(name: str) -> list[str]:
-    """The addresses ``name`` resolves to (empty when it resolves to none)."""
+    """The addresses ``name`` resolves to (empty when it resolves to none). A name of two labels or more is asked as an
+    absolute name (``crawl-1.googlebot.com.``), so the resolver's search list never makes it another name
+    (``crawl-1.googlebot.com.corp.example``); a one-label name (``localhost``) is under no domain a rule may list."""
     try:
-        infos = socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)
+        infos = socket.getaddrinfo(name + "." if "." in name else name, None, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
             return []
@@ -64,6 +73,20 @@ def _forward(name: str) -> list[str]:
 
 
 SYSTEM: Resolver = (_ptr, _forward)
+
+
+def _network(address: str) -> str:
+    """The /24 of an IPv4 address, the /48 of an IPv6 one (the address itself when it is neither)."""
+    found = _address(address)
+    if found is None:
+        return address
+    return str(ipaddress.ip_network(f"{found}/{24 if found.version == 4 else 48}", strict=False))
+
+
+def without_lookups(cfg: Config) -> Config:
+    """``cfg`` deciding offline (eval, replay, the console's what-if): nothing is looked up, every address is unverified by
+    name (``clients.reverse_dns_timeout_s: 0``), since no event loop waits for a lookup there."""
+    return dataclasses.replace(cfg, clients=dataclasses.replace(cfg.clients, reverse_dns_timeout_s=0.0))
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -91,13 +114,14 @@ def confirmed_names(address: str, resolver: Resolver = SYSTEM) -> tuple[str, ...
 
 
 class LookupNeeded(Exception):
-    """Raised by :meth:`ReverseNames.confirmed` for an address it has no answer for: the pipeline looks the address up
+    """Raised by :meth:`ReverseNames.check` for an address it has no answer for: the pipeline looks the address up
     (:meth:`ReverseNames.lookup`) and decides the request again."""
 
-    def __init__(self, names: ReverseNames, address: str) -> None:
+    def __init__(self, names: ReverseNames, address: str, resume: tuple[Any, ...]) -> None:
         super().__init__(address)
         self.names = names
         self.address = address
+        self.resume = resume  # the rule table's state where it stopped: evaluate(features, resume) goes on from there
 
 
 def under(name: str, domains: tuple[str, ...]) -> bool:
@@ -120,7 +144,9 @@ class ReverseNames:
         self._known: OrderedDict[str, tuple[float, tuple[str, ...]]] = OrderedDict()
         self._pending: dict[str, asyncio.Future[tuple[str, ...]]] = {}
         self._busy = 0
+        self._busy_in: dict[str, int] = {}  # lookups in progress per network (_network)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._closed = False
 
     def names(self, address: str) -> tuple[str, ...] | None:
         """The address's confirmed names (``()``: none), or None when it was not looked up or its answer expired."""
@@ -132,20 +158,20 @@ class ReverseNames:
             return None
         return entry[1]
 
-    def confirmed(self, address: str, domains: tuple[str, ...]) -> bool:
-        """A known name of ``address`` is one of ``domains`` or under one (the rule condition). Never looks anything up:
-        raises :class:`LookupNeeded` for an address without an answer, unless lookups are off (``timeout_s`` 0), where
-        it is unconfirmed."""
-        entry = self._known.get(address)
-        if entry is None or entry[0] <= self.clock():
-            if self.timeout_s <= 0:
-                return False
-            raise LookupNeeded(self, address)
-        return any(under(n, domains) for n in entry[1])
+    def check(self, address: str, resume: tuple[Any, ...] = (None,)) -> None:
+        """Raise :class:`LookupNeeded` when ``address`` has no answer yet and lookups are on (``timeout_s`` > 0). The rule
+        table calls it before the first rule that asks for names, for a request that claims a name such a rule verifies,
+        and resumes there (``resume``) once the address is looked up: no rule runs twice."""
+        if self.timeout_s > 0:
+            entry = self._known.get(address)
+            if entry is None or entry[0] <= self.clock():
+                raise LookupNeeded(self, address, resume)
 
-    def unverified(self, address: str) -> None:
-        """Keep ``address`` as having no confirmed name for ``RETRY_S`` (a lookup whose answer could not be kept)."""
-        self._keep(address, (), RETRY_S)
+    def confirmed(self, address: str, domains: tuple[str, ...]) -> bool:
+        """A known name of ``address`` is one of ``domains`` or under one (the rule condition; an address without an answer
+        is unconfirmed). Never looks anything up."""
+        entry = self._known.get(address)
+        return entry is not None and entry[0] > self.clock() and any(under(n, domains) for n in entry[1])
 
     async def lookup(self, address: str) -> tuple[str, ...]:
         """Look ``address`` up (once, however many requests wait for it) and keep the answer; its confirmed names."""
@@ -159,15 +185,20 @@ class ReverseNames:
         return await asyncio.shield(waiting)
 
     async def _resolve(self, address: str) -> tuple[str, ...]:
-        if self._busy >= THREADS:
+        if self._closed:
+            return ()  # a request still on a pipeline being replaced: unverified, nothing kept
+        network = _network(address)
+        if self._busy >= THREADS or self._busy_in.get(network, 0) >= NETWORK_THREADS:
             LOOKUPS.inc("busy")
-            self._keep(address, (), RETRY_S)
+            self._keep(address, (), BUSY_RETRY_S)
             return ()
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="clefgate-rdns")
         self._busy += 1
+        self._busy_in[network] = self._busy_in.get(network, 0) + 1
         job = asyncio.get_running_loop().run_in_executor(self._pool, confirmed_names, address, self.resolver)
-        job.add_done_callback(self._freed)  # the thread is taken until the resolver returns, even past our timeout
+        # the thread is taken until the resolver returns, even past our timeout
+        job.add_done_callback(lambda done: self._freed(done, network))
         try:
             names = await asyncio.wait_for(asyncio.shield(job), self.timeout_s)
         except (TimeoutError, OSError, UnicodeError):
@@ -178,8 +209,11 @@ class ReverseNames:
         self._keep(address, names, self.ttl_s if names else self.negative_ttl_s)
         return names
 
-    def _freed(self, job: asyncio.Future[tuple[str, ...]]) -> None:
+    def _freed(self, job: asyncio.Future[tuple[str, ...]], network: str) -> None:
         self._busy -= 1
+        left = self._busy_in.pop(network) - 1
+        if left:
+            self._busy_in[network] = left
         if not job.cancelled():
             job.exception()  # a failure past the timeout was counted then; retrieved so asyncio does not log it
 
@@ -190,7 +224,8 @@ class ReverseNames:
             self._known.popitem(last=False)
 
     def close(self) -> None:
-        """Let the lookup threads go (lookups in progress finish on their own)."""
+        """Let the lookup threads go (lookups in progress finish on their own); later lookups confirm nothing."""
+        self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

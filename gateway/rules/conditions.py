@@ -49,6 +49,8 @@ class Emitter:
     namespace: dict[str, Any] = field(default_factory=dict)
     uses: set[str] = field(default_factory=set)
     scan: InputsScan | None = None  # every ``inputs`` pattern, tried once before any rule's own
+    # the ReverseNames that reverse_dns conditions read (the table checks claimants' addresses with it: ReverseNames.check)
+    names: Any = None
     _n: int = 0
 
     def const(self, value: Any) -> str:
@@ -399,8 +401,9 @@ _DOMAIN = re.compile(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]
 
 def _reverse_dns(value: Any, ctx: Context, problems: list[str], where: str) -> str | None:
     """``reverse_dns: [googlebot.com, ...]``: a forward-confirmed name of the client's address is one of these domains or under
-    one (:mod:`gateway.rdns`). An address not looked up yet raises ``LookupNeeded`` out of the table: the pipeline looks it up
-    and decides the request again."""
+    one (:mod:`gateway.rdns`). The rule's ``user_agent`` condition is its claim (``CompiledRule.claim``): right before the
+    rule, the table raises ``LookupNeeded`` for a claimant from an address without an answer, and the pipeline looks the
+    address up and resumes the table there."""
     items = _strings(value, where, problems)
     if items is None:
         return None
@@ -411,6 +414,7 @@ def _reverse_dns(value: Any, ctx: Context, problems: list[str], where: str) -> s
             problems.append(f"{where}: {item!r} is not a domain name of two labels or more (such as googlebot.com)")
             return None
         domains.append(domain)
+    ctx.emit.names = ctx.state.names
     return f"{ctx.emit.const(ctx.state.names.confirmed)}(f.client_ip, {ctx.emit.const(tuple(domains))})"
 
 

@@ -350,6 +350,9 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     rule_id = name if isinstance(name, str) and name else f"{entry.file}{label}"
     ctx = Context(lists, state, opts.clients, rule_id, emit)
     exprs = compile_conditions(conditions, ctx, mine)
+    claim = None
+    if not mine and uses_reverse_dns(conditions):
+        claim = conjunction(compile_conditions({"user_agent": conditions["user_agent"]}, ctx, mine))
     problems.extend(f"{entry.file}:{label}: {p}" for p in mine)
     if mine or action is None:
         return None
@@ -373,4 +376,4 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     else:
         outcome = Verdict(Action.FORWARD, Source.RULE, reason, rule=label, backend=backend, explanation=explanation) if stop else None
     return CompiledRule(label=label, file=entry.file, description=description.strip(), action=action,
-                        condition=conjunction(exprs), outcome=outcome, backend=backend, stop=stop)
+                        condition=conjunction(exprs), outcome=outcome, backend=backend, stop=stop, claim=claim)

@@ -39,7 +39,8 @@ ROUTED = metrics.counter("clefgate_rule_routes_total", "Requests routed to a bac
 
 ACTIONS = ("allow", "block", "challenge", "route", "score")
 
-Evaluate = Callable[[Features], "Verdict | ScoreRequest | None"]
+# evaluate(features) or, resuming after a reverse DNS lookup, evaluate(features, LookupNeeded.resume)
+Evaluate = Callable[..., "Verdict | ScoreRequest | None"]
 
 
 @dataclass(eq=False)
@@ -54,6 +55,7 @@ class CompiledRule:
     outcome: Verdict | ScoreRequest | None  # None for a route that continues
     backend: str | None = None     # route target
     stop: bool = True              # False: a route that lets evaluation continue
+    claim: str | None = None       # a rule asking for reverse_dns: its user_agent condition (the table looks claimants up before it)
     _routed: dict[str, Verdict | ScoreRequest] = field(default_factory=dict)
 
     def routed(self, backend: str) -> Verdict | ScoreRequest:
@@ -91,12 +93,31 @@ def _prologue(uses: set[str]) -> list[str]:
     ]
 
 
-def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitter) -> Callable[[Features], object]:
-    """``def evaluate(f)`` from (condition, statement) branches tried in order, then ``tail``."""
-    lines = ["def evaluate(f):", *_prologue(emit.uses)]
-    for condition, statement in branches:
-        lines.append(f"    if {condition}:")
-        lines.extend("        " + s for s in statement.split("\n"))
+def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitter, *, claims: Sequence[str | None] = (),
+                     route: bool = False) -> Callable[..., object]:
+    """``def evaluate(f, resume=None)`` from (condition, statement) branches tried in order, then ``tail``.
+
+    ``claims``: per branch, the ``user_agent`` condition of a rule that asks for ``reverse_dns`` (None for the others).
+    Right before such a branch, a request meeting its claim from an address without an answer raises ``LookupNeeded``
+    (``ReverseNames.check``) with where it stopped (the branch, and the backend a route rule chose when ``route``);
+    ``evaluate(f, that)`` goes on from that branch once the address is looked up, so no rule runs twice (a ``rate``
+    condition would spend a second token) and a crawler a published range already verified is never looked up.
+    """
+    lines = ["def evaluate(f, resume=None):", *_prologue(emit.uses)]
+    if route:
+        lines.append("    b = None if resume is None else resume[1]")
+    points = [i for i, claim in enumerate(claims) if claim is not None] if emit.names is not None else []
+    indent = "        " if points else "    "
+    if points:
+        lines.append("    if resume is None:")
+    for i, (condition, statement) in enumerate(branches):
+        if i in points:
+            n = points.index(i)
+            check = emit.const(emit.names.check)
+            lines.append(f"{indent}if {claims[i]}: {check}(f.client_ip, ({n}, {'b' if route else 'None'}))")
+            lines.append(f"    if resume is None or resume[0] <= {n}:")
+        lines.append(f"{indent}if {condition}:")
+        lines.extend(indent + "    " + s for s in statement.split("\n"))
     lines.append("    " + tail)
     namespace = {**emit.namespace, "_norm": normalize_path, "_host": _host, "_parse_ip": parse_ip, "_inputs": inputs_text}
     exec(compile("\n".join(lines), "<clefgate rules>", "exec"), namespace)
@@ -132,13 +153,13 @@ class RuleTable:
             else:
                 branches.append((rule.condition, f"{counted}\nreturn {out}"))
         if has_route:
-            branches.insert(0, ("True", "b = None"))
             tail = f"return None if b is None else {emit.const(self._routed_default)}(b)"
         else:
             tail = "return None"
         if emit.scan is not None:
             emit.scan.compile()
-        self.evaluate: Evaluate = compile_function(branches, tail, emit)  # type: ignore[assignment]
+        claims = [rule.claim for rule in rules]
+        self.evaluate: Evaluate = compile_function(branches, tail, emit, claims=claims, route=has_route)  # type: ignore[assignment]
 
     def __len__(self) -> int:
         return len(self.rules)

@@ -64,6 +64,7 @@ from gateway import config as config_mod
 from gateway import features as feat
 from gateway.features.split import CLIENT_NUMERIC_NAMES
 from gateway.policy import NO_SYNTAX, SYNTAXLESS, UNFAMILIAR
+from gateway.rdns import without_lookups
 from gateway.verdict import Action, Probabilities, ScoreRequest, Source, Verdict, attack_probability, class_probabilities
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ def offline(cfg: config_mod.Config) -> config_mod.Config:
     unverified by name (``clients.reverse_dns_timeout_s: 0``), as the data holds no answer for them.
     """
     key = config_mod.ChallengeKeyConfig(id="eval", secret=secrets.token_urlsafe(48))
-    return dataclasses.replace(cfg, redis=config_mod.RedisConfig(), clients=dataclasses.replace(cfg.clients, reverse_dns_timeout_s=0.0),
+    return dataclasses.replace(without_lookups(cfg), redis=config_mod.RedisConfig(),
                                challenge=dataclasses.replace(cfg.challenge, keys=[key], dev_generate_secret=False))
 
 

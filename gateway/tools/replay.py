@@ -65,6 +65,7 @@ from gateway.features import Features, ModelInput, from_record
 from gateway.pipeline import Pipeline
 from gateway.pipeline import build as build_pipeline
 from gateway.policy import Policy
+from gateway.rdns import without_lookups
 from gateway.verdict import Action, Probabilities, Source, Verdict
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "default.yaml"
@@ -429,6 +430,7 @@ class Replayer:
     """Decides a stream of logged requests with a compiled pipeline and (optionally) a batched model."""
 
     def __init__(self, cfg: Config, *, use_model: bool = True, batch: int = 64, model_loader: Callable[[Config], Any] | None = None) -> None:
+        cfg = without_lookups(cfg)  # the replay resolves only the model's batches: nothing waits for a DNS lookup
         self.cfg = cfg
         self.clock = ReplayClock()
         self.late = 0  # requests logged more than LATE_S before one replayed earlier
@@ -542,8 +544,7 @@ def load_config(path: str | None, host: str) -> tuple[Config, list[str]]:
         notes.append("redis: ignored offline; per-client state is local to the replay")
     raw["redis"] = {}
     raw.pop("decision_log", None)
-    # the replay resolves only the model's batches: reverse DNS (rules' reverse_dns) is not looked up
-    raw["clients"] = {**(raw.get("clients") or {}), "reverse_dns_timeout_s": 0}
+    # the replay resolves only the model's batches: reverse DNS (rules' reverse_dns) is not looked up (Replayer)
     notes.append("reverse DNS: not looked up offline; crawlers are verified by their published ranges alone (one from a range "
                  "newer than the lists counts as a spoofer here, and is let through live when its name confirms it)")
     if path is None:

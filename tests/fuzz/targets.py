@@ -273,7 +273,8 @@ def _rule_setup() -> dict[str, Any]:
     from gateway.payload import PayloadInspector, signatures_for
     from gateway.rules import RuleOptions, load
 
-    state = ClientState()
+    # decided without an event loop: nothing is looked up in DNS, a claimed crawler's address is unverified by name
+    state = ClientState(configmod.ClientsConfig(reverse_dns_timeout_s=0))
     injections = str(ROOT / "rules" / "injections.yaml")
     shipped = load([str(ROOT / "rules" / "default.yaml")], RuleOptions(), state)
     fallback = load([injections], RuleOptions(), state)
