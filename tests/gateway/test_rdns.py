@@ -129,19 +129,20 @@ def test_a_failed_lookup_confirms_nothing_for_a_minute() -> None:
 def test_slow_lookups_hold_threads_and_neither_one_network_nor_many_take_them_all() -> None:
     gate = threading.Event()
     slow = FakeDns(gate=gate)
-    names = ReverseNames(timeout_s=1.0, resolver=slow.resolver)
+    names = ReverseNames(timeout_s=2.0, resolver=slow.resolver)
 
     async def run() -> None:
         assert await names.lookup("198.51.100.1") == ()  # timed out: the request goes on, unverified; its thread is held
         same = [asyncio.ensure_future(names.lookup(f"198.51.100.{i}")) for i in range(2, 2 + rdns.NETWORK_THREADS)]
-        await asyncio.sleep(0.05)
-        # the network's share is taken (one timed out, the rest waiting): one more from it is refused at once
-        assert sum(not w.done() for w in same) == rdns.NETWORK_THREADS - 1 and same[-1].done() and same[-1].result() == ()
+        # the network's share is taken (one timed out, the rest waiting): one more from it is refused at once (a lookup
+        # that waited for a thread would wait for the gate, past this half second)
+        assert await asyncio.wait_for(same[-1], 0.5) == ()
+        assert not any(w.done() for w in same[:-1])
         before = _count("busy")
         # addresses of other networks each: the threads left are taken, and one more is refused, not queued
         others = [asyncio.ensure_future(names.lookup(f"198.18.{i}.1")) for i in range(rdns.THREADS - rdns.NETWORK_THREADS + 1)]
-        await asyncio.sleep(0.05)
-        assert _count("busy") == before + 1 and others[-1].done() and not any(o.done() for o in others[:-1])
+        assert await asyncio.wait_for(others[-1], 0.5) == ()
+        assert _count("busy") == before + 1 and not any(o.done() for o in others[:-1])
         gate.set()
         await asyncio.gather(*same, *others)
         # a refusal is tried again after a few seconds, not a minute
