@@ -104,6 +104,26 @@ def literal_alternatives(patterns: list[str]) -> list[str] | None:
     return out
 
 
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+
+
+def _case_folded(patterns: list[str]) -> list[str] | None:
+    """``["(?i)\\b(?:sqlmap|nikto)\\b"]`` -> ``["\\b(?:sqlmap|nikto)\\b"]``, to search the lower-cased text: only when every
+    pattern is case-insensitive as a whole and names no upper-case letter (``[A-Z]``) or other flag, outside escapes
+    (``\\S``, ``\\W``, ``\\B`` mean what they mean in either case; ``\\N{...}`` is left as it is)."""
+    out = []
+    for p in patterns:
+        if not p.startswith("(?i)"):
+            return None
+        rest = p[4:]
+        bare = _ESCAPE.sub("", rest)
+        if "\\N" in rest or "(?" in bare.replace("(?:", "").replace("(?=", "").replace("(?!", "").replace("(?<", "") \
+                or any("A" <= c <= "Z" for c in bare):
+            return None
+        out.append(rest)
+    return out
+
+
 def _unescape_literal(alt: str) -> str | None:
     """The literal text a regex alternative stands for, or None when it uses any regex syntax."""
     chars: list[str] = []
@@ -230,6 +250,12 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
         if literal_alternatives(patterns) is not None:
             emit.uses.add("ua")  # the table lower-cases the user agent once per request
             return _regex_expr(patterns, "ua", True, ctx, problems, where)
+        folded = _case_folded(patterns)
+        if folded is not None and _regex_expr(patterns, "f.user_agent", False, ctx, problems, where) is not None:
+            # a case-insensitive regex written in lower case searches the lower-cased user agent without IGNORECASE, which
+            # Python's engine pays for at every character (a scanner-name alternation: 12.6 -> 3.2 us on a browser's)
+            emit.uses.add("ua")
+            return f"{emit.const(compile_regexes(folded).search)}(ua) is not None"
         return _regex_expr(patterns, "f.user_agent", False, ctx, problems, where)
 
     if key == "headers":

@@ -8,6 +8,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -598,3 +599,18 @@ def test_signatures_are_read_by_the_reader_given_once_per_request(tmp_path: Path
     assert outcome(table, req("/x", method="POST", body=b"<script>")) == ("posted", "block")  # another condition too: the text
     assert outcome(table, req("/x?q=evil")) == ("sig-c", "challenge")  # overridden to challenge: no longer a signature
     assert outcome(load([str(rules)], RuleOptions(), ClientState()), req("/x?q=<script>")) == ("sig-a", "block")  # no reader: the text
+
+
+@pytest.mark.parametrize("pattern,agent,matches", [
+    (r"(?i)\b(?:sqlmap|nikto)\b", "SQLMap/1.8 (https://sqlmap.org)", True),     # searched lower-cased, without IGNORECASE
+    (r"(?i)\b(?:sqlmap|nikto)\b", "Mozilla/5.0 sqlmapper", False),
+    (r"(?i)\bNikto\b", "Mozilla/5.00 (NIKTO/2.5.0)", True),                     # an upper-case letter: IGNORECASE kept
+    (r"(?i)[A-Z]{3}bot/\d", "abcBOT/2", True),
+    (r"(?i)\Sbot/", "Mozilla/5.0 (compatible; XBot/1.0)", True),
+    (r"\bCurl/", "curl/8.5.0", False),                                         # case-sensitive as written
+])
+def test_a_case_insensitive_user_agent_regex_matches_whatever_the_case(tmp_path: Path, pattern: str, agent: str, matches: bool) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"rules": [{"name": "r", "user_agent": pattern, "action": "block"}]}))
+    table = load([str(path)], OPTIONS, ClientState())
+    assert (outcome(table, req(ua=agent))[0] == "r") is matches
