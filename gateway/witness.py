@@ -200,11 +200,14 @@ _TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2
 # (``https://good.example@evil.example``), slashes no link has (``https:///evil.example``), a parent directory, a NUL, a
 # URL inside it that points inwards, and a URL left open with a ``?`` so the application's own suffix becomes its query (remote file inclusion)
 _HOST_END = r"""(?=[:/?#\\]|\s*$)"""
+# characters a URL parser folds to ASCII (IDNA's mapping, NFKC): circled and full-width digits and letters, roman numerals,
+# letter-like and mathematical letters, super- and subscripts, the ideographic full stops (``http://①②⑦.⓪.⓪.①``)
+_FOLDING = "\u00b2\u00b3\u00b9\u2070-\u209f\u2100-\u218f\u2460-\u24ff\u3002\uff01-\uff65\U0001d400-\U0001d7ff"
 # a URL inside a web URL's path or query that points inwards (``https://redirector.example/?to=http://localhost``)
 _INNER_FORGED = r"""localhost|127\.|0+\.|\[|\d+(?=[:/?#]|$)|10\.|192\.168\.|169\.254\."""
-_FORGED_HOST = (r"""[^\s/\\?#]*?[@\\%&;,'"<>{}|^`$\t]|[^\s/]*[?#]@|localhost|127\.|0+(?:\.|""" + _HOST_END + r""")|0x[0-9a-f]|0\d|\d+""" + _HOST_END + r"""|"""
+_FORGED_HOST = (r"""[^\s/\\?#]*?[@\\%&;,'"<>{}|^`$\t""" + _FOLDING + r"""]|[^\s/]*[?#]@|localhost|127\.|0+(?:\.|""" + _HOST_END + r""")|0x[0-9a-f]|0\d|\d+""" + _HOST_END + r"""|"""
                 r"""\d{1,3}(?:\.\d{1,3}){1,3}""" + _HOST_END + r"""|\[|[\w.-]*(?:\.(?:internal|local|localdomain|localhost|intranet|lan|corp|"""
-                r"""home\.arpa)|\bmetadata|\binstance-data|\.oast\.(?:pro|live|site|online|fun|me)|\.oastify\.com|\binteract\.sh|"""
+                r"""home\.arpa|svc|consul)|\bmetadata|\binstance-data|\.oast\.(?:pro|live|site|online|fun|me)|\.oastify\.com|\binteract\.sh|"""
                 r"""\.burpcollaborator\.net|\.dnslog\.cn|\.ceye\.io|\brequestbin\.\w+|\bwebhook\.site|\.pipedream\.net|\.canarytokens\.com|"""
                 r"""\.nip\.io|\.sslip\.io|\.xip\.io|\blocaltest\.me|\blvh\.me|\.rbndr\.us)""" + _HOST_END + r"""|"""
                 r"""\S*?(?:%00|\x00|\?\s*$|169\.254\.169\.254|\bmetadata\.google\.internal\b|100\.100\.100\.200|%2e%2e|%2f\.\.|/\.\.(?:[/\\]|$)|"""

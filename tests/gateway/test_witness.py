@@ -46,6 +46,7 @@ PEOPLE = [
     # a link on its own, as a person pastes one into a comment, a profile or a share form: a public host, written plainly
     "http://mpmath.org/doc/current/", "https://docs.python.org/3/library/re.html#re.sub", "https://1password.com/", "https://360.cn/",
     "https://www.example.org/search?q=red+shoes&page=2",
+    "https://münchen.de/stadtplan", "https://web.archive.org/web/2020/https://example.com/",
     # a system folder named in a search, as a person asks about it
     "/var/log examples", "/home folder permissions",
     "print('hello')", "d['key'] = len(items)", "x = 'a' + 'b'", "','.join(names)", 'f("{0}", value)',
@@ -111,7 +112,9 @@ BREAKOUTS = {
               "${${lower:j}ndi:ldap://x/a}", "<!DOCTYPE r [<!ENTITY x SYSTEM 'file:///etc/passwd'>]>", "%0d%0aSet-Cookie:x=1",
               "//evil.example", "/\\evil.example", "http://evil.example/shell.txt?", "http://127.0.0.1:22", "http://2130706433/",
               "http://0x7f.1/", "http://[::1]/", "http://localhost:8080/admin", "http://10.0.0.5/", "https://x.oast.pro/",
-              "http://metadata.google.internal/computeMetadata/v1/", "http://evil.example\\@good.example/", "http://a.127.0.0.1.nip.io/", "gopher://127.0.0.1:6379/_",
+              "http://metadata.google.internal/computeMetadata/v1/", "http://evil.example\\@good.example/", "http://a.127.0.0.1.nip.io/",
+              "http://①②⑦.⓪.⓪.①/", "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ/", "http://127。0。0。1/", "http://kubernetes.default.svc/", "http:///evil.example",
+              "http://good.example#@evil.example/", "https://redirect.example/?to=http://localhost", "gopher://127.0.0.1:6379/_",
               "http://good.example@evil.example", "[$ne]=1", '{"$gt": ""}', "'; return true; var x='", "*)(uid=*", "*)(|(mail=*))",
               "' or count(/*)=1 or '", "O:8:\"stdClass\":0:{}", "rO0ABXNyABFq", "!!python/object/apply:os.system ['id']",
               "__proto__[admin]=1", "<!--#exec cmd=\"id\"-->"],
