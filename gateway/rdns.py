@@ -162,16 +162,14 @@ class ReverseNames:
         """Raise :class:`LookupNeeded` when ``address`` has no answer yet and lookups are on (``timeout_s`` > 0). The rule
         table calls it before the first rule that asks for names, for a request that claims a name such a rule verifies,
         and resumes there (``resume``) once the address is looked up: no rule runs twice."""
-        if self.timeout_s > 0:
-            entry = self._known.get(address)
-            if entry is None or entry[0] <= self.clock():
-                raise LookupNeeded(self, address, resume)
+        if self.timeout_s > 0 and self.names(address) is None:
+            raise LookupNeeded(self, address, resume)
 
     def confirmed(self, address: str, domains: tuple[str, ...]) -> bool:
         """A known name of ``address`` is one of ``domains`` or under one (the rule condition; an address without an answer
         is unconfirmed). Never looks anything up."""
-        entry = self._known.get(address)
-        return entry is not None and entry[0] > self.clock() and any(under(n, domains) for n in entry[1])
+        known = self.names(address)
+        return known is not None and any(under(n, domains) for n in known)
 
     async def lookup(self, address: str) -> tuple[str, ...]:
         """Look ``address`` up (once, however many requests wait for it) and keep the answer; its confirmed names."""
