@@ -251,12 +251,18 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
             emit.uses.add("ua")  # the table lower-cases the user agent once per request
             return _regex_expr(patterns, "ua", True, ctx, problems, where)
         folded = _case_folded(patterns)
-        if folded is not None and _regex_expr(patterns, "f.user_agent", False, ctx, problems, where) is not None:
-            # a case-insensitive regex written in lower case searches the lower-cased user agent without IGNORECASE, which
-            # Python's engine pays for at every character (a scanner-name alternation: 12.6 -> 3.2 us on a browser's)
-            emit.uses.add("ua")
-            return f"{emit.const(compile_regexes(folded).search)}(ua) is not None"
-        return _regex_expr(patterns, "f.user_agent", False, ctx, problems, where)
+        if folded is None:
+            return _regex_expr(patterns, "f.user_agent", False, ctx, problems, where)
+        # a case-insensitive regex written in lower case searches the lower-cased user agent without IGNORECASE, which
+        # Python's engine pays for at every character (a scanner-name alternation: 12.6 -> 3.2 us on a browser's)
+        try:
+            compile_regexes(patterns)  # the patterns as written: their errors name them
+            rx = compile_regexes(folded)
+        except PatternError as exc:
+            problems.append(f"{where}: {exc}")
+            return None
+        emit.uses.add("ua")
+        return f"{emit.const(rx.search)}(ua) is not None"
 
     if key == "headers":
         return _headers(value, ctx, problems, where)

@@ -106,13 +106,14 @@ def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitt
     lines = ["def evaluate(f, resume=None):", *_prologue(emit.uses)]
     if route:
         lines.append("    b = None if resume is None else resume[1]")
-    points = [i for i, claim in enumerate(claims) if claim is not None] if emit.names is not None else []
+    # branch -> the number of the point the table resumes at
+    points = {i: n for n, i in enumerate(i for i, claim in enumerate(claims) if claim is not None)} if emit.names is not None else {}
     indent = "        " if points else "    "
     if points:
         lines.append("    if resume is None:")
     for i, (condition, statement) in enumerate(branches):
-        if i in points:
-            n = points.index(i)
+        n = points.get(i)
+        if n is not None:
             check = emit.const(emit.names.check)
             lines.append(f"{indent}if {claims[i]}: {check}(f.client_ip, ({n}, {'b' if route else 'None'}))")
             lines.append(f"    if resume is None or resume[0] <= {n}:")
