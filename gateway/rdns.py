@@ -38,7 +38,7 @@ from gateway.config import Config
 LOOKUPS = metrics.counter("clefgate_reverse_dns_lookups_total",
                           "Forward-confirmed reverse DNS lookups of client addresses, by result: confirmed (a name that resolves "
                           "back), unconfirmed (no name, or none that resolves back), failed (timeout or resolver error), "
-                          "busy (every lookup thread taken).", ("result",))
+                          "busy (every lookup thread, or its network's share of them, taken).", ("result",))
 RETRY_S = 60.0  # a failed lookup is tried again after this long
 BUSY_RETRY_S = 5.0  # and one refused for want of a thread after this long
 THREADS = 8  # lookups at once; past this, a lookup is refused (busy), never queued behind slow ones
@@ -115,7 +115,7 @@ def confirmed_names(address: str, resolver: Resolver = SYSTEM) -> tuple[str, ...
 
 class LookupNeeded(Exception):
     """Raised by :meth:`ReverseNames.check` for an address it has no answer for: the pipeline looks the address up
-    (:meth:`ReverseNames.lookup`) and decides the request again."""
+    (:meth:`ReverseNames.lookup`) and resumes the rule table where it stopped (``resume``)."""
 
     def __init__(self, names: ReverseNames, address: str, resume: tuple[Any, ...]) -> None:
         super().__init__(address)
