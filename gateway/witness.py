@@ -214,8 +214,8 @@ _FORGED_HOST = (r"""[^\s/\\?#]*?[@\\%&;,'"<>{}|^`$\t""" + _FOLDING + r"""]|[^\s/
                 r"""[/=?&](?:https?:)?//(?:""" + _INNER_FORGED + r"""))""")
 
 # the rest: template and expression languages (an expression that computes or reaches the runtime), JNDI lookups,
-# serialized objects, XXE, response splitting, SSI, NoSQL operators, LDAP and XPath filters, a value that is a URL or
-# starts like one (request forgery, redirects, remote inclusion), and the quote breakouts SQL has (XPath and NoSQL
+# serialized objects, XXE, response splitting, SSI, NoSQL operators, LDAP and XPath filters, a value that is a forged
+# URL or starts like one (request forgery, redirects, remote inclusion: _FORGED_HOST), and the quote breakouts SQL has (XPath and NoSQL
 # take them too)
 _OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(|\b(?:passthru|shell_exec|call_user_func|system|include|dump)\b|(?<![=!<>])=(?!=)|#with\b|__\w+__|subclasses|\bmro\b|\.class\b|\bdump\s*\(|\b_self\b|\bapp\.|\bconfig\b|\bself\b|\brequest\b|\bcycler\b|\bjoiner\b|\bnamespace\b|"""
           r"""\blipsum\b|constructor|getclass|getruntime|\bsystem\b|\bpopen\b|\bimport\b|\|\s*attr\b|\[\s*['"]_)|"""
