@@ -22,8 +22,9 @@ What each stage does:
 
 - ``overrides``: the console's temporary allows and blocks (their verdict stands as it is);
 - ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``; a rule that
-  challenges is overruled by the payload detectors' evidence (a block), so naming a crawler or hitting a rate shields
-  no injection;
+  challenges, or allows with ``inspect: true``, is overruled by the payload detectors' evidence (a block), so naming
+  a crawler, hitting a rate, sending a credentials header or asking for a feed's path shields no injection; any other
+  allow wins;
 - ``payload``: the payload detectors, on what the rules left open: attack evidence
   blocks with or without the model, under the request's policy mode (shadow, rollout);
 - ``default``: ``rules.default`` for a request no rule matched, counted by outcome;
@@ -271,16 +272,23 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
     after_rules: list[Callable[[Features, ScoreRequest | None], Verdict | Awaitable[Verdict]]] = []
     if p.rules is not None:
         evaluate = p.rules.evaluate
-        inspect_challenged = p.inspector.inspect if p.inspector is not None else None
+        inspect_ruled = p.inspector.inspect if p.inspector is not None else None
         rules_at = len(stages)
 
+        inspected: frozenset[str] = getattr(p.rules, "inspected", frozenset())  # a RuleTable's inspect: true rules
+
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
-            if isinstance(outcome, Verdict) and outcome.action is challenge:
-                # a rule that challenges the client (a crawler's name, its rate) does not shield what it sends: attack
-                # evidence in the request blocks it, as it would had no rule matched
-                hits = inspect_challenged(features) if inspect_challenged is not None else ()
-                return _detected(policy, routes, block_status, features, None, hits) if hits else honoured(outcome, features)
-            return outcome
+            if not isinstance(outcome, Verdict):
+                return outcome
+            # a rule that challenges the client (a crawler's name, its rate), or lets it through on a claim anyone can
+            # make (inspect: true: a feed's path, a credentials header), does not shield what it sends: attack
+            # evidence in the request blocks it, as it would had no rule matched; any other allow wins
+            action = outcome.action
+            if inspect_ruled is not None and (action is challenge or (action is forward and outcome.rule in inspected)):
+                hits = inspect_ruled(features)
+                if hits:
+                    return _detected(policy, routes, block_status, features, None, hits)
+            return honoured(outcome, features) if action is challenge else outcome
 
         async def looked_up(needed: LookupNeeded, features: Features) -> Verdict:
             """The table resumed where it stopped once the address is looked up, then the stages after it."""
@@ -300,7 +308,7 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         inspect = p.inspector.inspect
 
         def payload(features: Features, pending: ScoreRequest | None) -> Verdict | None:
-            # attack evidence decides with or without the model; a rule's verdict (an allow rule's too) stood before this
+            # attack evidence decides with or without the model (what a rule let through was read in the rules stage)
             hits = inspect(features)
             return _detected(policy, routes, block_status, features, pending, hits) if hits else None
         stages.append(Stage("payload", payload))

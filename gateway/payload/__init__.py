@@ -1,6 +1,7 @@
 """Deterministic payload detection: libinjection and the injection signatures, per location.
 
-Every request the rules leave open is inspected, with or without the model, before it
+Every request the rules leave open, challenge, or let through on a claim anyone can make (an
+``allow`` or ``route`` rule with ``inspect: true``) is inspected, with or without the model, before it
 (``Pipeline.decide``). Each value a client controls is taken from where the
 application will read it, decoded the way the application will, and handed to the
 detectors on its own:

@@ -29,7 +29,7 @@ from gateway.verdict import Action, ScoreRequest, Source, Verdict
 log = logging.getLogger("clefgate.rules")
 
 META_KEYS = ("name", "description")
-ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy", "bot_likeness")
+ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy", "bot_likeness", "inspect")
 # a score rule's bot_likeness: challenge (the policy weighs the client's look, the default) or ignore (P(attack) alone)
 BOT_LIKENESS = ("challenge", "ignore")
 RULE_KEYS = META_KEYS + CONDITION_KEYS + ACTION_KEYS
@@ -306,13 +306,14 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
             mine.append(f"action: a route rule cannot be overridden by rules.actions.{name}")
         else:
             action = opts.actions[name]
-            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy", "bot_likeness")}  # the override's defaults apply
+            # the override's defaults apply (a rule's inspect stays with its allow)
+            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy", "bot_likeness") and (k != "inspect" or action == "allow")}
 
     status, difficulty, backend, stop, policy = opts.block_status, opts.difficulty, None, True, None
-    for key, applies in (("status", "block"), ("difficulty", "challenge"), ("backend", "route"), ("continue", "route"), ("policy", "score"),
-                         ("bot_likeness", "score")):
-        if key in raw and action is not None and action != applies:
-            mine.append(f"{key}: only applies to action {applies}")
+    for key, applies in (("status", ("block",)), ("difficulty", ("challenge",)), ("backend", ("route",)), ("continue", ("route",)),
+                         ("policy", ("score",)), ("bot_likeness", ("score",)), ("inspect", ("allow", "route"))):
+        if key in raw and action is not None and action not in applies:
+            mine.append(f"{key}: only applies to action {' or '.join(applies)}")
     if "status" in raw:
         status = raw["status"]
         if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
@@ -340,6 +341,11 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     bot_likeness = raw.get("bot_likeness", BOT_LIKENESS[0])
     if not isinstance(bot_likeness, str) or bot_likeness not in BOT_LIKENESS:
         mine.append(f"bot_likeness: {bot_likeness!r} is not one of {', '.join(BOT_LIKENESS)}")
+    # an allow or route rule's forward wins (an operator's allow list is never blocked); inspect: true says it vouches for
+    # the client only, not for what it sends, so the payload detectors still read what it lets through
+    inspect = raw.get("inspect", False)
+    if not isinstance(inspect, bool):
+        mine.append(f"inspect: expected true or false, got {inspect!r}")
 
     conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
     if uses_reverse_dns(conditions) and opts.fallback:
@@ -376,4 +382,4 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     else:
         outcome = Verdict(Action.FORWARD, Source.RULE, reason, rule=label, backend=backend, explanation=explanation) if stop else None
     return CompiledRule(label=label, file=entry.file, description=description.strip(), action=action,
-                        condition=conjunction(exprs), outcome=outcome, backend=backend, stop=stop, claim=claim)
+                        condition=conjunction(exprs), outcome=outcome, backend=backend, stop=stop, claim=claim, inspect=inspect is True)

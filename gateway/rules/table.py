@@ -56,6 +56,7 @@ class CompiledRule:
     backend: str | None = None     # route target
     stop: bool = True              # False: a route that lets evaluation continue
     claim: str | None = None       # a rule asking for reverse_dns: its user_agent condition (the table looks claimants up before it)
+    inspect: bool = False          # allow/route: the payload detectors still read what the rule lets through (inspect: true)
     _routed: dict[str, Verdict | ScoreRequest] = field(default_factory=dict)
 
     def routed(self, backend: str) -> Verdict | ScoreRequest:
@@ -138,6 +139,8 @@ class RuleTable:
     def __init__(self, rules: list[CompiledRule], files: list[str], emit: Emitter | None = None) -> None:
         self.rules = tuple(rules)
         self.files = files
+        # the allow and route rules whose forwards the payload detectors still read (``inspect: true``)
+        self.inspected = frozenset(r.label for r in rules if r.action in ("allow", "route") and r.inspect)
         emit = emit or Emitter()
         self._fallthrough: dict[str, Verdict] = {}
         count, route_count = emit.const(MATCHES.inc), emit.const(ROUTED.inc)

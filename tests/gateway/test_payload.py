@@ -264,12 +264,19 @@ def test_the_pipeline_reads_the_larger_body_prefix_and_blocks_without_a_model() 
     assert build(config(payload={"enabled": False})).body_prefix_bytes == 0
 
 
-def test_an_allow_rule_is_not_inspected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inspected", [False, True])
+def test_an_allow_rule_wins_unless_it_says_inspect_true(tmp_path: Path, inspected: bool) -> None:
     allow = tmp_path / "allow.yaml"
-    allow.write_text("rules:\n  - name: allow-admin-tools\n    path: /admin/**\n    action: allow\n")
+    allow.write_text("rules:\n  - name: allow-admin-tools\n    path: /admin/**\n    action: allow\n" + ("    inspect: true\n" if inspected else ""))
     pipeline = build(config(rules={"files": [str(allow)]}))
+    plain = pipeline.decide(from_record(record("/admin/sql?q=orders")))
+    assert isinstance(plain, Verdict) and plain.action is Action.FORWARD and plain.rule == "allow-admin-tools"
     allowed = pipeline.decide(from_record(record("/admin/sql?q=" + quote(SQLI))))
-    assert isinstance(allowed, Verdict) and allowed.action is Action.FORWARD and allowed.rule == "allow-admin-tools"
+    assert isinstance(allowed, Verdict)
+    if inspected:  # the path is a claim anyone can make: what it lets through is read
+        assert allowed.action is Action.BLOCK and allowed.source is Source.DETECTOR and allowed.payload[0].location == "query:q"
+    else:  # an SQL console's callers, trusted with any payload: the operator's allow wins
+        assert allowed.action is Action.FORWARD and allowed.rule == "allow-admin-tools"
     other = pipeline.decide(from_record(record("/shop?q=" + quote(SQLI))))
     assert isinstance(other, Verdict) and other.source is Source.DETECTOR
 

@@ -713,3 +713,67 @@ async def test_a_client_that_earned_a_block_is_blocked_where_p_attack_was_not_co
     again = await decided(p, plain)  # the same client, the same request: its attack evidence earns the block
     assert again.action is Action.BLOCK and again.source is Source.CLIENT and "attack evidence" in again.reason, again.reason
     assert (await decided(p, browser_number(1, ip="198.51.100.7", target="/search?q=red+shoes"))).action is Action.FORWARD  # anyone else
+
+
+async def test_a_shipped_rule_that_allows_on_a_claim_shields_no_injection(tmp_path: Path) -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(FakeScorer, bad=0.1, attack=0.1))
+    bearer = [*LIBRARY, ("Authorization", "Bearer 4f1c2a9be07d")]
+    v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=bearer))
+    assert v.action is Action.FORWARD and v.rule == "allow-api-clients-with-credentials", v.reason
+    # a credentials header is a claim anyone can add: the same call with an injection is blocked by the detectors
+    v = await _decided(p, make_features(target=API_SQLI, headers=bearer))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR and v.payload[0].location == "query:q", v.reason
+    body = b'{"name": "x", "filter": "1\' UNION SELECT password FROM users--"}'
+    v = await _decided(p, make_features(method="POST", target="/api/v1/items", body=body,
+                                        headers=[*bearer, ("Content-Type", "application/json"), ("Content-Length", str(len(body)))]))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR and v.payload[0].location.startswith("json"), v.reason
+    # a health check's path is no shield either; its plain probe is still let through
+    assert (await _decided(p, make_features(target="/healthz", headers=LIBRARY))).rule == "allow-health-checks"
+    v = await _decided(p, make_features(target="/healthz?x=..%2F..%2F..%2F..%2Fetc%2Fpasswd", headers=LIBRARY))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+    # git's push carries the repository's own files: the shipped rule lets it through unread
+    pack = b"0094" + b"0" * 40 + b" " + b"1" * 40 + b" refs/heads/main\x00 report-status side-band-64k\n0000PACK\x00\x00\x00\x02' OR 1=1--"
+    git = [("Host", "forge.example"), ("User-Agent", "git/2.45.2"), ("Content-Type", "application/x-git-receive-pack-request"),
+           ("Content-Length", str(len(pack)))]
+    v = await _decided(p, make_features(method="POST", target="/team/app.git/git-receive-pack?x=%27%20OR%201%3D1--", body=pack, headers=git))
+    assert v.action is Action.FORWARD and v.rule == "allow-git-clients", v.reason
+
+
+async def test_an_operators_allow_wins_and_inspect_true_reads_what_it_lets_through(tmp_path: Path) -> None:
+    rules = rules_file(tmp_path, """rules:
+  - name: office
+    ip: 192.0.2.0/24
+    action: allow
+  - name: partner-app
+    path: /partner/**
+    action: route
+    backend: api
+    inspect: true
+  - name: staff-tools
+    path: /tools/**
+    action: route
+    backend: app
+  - name: everyone
+    action: allow
+    inspect: true
+""")
+    p = build(cfg_of(rules={"files": [rules]}, payload={"enabled": True}), None)
+    for target in (API_SQLI, "/tools" + API_SQLI):  # the office's address, a stopping route: the rule's forward wins
+        v = await _decided(p, make_features(target=target, client_ip="192.0.2.7" if target == API_SQLI else "198.51.100.7"))
+        assert v.action is Action.FORWARD and v.rule in ("office", "staff-tools"), v.reason
+    for target in (API_SQLI, "/partner" + API_SQLI):
+        v = await _decided(p, make_features(target=target, client_ip="198.51.100.7"))
+        assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+    v = await _decided(p, make_features(target="/partner/x?q=1", client_ip="198.51.100.7"))
+    assert v.action is Action.FORWARD and v.rule == "partner-app" and v.backend == "api", v.reason
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("  - name: a\n    action: block\n    inspect: true\n", "inspect: only applies to action allow or route"),
+    ("  - name: a\n    action: allow\n    inspect: sometimes\n", "inspect: expected true or false, got 'sometimes'"),
+])
+def test_a_bad_inspect_key_is_reported(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n" + text)]}))
+    assert any(problem in p for p in err.value.problems), err.value.problems
