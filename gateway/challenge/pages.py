@@ -33,6 +33,10 @@ def _hash(source: str) -> str:
 CSP = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(WORKER_JS)} {_hash(PAGE_JS)}; worker-src blob:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 CSP_STATIC = f"default-src 'none'; style-src {_hash(CSS)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+# the page that sends a kept form again once its check is passed: this one inline line may run
+RESEND_JS = 'document.getElementById("cg-resend").submit();'
+CSP_RESEND = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(RESEND_JS)}; form-action 'self'; base-uri 'none'; "
+              "frame-ancestors 'none'")
 
 _e = html.escape
 # the fixed strings of every language, escaped once (a challenge page is rendered per challenged request)
@@ -93,8 +97,8 @@ class _Template:
         return b"".join(out)
 
 
-_CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_token", "nojs_url", "request_id")
-_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, str, int, int, bool, str], _Template] = {}
+_CHALLENGE_SLOTS = ("token", "nonce", "difficulty", "nojs_token", "nojs_url", "request_id", "kept")
+_CHALLENGE_TEMPLATES: dict[tuple[str, str, bool, bool, str, int, int, bool, str, bool], _Template] = {}
 # SHA-256 tries per second the page's workers make on a slow phone: what the page's time estimate assumes
 HASH_RATE = 1_000_000.0
 
@@ -110,7 +114,8 @@ def nojs_url_of(nojs_action: str, nojs_token: str) -> str:
 
 
 def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
-                   nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str, plain: bool = False) -> bytes:
+                   nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str, plain: bool = False,
+                   kept: str | None = None) -> bytes:
     """The proof-of-work page, and its no-JavaScript path when ``nojs_token`` is given.
 
     Progressive enhancement: what the script does (the puzzle's progress and status) is
@@ -122,8 +127,13 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
     a flood gets one per request; the bytes are :func:`render_challenge_page`'s. ``plain`` says that
     ``token``, ``nonce`` and ``nojs_token`` are made of ``tokens.PLAIN_CHARS`` only (a ``Signer.plain``
     signer's tokens and ``new_nonce``'s nonces), which escaping and quoting leave as they are.
+
+    ``kept``: the body of a form post the page keeps (URL-encoded text), answered with the puzzle's
+    solution so that the form is sent again once the check is passed (``ChallengeService.kept_form``);
+    the no-JavaScript path does not carry it, and says the form was not sent.
     """
-    layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_action, nojs_wait_s, int(difficulty), bool(request_id), contact)
+    layout = (lang, verify_url, post_lost, nojs_token is not None, nojs_action, nojs_wait_s, int(difficulty), bool(request_id), contact,
+              kept is not None)
     template = _CHALLENGE_TEMPLATES.get(layout)
     if template is None:
         if len(_CHALLENGE_TEMPLATES) >= 512:  # layouts are few (languages x difficulties x options); never grow without bound
@@ -131,40 +141,45 @@ def challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify
         template = _CHALLENGE_TEMPLATES[layout] = _Template(
             _challenge_text, _CHALLENGE_SLOTS, lang=lang, verify_url=verify_url, post_lost=post_lost, nojs_wait_s=nojs_wait_s,
             contact=contact, nojs_action=nojs_action, estimate_s=solve_estimate_s(difficulty), marked_nojs=nojs_token is not None,
-            marked_request_id=bool(request_id))
+            marked_request_id=bool(request_id), marked_kept=kept is not None)
+    kept_value = b"" if kept is None else _e(kept).encode("utf-8")
     if plain:
         nojs = (b"", b"") if nojs_token is None else (nojs_token.encode("ascii"), f"{_e(nojs_action)}?token={nojs_token}".encode())
         return template.fill((token.encode("ascii"), nonce.encode("ascii"), str(int(difficulty)).encode("ascii"), *nojs,
-                              _e(request_id).encode("utf-8")))
+                              _e(request_id).encode("utf-8"), kept_value))
     nojs = (_e(nojs_token).encode("utf-8"), _e(nojs_url_of(nojs_action, nojs_token)).encode("utf-8")) if nojs_token is not None \
         else (b"", b"")
     return template.fill((_e(token).encode("utf-8"), _e(nonce).encode("utf-8"), str(int(difficulty)).encode("ascii"), *nojs,
-                          _e(request_id).encode("utf-8")))
+                          _e(request_id).encode("utf-8"), kept_value))
 
 
 def render_challenge_page(lang: str, *, token: str, nonce: str, difficulty: int, verify_url: str, post_lost: bool,
-                          nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str) -> bytes:
+                          nojs_token: str | None, nojs_action: str, nojs_wait_s: int, request_id: str, contact: str,
+                          kept: str | None = None) -> bytes:
     """:func:`challenge_page` rendered directly, without a template (the reference its templates are split from)."""
     return _challenge_text(lang, token=_e(token), nonce=_e(nonce), difficulty=str(int(difficulty)), verify_url=verify_url,
                            post_lost=post_lost, nojs_token=None if nojs_token is None else _e(nojs_token),
                            nojs_url=None if nojs_token is None else _e(nojs_url_of(nojs_action, nojs_token)), nojs_action=nojs_action,
                            nojs_wait_s=nojs_wait_s, estimate_s=solve_estimate_s(difficulty), request_id=_e(request_id),
-                           contact=contact).encode("utf-8")
+                           contact=contact, kept=None if kept is None else _e(kept)).encode("utf-8")
 
 
 def _challenge_text(lang: str, *, token: str, nonce: str, difficulty: str, verify_url: str, post_lost: bool, nojs_token: str | None,
                     nojs_url: str | None, nojs_action: str, nojs_wait_s: int, estimate_s: int, request_id: str, contact: str,
-                    marked_nojs: bool | None = None, marked_request_id: bool | None = None) -> str:
-    """The challenge page as text; ``token``, ``nonce``, ``nojs_token``, ``nojs_url`` and ``request_id`` come in already
-    HTML-escaped.
+                    kept: str | None = None, marked_nojs: bool | None = None, marked_request_id: bool | None = None,
+                    marked_kept: bool | None = None) -> str:
+    """The challenge page as text; ``token``, ``nonce``, ``nojs_token``, ``nojs_url``, ``request_id`` and ``kept`` come in
+    already HTML-escaped.
 
-    A template renders it with markers as values: ``marked_nojs`` and ``marked_request_id``
-    then say whether those parts are present (a marker is never empty).
+    A template renders it with markers as values: ``marked_nojs``, ``marked_request_id`` and
+    ``marked_kept`` then say whether those parts are present (a marker is never empty).
     """
     if marked_nojs is False:
         nojs_token = nojs_url = None
     if marked_request_id is False:
         request_id = ""
+    if marked_kept is False:
+        kept = None
     s = _ESCAPED[lang]
     head = f'<noscript><meta http-equiv="refresh" content="{nojs_wait_s};url={nojs_url}"></noscript>' if nojs_url else ""
     if nojs_url:
@@ -178,17 +193,39 @@ def _challenge_text(lang: str, *, token: str, nonce: str, difficulty: str, verif
         f"<h1>{s['challenge_heading']}</h1>",
         f"<p>{s['challenge_intro']}</p>",
         f"<p class=\"note\">{s['post_lost']}</p>" if post_lost else "",
+        # a kept form goes with the puzzle's answer, which only the script sends: without it the form is lost
+        f"<noscript><p class=\"note\">{s['post_lost']}</p></noscript>" if kept is not None else "",
         # shown by the script when it runs: without JavaScript nothing here is true
         f'<div id="cg-js" hidden><p>{s["challenge_js"].format(seconds=estimate_s)}</p>'
+        + (f"<p class=\"note\">{s['post_kept']}</p>" if kept is not None else "") +
         f'<progress id="cg-bar" max="100" value="0" aria-label="{s["challenge_working"]}"></progress>'
         f'<p id="cg-status" role="status" aria-live="polite">{s["challenge_working"]}</p></div>',
         f'<form id="cg-form" method="post" action="{_e(verify_url)}" data-nonce="{nonce}" data-difficulty="{difficulty}" '
         f'data-progress="{s["challenge_progress"]}" data-done="{s["challenge_done"]}" data-failed="{s["challenge_failed"]}">'
-        f'<input type="hidden" name="token" value="{token}"><input type="hidden" name="counter" id="cg-counter" value=""></form>',
+        f'<input type="hidden" name="token" value="{token}"><input type="hidden" name="counter" id="cg-counter" value="">'
+        + (f'<input type="hidden" name="form" value="{kept}">' if kept is not None else "") + "</form>",
         nojs,
         _footer(STRINGS[lang], request_id, "", escaped=True),
     ]
     return _page_text(lang, STRINGS[lang]["challenge_title"], [b for b in body if b], head=head, scripts=True)
+
+
+def resend_page(lang: str, *, action: str, fields: Sequence[tuple[str, str]], request_id: str = "") -> bytes:
+    """The page that sends a kept form again once its check is passed: the form's fields as hidden inputs, posted to
+    ``action`` by the one inline line ``CSP_RESEND`` allows, or by its button without JavaScript.
+
+    Line breaks are written as character references, which the HTML parser does not normalise, so a textarea's CRLF
+    is sent as it was."""
+    s = STRINGS[lang]
+    inputs = "".join(f'<input type="hidden" name="{_attr(name)}" value="{_attr(value)}">' for name, value in fields)
+    body = [f"<h1>{_e(s['verified_heading'])}</h1>", f"<p>{_e(s['post_resend'])}</p>",
+            f'<form id="cg-resend" method="post" action="{_e(action)}">{inputs}<button type="submit">{_e(s["post_send"])}</button></form>',
+            _footer(s, request_id, ""), f"<script>{RESEND_JS}</script>"]
+    return _page(lang, s["verified_title"], [b for b in body if b])
+
+
+def _attr(text: str) -> str:
+    return _e(text).replace("\r", "&#13;").replace("\n", "&#10;")
 
 
 # the plain reason classes a block page can name (``strings.py`` keys ``reason_<class>``)

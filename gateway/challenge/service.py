@@ -9,9 +9,12 @@ Flow for a challenged browser::
     GET /page  (cookie)  -> the pipeline sees a valid pass: the CHALLENGE becomes FORWARD
 
 The token and the pass are bound to the client (network prefix + user-agent hash), expire,
-and a solved nonce is accepted once. A request that was a POST is not replayed after the
-check (its body is gone): the page says so, and after passing the client is told to
-submit again. Browsers without JavaScript get a signed wait instead (``/.clefgate/nojs``,
+and a solved nonce is accepted once. A form a person posted from the site itself
+(``application/x-www-form-urlencoded``, whole, at most ``challenge.keep_form_bytes``, and
+same-origin by ``Sec-Fetch-Site`` or ``Origin``) is kept: the page sends it back with the
+puzzle's answer, and once the check is passed a page posts it again to where it was going
+(:meth:`ChallengeService.kept_form`). Any other POST is not replayed (its body is gone): the
+page says so, and after passing the client is told to submit again. Browsers without JavaScript get a signed wait instead (``/.clefgate/nojs``,
 a meta refresh and a Continue button): it costs waiting time instead of CPU, longer the
 higher the difficulty (:meth:`ChallengeService.nojs_wait_s`), and its token is single-use
 and bound to the client exactly like the puzzle's.
@@ -26,6 +29,7 @@ which comes back to the page once solved (docs/challenge.md).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -34,11 +38,11 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, urlencode, urlsplit
 
 from gateway import metrics
 from gateway.challenge.nonces import NonceStore
-from gateway.challenge.pages import CSP, CSP_STATIC, challenge_page, message_page, nojs_url_of
+from gateway.challenge.pages import CSP, CSP_RESEND, CSP_STATIC, challenge_page, message_page, nojs_url_of, resend_page
 from gateway.challenge.strings import STRINGS, pick_language
 from gateway.challenge.tokens import CHALLENGE, MIN_SECRET_BYTES, PASS, WAIT, Binding, Signer, TokenError, b64e, new_nonce, pow_ok
 from gateway.clients import ClientState
@@ -55,6 +59,10 @@ FAILED = metrics.counter("clefgate_challenges_failed_total",
                          "wrong_client, bad_solution, replayed, too_early).", ("reason",))
 SOLVE = metrics.histogram("clefgate_challenge_solve_seconds", "Time from issuing a challenge to its verified answer.",
                           buckets=(0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0, 60.0, 120.0, 300.0))
+KEPT_FORMS = metrics.counter("clefgate_challenge_kept_forms_total",
+                             "Form posts a challenge kept and sent again once passed, by stage: kept (the challenge page carries it), "
+                             "resent (the check was passed and the form posted again), refused (an answer whose form was not the "
+                             "one kept, or that came from another site: the form was not sent).", ("stage",))
 PASS_COOKIES = metrics.counter("clefgate_pass_cookies_total",
                                "Pass cookies presented on challenged requests, by result (accepted, rechallenged, or the refusal reason).",
                                ("result",))
@@ -201,6 +209,32 @@ class ChallengeService:
                 return self._safe_target(parts.path + (f"?{parts.query}" if parts.query else "")), True
         return "/", True
 
+    def kept_form(self, features: Features) -> str | None:
+        """The body of a form post the challenge keeps and sends again once passed, or None.
+
+        Kept: a ``POST`` of ``application/x-www-form-urlencoded`` that arrived whole (its length known, at most
+        ``challenge.keep_form_bytes``, all of it read before deciding), in ASCII with its fields in UTF-8, posted
+        from this site itself (``Sec-Fetch-Site: same-origin``, or without Fetch Metadata an ``Origin`` naming this
+        host). A form posted from another site is never kept: sending it again from the gateway's own page would
+        carry the site's SameSite cookies that the cross-site post did not (request forgery).
+        """
+        cap = self.cfg.keep_form_bytes
+        body = features.body_prefix
+        if (not cap or features.method != "POST" or not body or len(body) > cap or features.chunked
+                or features.content_length != len(body) or not _same_origin(features)):
+            return None
+        headers = features.header_map
+        if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/x-www-form-urlencoded":
+            return None
+        try:
+            text = body.decode("ascii")
+            if not text.isprintable():  # a browser escapes line breaks; a raw one would not come back as it went
+                return None
+            parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict", max_num_fields=1000)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return text
+
     def _response(self, status: int, body: bytes, features: Features, *, csp: str = CSP_STATIC,
                   extra: tuple[tuple[str, str], ...] = ()) -> LocalResponse:
         headers = (*_COMMON_HEADERS, ("Content-Security-Policy", csp), *extra)
@@ -223,7 +257,18 @@ class ChallengeService:
         binding = self._bind(features)
         expires = int(now + cfg.token_ttl_s) + 1
         wait_s = self.nojs_wait_s(difficulty)
-        if wait_s is None:
+        wants_json = self._wants_json(features)
+        kept = self.kept_form(features) if post_lost and not wants_json else None
+        nojs_token: str | None
+        if kept is not None:
+            # the page's token names where the form goes and its body's digest; the no-JavaScript twin keeps no form
+            token = self.signer.sign({"t": CHALLENGE, "n": nonce, "d": difficulty, "i": now, "e": expires, "b": binding, "u": url,
+                                      "p": 1, "pu": self._safe_target(features.target), "k": _digest(kept)})
+            nojs_token = None if wait_s is None else self.signer.sign_challenge(
+                WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
+                url=url if len(url) <= _NOJS_URL_MAX else "/", post_lost=1, not_before=now + wait_s)
+            KEPT_FORMS.inc("kept")
+        elif wait_s is None:
             token = self.signer.sign_challenge(CHALLENGE, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
                                                url=url, post_lost=int(post_lost))
             nojs_token = None
@@ -237,7 +282,7 @@ class ChallengeService:
                                                                 binding=binding, url=url, post_lost=int(post_lost), wait_url=nojs_back,
                                                                 not_before=now + wait_s)
         ISSUED.inc()
-        if self._wants_json(features):
+        if wants_json:
             where = self.challenge_url(features, difficulty)
             s = STRINGS["en"]
             return self._json(cfg.page_status, {"error": "challenge", "message": s["challenge_intro"], "challenge_url": where,
@@ -245,9 +290,9 @@ class ChallengeService:
                               (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}; url={where}"),))
         extra = (("X-Clefgate-Challenge", f"pow; difficulty={difficulty}"),)
         lang = self._lang(features)
-        body = challenge_page(lang, token=token, nonce=nonce, difficulty=difficulty, verify_url=f"{PREFIX}verify", post_lost=post_lost,
-                              nojs_token=nojs_token, nojs_action=f"{PREFIX}nojs", nojs_wait_s=wait_s or 0,
-                              request_id=features.request_id, contact=cfg.contact, plain=self.signer.plain)
+        body = challenge_page(lang, token=token, nonce=nonce, difficulty=difficulty, verify_url=f"{PREFIX}verify",
+                              post_lost=post_lost and kept is None, nojs_token=nojs_token, nojs_action=f"{PREFIX}nojs", nojs_wait_s=wait_s or 0,
+                              request_id=features.request_id, contact=cfg.contact, plain=self.signer.plain, kept=kept)
         return self._response(cfg.page_status, body, features, csp=CSP, extra=extra)
 
     def block(self, verdict: Verdict, features: Features) -> LocalResponse:
@@ -285,7 +330,9 @@ class ChallengeService:
                 form = parse_qs(body.decode("latin-1"), max_num_fields=8)
             except ValueError:  # more fields than an answer has
                 return self._refused(features, "malformed", None)
-            return self._answer(features, CHALLENGE, (form.get("token") or [""])[0], (form.get("counter") or [""])[0])
+            kept = form.get("form")
+            return self._answer(features, CHALLENGE, (form.get("token") or [""])[0], (form.get("counter") or [""])[0],
+                                kept[0] if kept else None)
         if name == "challenge" and features.method in ("GET", "HEAD"):
             return self._challenge_for_script(features)
         if name == "nojs" and features.method in ("GET", "HEAD"):
@@ -297,7 +344,8 @@ class ChallengeService:
         lang = self._lang(features)
         return self._response(404, message_page(lang, "not_found", request_id=features.request_id), features)
 
-    def _answer(self, features: Features, kind: str, token: str, counter: str) -> LocalResponse | Awaitable[LocalResponse]:
+    def _answer(self, features: Features, kind: str, token: str, counter: str,
+                kept: str | None = None) -> LocalResponse | Awaitable[LocalResponse]:
         now = self.clock()
         payload: dict[str, Any] | None = None
         try:
@@ -319,15 +367,15 @@ class ChallengeService:
             return self.nonces.claim(nonce, expires)
 
         if self.state.backend is None:
-            return self._passed(features, payload, local(), now)
-        return self._shared_claim(features, payload, nonce, ttl, local, now)
+            return self._passed(features, payload, local(), now, kept)
+        return self._shared_claim(features, payload, nonce, ttl, local, now, kept)
 
     async def _shared_claim(self, features: Features, payload: dict[str, Any], nonce: str, ttl: float, local: Callable[[], bool],
-                            now: float) -> LocalResponse:
+                            now: float, kept: str | None) -> LocalResponse:
         first = await self.state.claim(nonce, ttl, local)
-        return self._passed(features, payload, first, now)
+        return self._passed(features, payload, first, now, kept)
 
-    def _passed(self, features: Features, payload: dict[str, Any], first: bool, now: float) -> LocalResponse:
+    def _passed(self, features: Features, payload: dict[str, Any], first: bool, now: float, kept: str | None = None) -> LocalResponse:
         if not first:
             return self._refused(features, "replayed", payload)
         cfg = self.cfg
@@ -340,7 +388,18 @@ class ChallengeService:
         set_cookie = ("Set-Cookie", self._cookie_header(cookie, features))
         url = self._safe_target(str(payload.get("u", "/")))
         if payload.get("p"):
-            body = message_page(self._lang(features), "verified_post", link=url)
+            lang = self._lang(features)
+            if "k" in payload:
+                # the form this page kept goes again only as it was kept, and only from the challenge page itself:
+                # an answer posted from another site cannot make the gateway's page post a form of its choosing
+                if kept is not None and _digest(kept) == payload["k"] and _same_origin(features):
+                    KEPT_FORMS.inc("resent")
+                    fields = parse_qsl(kept, keep_blank_values=True, encoding="utf-8", max_num_fields=1000)
+                    body = resend_page(lang, action=self._safe_target(str(payload.get("pu", "/"))), fields=fields,
+                                       request_id=features.request_id)
+                    return self._response(200, body, features, csp=CSP_RESEND, extra=(set_cookie,))
+                KEPT_FORMS.inc("refused")
+            body = message_page(lang, "verified_post", link=url)
             return self._response(200, body, features, extra=(set_cookie,))
         return LocalResponse(303, b"", (*_COMMON_HEADERS, ("Location", url), set_cookie), "text/plain; charset=utf-8")
 
@@ -462,6 +521,22 @@ class ChallengeService:
         # the model's fields (version, latency, input) stay: the decision log is the retraining feed
         return dataclasses.replace(verdict, action=Action.FORWARD, reason=f"challenge passed (pass cookie); would otherwise: {verdict.reason}",
                                    status=None, difficulty=None, shadow_action=None, headers=(("X-Clefgate-Pass", f"difficulty={held}"),))
+
+
+def _digest(text: str) -> str:
+    """A kept form's digest, as its challenge token names it."""
+    return b64e(hashlib.sha256(text.encode("utf-8")).digest()[:18])
+
+
+def _same_origin(features: Features) -> bool:
+    """Whether the browser says the request comes from a page of this site: ``Sec-Fetch-Site: same-origin``, or without
+    Fetch Metadata (Safari before 16.4) an ``Origin`` naming this host. Neither can be set by a page's script."""
+    headers = features.header_map
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site.strip().lower() == "same-origin"
+    origin = headers.get("origin", "")
+    return bool(features.host) and urlsplit(origin).netloc.lower() == features.host.lower()
 
 
 _ATTACK_WORDS = re.compile(r"(?i)inject|sql|xss|travers|exploit|log4shell|entit|ssrf|crlf|evasion|secret|vcs|probe|attack|payload|smuggl|shell")

@@ -8,13 +8,14 @@ import json
 import re
 from collections.abc import Callable
 from html import escape as html_escape
-from urllib.parse import quote, unquote, urlencode
+from html import unescape as html_unescape
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlencode
 
 import pytest
 
 from gateway.challenge import ChallengeService, Signer, TokenError, load_signer, pow_ok, solve, tokens
 from gateway.challenge import service as servicemod
-from gateway.challenge.pages import CSS, PAGE_JS, WORKER_JS
+from gateway.challenge.pages import CSP_STATIC, CSS, PAGE_JS, WORKER_JS
 from gateway.challenge.strings import STRINGS, pick_language
 from gateway.challenge.tokens import CHALLENGE, PASS, Binding, leading_zero_bits
 from gateway.clients import ClientState
@@ -358,13 +359,16 @@ def test_a_challenge_page_template_is_kept_per_no_javascript_action() -> None:
 @pytest.mark.parametrize("post_lost", [False, True])
 @pytest.mark.parametrize("nojs_token", [None, "k1.a-b_c.d", "x?a=<b>&c=\"d\"'"])
 @pytest.mark.parametrize("request_id", ["", "req-1", "<id>&\"é'"])
-def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_lost: bool, nojs_token: str | None, request_id: str) -> None:
+@pytest.mark.parametrize("kept", [None, "comment=a+%3Cb%3E&x=\"'<>"])
+def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_lost: bool, nojs_token: str | None, request_id: str,
+                                                             kept: str | None) -> None:
     """Pages are filled into a pre-split template; every layout and escaped value gives the direct renderer's bytes."""
     from gateway.challenge.pages import challenge_page, render_challenge_page
 
     for token, nonce, difficulty in (("k1.eyJ0IjoiYyJ9.c2ln", "bm9uY2U", 16), ("<k>&\"'.x.y", "n<o>nce", 7)):
         kw = dict(token=token, nonce=nonce, difficulty=difficulty, verify_url="/.clefgate/verify", post_lost=post_lost,
-                  nojs_token=nojs_token, nojs_action="/.clefgate/nojs", nojs_wait_s=3, request_id=request_id, contact="ops@shop.example")
+                  nojs_token=nojs_token, nojs_action="/.clefgate/nojs", nojs_wait_s=3, request_id=request_id, contact="ops@shop.example",
+                  kept=kept)
         page = challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == render_challenge_page(lang, **kw)  # type: ignore[arg-type]
         assert page == challenge_page(lang, **kw)  # type: ignore[arg-type]  # the second fill of the same template
@@ -376,6 +380,9 @@ def test_challenge_page_template_renders_the_renderers_bytes(lang: str, post_los
         if request_id:
             assert f"<code>{html_escape(request_id)}</code>" in text
         assert ('http-equiv="refresh"' in text) == (nojs_token is not None)
+        assert ('name="form"' in text) == (kept is not None)
+        if kept is not None:
+            assert f'name="form" value="{html_escape(kept)}"' in text
         assert "\x00" not in text
 
 
@@ -428,6 +435,92 @@ def test_post_that_triggered_a_challenge_says_so_and_is_not_replayed(svc: Challe
     resp = answer(svc, post, form["token"], solve(form["nonce"], 8))
     assert resp.status == 200 and header(resp, "Set-Cookie")
     assert STRINGS["en"]["verified_resubmit"].encode() in resp.body and b'href="/cart?step=2"' in resp.body
+
+
+COMMENT = "title=Notes&comment=" + quote_plus("line one\r\n>>> print('hi') & <b>bold</b>\r\nlast: é ✓") + "&empty="
+SAME_ORIGIN = [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "http://shop.example"), ("Sec-Fetch-Site", "same-origin"),
+               ("Referer", "http://shop.example/posts/12")]
+
+
+def kept_post(body: str = COMMENT, extra: list[tuple[str, str]] | None = None) -> Features:
+    return browser("/posts/12/comments?sort=new", method="POST", extra=SAME_ORIGIN if extra is None else extra, body=body.encode())
+
+
+def answer_with(svc: ChallengeService, f: Features, fields: dict[str, str], extra: list[tuple[str, str]] | None = None) -> LocalResponse:
+    body = urlencode(fields).encode()
+    headers = [h for h in f.headers if h[0].lower() not in ("content-type", "origin", "sec-fetch-site", "referer")]
+    headers += extra if extra is not None else [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "http://shop.example"),
+                                                 ("Sec-Fetch-Site", "same-origin")]
+    out = svc.handle(make_features("POST", "/.clefgate/verify", headers, client_ip=f.client_ip, body=body), body)
+    assert isinstance(out, LocalResponse)
+    return out
+
+
+def resent_fields(page: LocalResponse) -> tuple[str, list[tuple[str, str]]]:
+    """The action and the fields of a resend page's form, as a browser reads them (character references undone)."""
+    text = page.body.decode()
+    action = html_unescape(re.search(r'<form id="cg-resend" method="post" action="([^"]*)"', text).group(1))  # type: ignore[union-attr]
+    fields = [(html_unescape(n), html_unescape(v)) for n, v in re.findall(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', text)]
+    return action, fields
+
+
+def test_a_form_posted_from_the_site_is_kept_and_sent_again_once_the_check_is_passed(svc: ChallengeService) -> None:
+    before = {stage: servicemod.KEPT_FORMS.get(stage) for stage in ("kept", "resent", "refused")}
+    post = kept_post()
+    page = svc.challenge(challenge_verdict(8), post)
+    text = page.body.decode()
+    assert STRINGS["en"]["post_kept"] in text and f'name="form" value="{html_escape(COMMENT)}"' in text
+    assert "<noscript><p class=\"note\">" + html_escape(STRINGS["en"]["post_lost"]) in text  # the no-JavaScript path keeps no form
+    form = form_of(page)
+    resp = answer_with(svc, post, {"token": form["token"], "counter": str(solve(form["nonce"], 8)), "form": COMMENT})
+    assert resp.status == 200 and cookie_of(resp).startswith("clefgate_pass=")
+    csp = header(resp, "Content-Security-Policy") or ""
+    assert "script-src 'sha256-" in csp and "form-action 'self'" in csp and "unsafe-inline" not in csp
+    action, fields = resent_fields(resp)
+    # to where it was going, with every field as the person typed it: line breaks, markup, non-ASCII, empty values
+    assert action == "/posts/12/comments?sort=new"
+    assert fields == parse_qsl(COMMENT, keep_blank_values=True) and fields[1][1].count("\r\n") == 2
+    assert "&#13;&#10;" in resp.body.decode()  # written as references, which the HTML parser does not normalise
+    assert [servicemod.KEPT_FORMS.get(stage) - before[stage] for stage in ("kept", "resent", "refused")] == [1, 1, 0]
+
+
+@pytest.mark.parametrize("extra,body", [
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Sec-Fetch-Site", "cross-site"), ("Origin", "http://evil.example")], COMMENT),
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Sec-Fetch-Site", "same-site"), ("Origin", "http://blog.shop.example")], COMMENT),
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "http://evil.example")], COMMENT),  # no Fetch Metadata
+    ([("Content-Type", "application/x-www-form-urlencoded")], COMMENT),  # neither: nothing says where it came from
+    ([("Content-Type", "multipart/form-data; boundary=x"), ("Sec-Fetch-Site", "same-origin")], "--x\r\n"),
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Sec-Fetch-Site", "same-origin")], "a=" + "b" * 17000),  # over the cap
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Sec-Fetch-Site", "same-origin")], "a=%FF%FE"),  # not UTF-8
+    ([("Content-Type", "application/x-www-form-urlencoded"), ("Sec-Fetch-Site", "same-origin")], "a=raw\nline"),
+])
+def test_a_form_from_another_site_or_one_that_cannot_come_back_as_it_went_is_not_kept(svc: ChallengeService, extra: list[tuple[str, str]],
+                                                                                      body: str) -> None:
+    post = kept_post(body, extra)
+    page = svc.challenge(challenge_verdict(8), post)
+    assert STRINGS["en"]["post_lost"].encode() in page.body and b'name="form"' not in page.body
+    assert svc.kept_form(post) is None
+
+
+def test_a_kept_form_is_sent_again_only_as_kept_and_only_from_the_challenge_page(svc: ChallengeService) -> None:
+    post = kept_post()
+    form = form_of(svc.challenge(challenge_verdict(8), post))
+    counter = str(solve(form["nonce"], 8))
+    refused = servicemod.KEPT_FORMS.get("refused")
+    # another site posting the answer (a page that got hold of a token): the check passes, nothing is posted for it
+    cross = answer_with(svc, post, {"token": form["token"], "counter": counter, "form": COMMENT},
+                        [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", "http://evil.example"), ("Sec-Fetch-Site", "cross-site")])
+    assert cross.status == 200 and b"cg-resend" not in cross.body and STRINGS["en"]["verified_resubmit"].encode() in cross.body
+    assert header(cross, "Content-Security-Policy") == CSP_STATIC
+    for other in ("title=Notes&comment=transfer+everything", ""):  # a form of another's choosing, or none
+        form = form_of(svc.challenge(challenge_verdict(8), post))
+        fields = {"token": form["token"], "counter": str(solve(form["nonce"], 8))}
+        resp = answer_with(svc, post, {**fields, "form": other} if other else fields)
+        assert resp.status == 200 and b"cg-resend" not in resp.body and STRINGS["en"]["verified_resubmit"].encode() in resp.body
+    assert servicemod.KEPT_FORMS.get("refused") == refused + 3
+    # turned off: the page says to submit again, as for any other post
+    off = ChallengeService(ChallengeConfig(keep_form_bytes=0), Signer([("k1", KEY)]), ClientState(), clock=svc.clock)
+    assert b'name="form"' not in off.challenge(challenge_verdict(8), post).body
 
 
 def test_block_pages(svc: ChallengeService) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import httpx
 import pytest
@@ -38,23 +38,31 @@ DIFFICULTIES = (12, 16, 20)
 SHOTS = ROOT / "results" / "screenshots"
 
 
+# a form page of the origin's: a person's comment, posted to a path the gateway challenges
+FORM_PAGE = ('<!doctype html><meta charset="utf-8"><title>comment</title><form method="post" action="/protected/comments?sort=new">'
+             '<input name="title" value="Notes"><textarea name="comment"></textarea><button id="send">Send</button></form>')
+
+
 class RecordingOrigin:
-    """An HTTP/1.1 origin in a thread that remembers every path it served."""
+    """An HTTP/1.1 origin in a thread that remembers every path it served, and the body of every POST."""
 
     def __init__(self) -> None:
         seen: list[str] = []
-        self.seen = seen
+        posts: list[tuple[str, bytes]] = []
+        self.seen, self.posts = seen, posts
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
+                data = self.rfile.read(length) if length else b""
+                if self.command == "POST":
+                    posts.append((self.path, data))
                 if self.path != "/healthz":
                     seen.append(self.path)
-                body = f"<!doctype html><title>origin</title><p id=origin>origin saw {self.path}</p>".encode()
+                body = (FORM_PAGE if self.path == "/forms/comment" else
+                        f"<!doctype html><title>origin</title><p id=origin>origin saw {self.path}</p>").encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
@@ -234,6 +242,36 @@ def test_phone_sized_challenge_page_with_javascript(gateway: Gateway, origin: Re
             assert page.inner_text("#origin") == "origin saw /d20/phone"
         finally:
             context.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
+def test_a_comment_a_person_posts_is_kept_through_the_challenge_and_reaches_the_origin_once(gateway: Gateway, origin: RecordingOrigin,
+                                                                                             tmp_path: Path) -> None:
+    """A person types a comment (line breaks, markup, an ampersand, non-ASCII) and sends it; the post is challenged; the
+    page solves the puzzle and the form goes on to the origin by itself, as typed, exactly once."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    comment = "First line & <b>second</b>\nZürich ✓ 'quoted' = 100%"
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run"])
+        try:
+            page = context.new_page()
+            page.goto(gateway.url + "/forms/comment")
+            page.fill("textarea[name=comment]", comment)
+            before = len(origin.posts)
+            page.click("#send")
+            page.wait_for_selector("#origin", timeout=120_000)
+            assert page.inner_text("#origin") == "origin saw /protected/comments?sort=new"
+        finally:
+            context.close()
+    sent = [body for path, body in origin.posts[before:] if path == "/protected/comments?sort=new"]
+    assert len(sent) == 1, origin.posts[before:]
+    # the textarea's line break goes as CRLF, as a browser submits it
+    assert parse_qs(sent[0].decode("ascii"), keep_blank_values=True) == {"title": ["Notes"], "comment": [comment.replace("\n", "\r\n")]}
+    metrics = gateway.metrics()
+    assert re.search(r'^clefgate_challenge_kept_forms_total\{stage="resent"\} [1-9]', metrics, re.M), metrics[-2000:]
 
 
 # ----------------------------------------------------------------------------- curl and cookies
