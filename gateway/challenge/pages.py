@@ -33,10 +33,12 @@ def _hash(source: str) -> str:
 CSP = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(WORKER_JS)} {_hash(PAGE_JS)}; worker-src blob:; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 CSP_STATIC = f"default-src 'none'; style-src {_hash(CSS)}; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-# the page that sends a kept form again once its check is passed: this one inline line may run
-RESEND_JS = 'document.getElementById("cg-resend").submit();'
-CSP_RESEND = (f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(RESEND_JS)}; form-action 'self'; base-uri 'none'; "
-              "frame-ancestors 'none'")
+# the page that sends a kept form again once its check is passed: this one inline line may run. The form's own method
+# is called: a field named "submit" (a comment form's button, WordPress's among them) hides form.submit. No form-action:
+# the action is a local path the gateway writes, and a browser applies form-action to the redirect the origin answers the
+# post with (to a payment or sign-in site), which would stop the page after the origin took the form, inviting a second send.
+RESEND_JS = 'HTMLFormElement.prototype.submit.call(document.getElementById("cg-resend"));'
+CSP_RESEND = f"default-src 'none'; style-src {_hash(CSS)}; script-src {_hash(RESEND_JS)}; base-uri 'none'; frame-ancestors 'none'"
 
 _e = html.escape
 # the fixed strings of every language, escaped once (a challenge page is rendered per challenged request)

@@ -43,6 +43,12 @@ FORM_PAGE = ('<!doctype html><meta charset="utf-8"><title>comment</title><form m
              '<input name="title" value="Notes"><textarea name="comment"></textarea><button id="send">Send</button></form>')
 
 
+WP_PAGE = ('<!doctype html><meta charset="utf-8"><title>comment</title><form method="post" action="/protected/wp-comments-post.php">'
+           '<textarea name="comment"></textarea><input name="submit" type="submit" id="send" value="Post Comment"></form>')
+REDIRECT_PAGE = ('<!doctype html><meta charset="utf-8"><title>sign up</title><form method="post" action="/protected/redirect">'
+                 '<input name="email" value="a@b.example"><button id="send">Send</button></form>')
+
+
 class RecordingOrigin:
     """An HTTP/1.1 origin in a thread that remembers every path it served, and the body of every POST."""
 
@@ -61,7 +67,14 @@ class RecordingOrigin:
                     posts.append((self.path, data))
                 if self.path != "/healthz":
                     seen.append(self.path)
-                body = (FORM_PAGE if self.path == "/forms/comment" else
+                if self.command == "POST" and self.path == "/protected/redirect":
+                    self.send_response(303)
+                    self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/landing")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = (FORM_PAGE if self.path == "/forms/comment" else WP_PAGE if self.path == "/forms/wp" else
+                        REDIRECT_PAGE if self.path == "/forms/redirect" else
                         f"<!doctype html><title>origin</title><p id=origin>origin saw {self.path}</p>").encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -272,6 +285,34 @@ def test_a_comment_a_person_posts_is_kept_through_the_challenge_and_reaches_the_
     assert parse_qs(sent[0].decode("ascii"), keep_blank_values=True) == {"title": ["Notes"], "comment": [comment.replace("\n", "\r\n")]}
     metrics = gateway.metrics()
     assert re.search(r'^clefgate_challenge_kept_forms_total\{stage="resent"\} [1-9]', metrics, re.M), metrics[-2000:]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
+@pytest.mark.parametrize("form,posted,reached", [
+    # WordPress's comment form names its button "submit", which hides the form's submit method
+    ("/forms/wp", "/protected/wp-comments-post.php", "origin saw /protected/wp-comments-post.php"),
+    # the origin answers the post with a redirect to another origin (a payment or sign-in site)
+    ("/forms/redirect", "/protected/redirect", "origin saw /landing"),
+])
+def test_a_kept_form_named_submit_or_answered_by_a_redirect_elsewhere_goes_on_by_itself(gateway: Gateway, origin: RecordingOrigin,
+                                                                                        tmp_path: Path, form: str, posted: str,
+                                                                                        reached: str) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run"])
+        try:
+            page = context.new_page()
+            page.goto(gateway.url + form)
+            before = len(origin.posts)
+            page.click("#send")
+            page.wait_for_selector("#origin", timeout=60_000)
+            assert page.inner_text("#origin") == reached
+        finally:
+            context.close()
+    assert [path for path, _ in origin.posts[before:]] == [posted]
 
 
 # ----------------------------------------------------------------------------- curl and cookies
