@@ -526,7 +526,7 @@ class PayloadConfig:
 
     enabled: bool = setting(True, "Inspect the path, query parameters, form, JSON and multipart fields, cookies and the headers below for SQL injection, XSS and the injection signatures; a hit blocks.")
     max_body_bytes: int = setting(16 * 1024, "Bytes of a request body inspected (accepts 16KiB style sizes, at most 64KiB: what the proxy buffers before deciding). "
-                                  "The proxy reads max(this, limits.body_prefix_bytes) before deciding; a longer body is inspected on that prefix, "
+                                  "The proxy reads max(this, limits.body_prefix_bytes, challenge.keep_form_bytes where something can challenge) before deciding; a longer body is inspected on that prefix, "
                                   "streamed on unbuffered, and counted in clefgate_payload_body_truncated_total. 0 inspects no bodies.",
                                   check=lambda v: None if 0 <= v <= PAYLOAD_BODY_CEILING else f"must be between 0 and {PAYLOAD_BODY_CEILING} (got {v!r})",
                                   coerce=parse_size)

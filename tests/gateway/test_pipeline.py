@@ -76,7 +76,7 @@ async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_
     p = build(cfg, partial(FakeScorer, bad=0.3))
     scorer = p.scorer
     assert isinstance(scorer, FakeScorer) and scorer.policy is p.policy  # one Policy: the pipeline's, handed to its model stage
-    assert p.body_prefix_bytes == cfg.limits.body_prefix_bytes
+    assert p.body_prefix_bytes == max(cfg.limits.body_prefix_bytes, cfg.challenge.keep_form_bytes)  # the policy can challenge
     p.state.record(p.state.key(make_features()), "/a", 404)  # type: ignore[union-attr]  # this client: address + browser
     pending = p.decide(make_features(target="/checkout/pay"))
     assert inspect.isawaitable(pending)
@@ -777,3 +777,12 @@ def test_a_bad_inspect_key_is_reported(tmp_path: Path, text: str, problem: str) 
     with pytest.raises(ConfigError) as err:
         build(cfg_of(rules={"files": [rules_file(tmp_path, "rules:\n" + text)]}))
     assert any(problem in p for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize("payload,keep", [({"enabled": False}, 16384), ({"enabled": True}, 20000)])
+def test_the_proxy_reads_a_form_the_challenge_keeps_whole_before_deciding(tmp_path: Path, payload: dict[str, Any], keep: int) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /comments/**\n    action: challenge\n")
+    p = build(cfg_of(rules={"files": [rules]}, payload=payload, challenge={"keys": [KEY], "keep_form_bytes": keep}), None)
+    assert p.body_prefix_bytes >= keep
+    # nothing can challenge: no body is read for a form that is never kept
+    assert build(cfg_of(challenge={"keep_form_bytes": keep})).body_prefix_bytes == 0
