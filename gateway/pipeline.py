@@ -23,8 +23,8 @@ What each stage does:
 - ``overrides``: the console's temporary allows and blocks (their verdict stands as it is);
 - ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``; a rule that
   challenges, or allows with ``inspect: true``, is overruled by the payload detectors' evidence (a block), so naming
-  a crawler, hitting a rate, sending a credentials header or asking for a feed's path shields no injection; any other
-  allow wins;
+  a crawler, hitting a rate, sending a credentials header or asking for a feed's path shields no injection (where the
+  request's policy mode only logs that block, shadow or rollout, the rule's own verdict stands); any other allow wins;
 - ``payload``: the payload detectors, on what the rules left open: attack evidence
   blocks with or without the model, under the request's policy mode (shadow, rollout);
 - ``default``: ``rules.default`` for a request no rule matched, counted by outcome;
@@ -287,7 +287,13 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             if inspect_ruled is not None and (action is challenge or (action is forward and outcome.rule in inspected)):
                 hits = inspect_ruled(features)
                 if hits:
-                    return _detected(policy, routes, block_status, features, None, hits)
+                    detected = _detected(policy, routes, block_status, features, None, hits)
+                    if detected.action is not forward:
+                        return detected
+                    # shadow or rollout: the block is logged, not enforced, and the rule's own verdict stands: a forward
+                    # goes to its rule's backend, and a challenge is not lifted by attack syntax added to the request
+                    if action is forward:
+                        return dataclasses.replace(detected, backend=outcome.backend, rule=outcome.rule)
             return honoured(outcome, features) if action is challenge else outcome
 
         async def looked_up(needed: LookupNeeded, features: Features) -> Verdict:

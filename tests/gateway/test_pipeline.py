@@ -786,3 +786,19 @@ def test_the_proxy_reads_a_form_the_challenge_keeps_whole_before_deciding(tmp_pa
     assert p.body_prefix_bytes >= keep
     # nothing can challenge: no body is read for a form that is never kept
     assert build(cfg_of(challenge={"keep_form_bytes": keep})).body_prefix_bytes == 0
+
+
+
+@pytest.mark.parametrize("mode", [{"shadow": True}, {"rollout_percent": 0}])
+async def test_in_shadow_mode_and_rollout_an_inspected_rules_own_verdict_stands(tmp_path: Path, mode: dict[str, Any]) -> None:
+    rules = rules_file(tmp_path, "rules:\n  - name: partner\n    path: /partner/**\n    action: route\n    backend: api\n    inspect: true\n"
+                                 "  - name: gate\n    path: /api/**\n    action: challenge\n")
+    p = build(cfg_of(rules={"files": [rules]}, payload={"enabled": True}, challenge={"keys": [KEY]}, policy=mode), None)
+    # the block is logged, not enforced; the request still goes where its rule sends it
+    v = await _decided(p, make_features(target="/partner" + API_SQLI, client_ip="198.51.100.7"))
+    assert v.action is Action.FORWARD and v.source is Source.SHADOW and v.shadow_action is Action.BLOCK, v.reason
+    assert (v.backend, v.rule) == ("api", "partner"), v.reason
+    # a challenge is not lifted by adding attack syntax to the request
+    for target in ("/api/v1/items?page=2", API_SQLI):
+        v = await _decided(p, make_features(target=target, client_ip="198.51.100.7"))
+        assert v.action is Action.CHALLENGE and v.rule == "gate", (target, v.reason)
