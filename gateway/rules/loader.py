@@ -346,6 +346,12 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     inspect = raw.get("inspect", False)
     if not isinstance(inspect, bool):
         mine.append(f"inspect: expected true or false, got {inspect!r}")
+    elif inspect and not isinstance(name, str):
+        # the pipeline knows an inspected rule's forward by the rule's name; an unnamed rule's #n is another file's too
+        mine.append("inspect: needs the rule to have a name")
+    elif inspect and action == "route" and not stop:
+        # a route that continues forwards nothing itself: what the table forwards after it is the later rule's verdict
+        mine.append("inspect: a route that continues lets nothing through itself; say it on the rule that does")
 
     conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
     if uses_reverse_dns(conditions) and opts.fallback:

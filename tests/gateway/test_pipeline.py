@@ -772,6 +772,10 @@ async def test_an_operators_allow_wins_and_inspect_true_reads_what_it_lets_throu
 @pytest.mark.parametrize("text,problem", [
     ("  - name: a\n    action: block\n    inspect: true\n", "inspect: only applies to action allow or route"),
     ("  - name: a\n    action: allow\n    inspect: sometimes\n", "inspect: expected true or false, got 'sometimes'"),
+    # known by its name: an unnamed rule's #1 would be every file's first unnamed rule
+    ("  - path: /feeds/**\n    action: allow\n    inspect: true\n", "inspect: needs the rule to have a name"),
+    ("  - name: a\n    action: route\n    backend: api\n    continue: true\n    inspect: true\n",
+     "inspect: a route that continues lets nothing through itself"),
 ])
 def test_a_bad_inspect_key_is_reported(tmp_path: Path, text: str, problem: str) -> None:
     with pytest.raises(ConfigError) as err:
