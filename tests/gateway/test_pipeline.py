@@ -732,11 +732,32 @@ async def test_a_shipped_rule_that_allows_on_a_claim_shields_no_injection(tmp_pa
     assert (await _decided(p, make_features(target="/healthz", headers=LIBRARY))).rule == "allow-health-checks"
     v = await _decided(p, make_features(target="/healthz?x=..%2F..%2F..%2F..%2Fetc%2Fpasswd", headers=LIBRARY))
     assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
-    # git's push carries the repository's own files: the shipped rule lets it through unread
-    pack = b"0094" + b"0" * 40 + b" " + b"1" * 40 + b" refs/heads/main\x00 report-status side-band-64k\n0000PACK\x00\x00\x00\x02' OR 1=1--"
+    # git's push carries the repository's own files, in a body the detectors do not read by its type ...
+    pack = b"0094" + b"0" * 40 + b" " + b"1" * 40 + b" refs/heads/main report-status side-band-64k\n0000PACK 1' UNION SELECT password FROM users--"
     git = [("Host", "forge.example"), ("User-Agent", "git/2.45.2"), ("Content-Type", "application/x-git-receive-pack-request"),
            ("Content-Length", str(len(pack)))]
-    v = await _decided(p, make_features(method="POST", target="/team/app.git/git-receive-pack?x=%27%20OR%201%3D1--", body=pack, headers=git))
+    v = await _decided(p, make_features(method="POST", target="/team/app.git/git-receive-pack", body=pack, headers=git))
+    assert v.action is Action.FORWARD and v.rule == "allow-git-clients", v.reason
+    # ... as they would read a form's
+    v = await _decided(p, make_features(method="POST", target="/team/app.git/git-receive-pack", body=b"x=" + pack[-38:],
+                                        headers=[*git[:2], ("Content-Type", "application/x-www-form-urlencoded")]))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+    # a verified crawler fetches what others link to: an injection planted in a link is blocked, the crawler is not
+    googlebot = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+                 ("Accept", "*/*")]
+    v = await _decided(p, make_features(target="/products?page=2", headers=googlebot, client_ip="66.249.66.9"))
+    assert v.action is Action.FORWARD and v.rule == "allow-verified-googlebot", v.reason
+    v = await _decided(p, make_features(target="/products?q=1%27%20UNION%20SELECT%20password%20FROM%20users--", headers=googlebot,
+                                        client_ip="66.249.66.9"))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+    # what git's requests name is read: a query on a git path, from git or from anyone
+    for ua in ("git/2.45.2", "curl/8.5.0"):
+        for target in ("/team/app.git/git-receive-pack?x=%27%20UNION%20SELECT%20password%20FROM%20users--",
+                       "/team/app.git/info/refs?service=git-upload-pack&q=1%27%20UNION%20SELECT%20password%20FROM%20users--"):
+            v = await _decided(p, make_features(method="POST" if "pack?" in target else "GET", target=target, body=pack if "pack?" in target else b"",
+                                                headers=[git[0], ("User-Agent", ua), *(git[2:] if "pack?" in target else [])]))
+            assert v.action is Action.BLOCK and v.source is Source.DETECTOR, (ua, target, v.reason)
+    v = await _decided(p, make_features(target="/team/app.git/info/refs?service=git-upload-pack", headers=[git[0], ("User-Agent", "git/2.45.2")]))
     assert v.action is Action.FORWARD and v.rule == "allow-git-clients", v.reason
 
 
