@@ -415,8 +415,9 @@ class ChallengeConfig:
     max_nonces: int = setting(100000, "Solved-challenge nonces remembered in memory for replay protection (when full, those whose tokens expire soonest are evicted, counted).", check=positive)
     keep_form_bytes: int = setting(16384, "A form a person posts from the site itself (URL-encoded, this many bytes at most, read whole "
                                    "before deciding) that is challenged is kept: the challenge page sends it back with the answer and "
-                                   "posts it again once the check is passed; 0 keeps none (the page says to submit again). At most 20000, "
-                                   "so that the answer carrying it fits the 64 KiB a gateway endpoint accepts.",
+                                   "posts it again once the check is passed; 0 keeps none (the page says to submit again). At most 20000; a form "
+                                   "is kept only when the answer carrying it, escaped as a browser may escape it, fits the 64 KiB a gateway "
+                                   "endpoint accepts.",
                                    check=lambda v: None if 0 <= v <= 20000 else f"{v} is not 0-20000")
     contact: str = setting("", "How people can reach the site operator, shown on block and no-JavaScript pages (e.g. an e-mail address).")
     appeal_url: str = setting("", "A page where a blocked person asks for a review, linked from block pages; {request_id} in it is replaced "

@@ -176,6 +176,10 @@ class ScoreRequest:
     ignore_bot_likeness: bool = False
 
 
+# the most body a request to the gateway's own endpoints (``/.clefgate/``) may carry
+LOCAL_BODY_MAX = 64 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class LocalResponse:
     """A response the gateway makes itself (challenge page, block page, verify endpoint)."""

@@ -48,7 +48,7 @@ from gateway.challenge.tokens import CHALLENGE, MIN_SECRET_BYTES, PASS, WAIT, Bi
 from gateway.clients import ClientState
 from gateway.config import ChallengeConfig, resolve_secret
 from gateway.features import Features
-from gateway.verdict import Action, LocalResponse, Source, Verdict, attack_probability, bot_probability
+from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Source, Verdict, attack_probability, bot_probability
 
 log = logging.getLogger("clefgate.challenge")
 
@@ -72,6 +72,8 @@ PREFIX = "/.clefgate/"
 _CONTROL = re.compile("[\x00-\x1f]")
 # the longest return URL a no-JavaScript link carries (its token must fit a request line, 8 KiB by default)
 _NOJS_URL_MAX = 2048
+# the answer's bytes besides the token and the kept form: its field names, separators and the counter
+_ANSWER_FIELDS = 64
 _COMMON_HEADERS = (("Cache-Control", "no-store"), ("X-Robots-Tag", "noindex, nofollow"), ("Referrer-Policy", "same-origin"),
                    ("X-Content-Type-Options", "nosniff"))
 
@@ -264,6 +266,11 @@ class ChallengeService:
             # the page's token names where the form goes and its body's digest; the no-JavaScript twin keeps no form
             token = self.signer.sign({"t": CHALLENGE, "n": nonce, "d": difficulty, "i": now, "e": expires, "b": binding, "u": url,
                                       "p": 1, "pu": self._safe_target(features.target), "k": _digest(kept)})
+            # the answer carries the token and the form, each character of which the browser may escape as %XX: kept only
+            # when that still fits what the gateway's endpoint reads
+            if len(token) + 3 * len(kept) + _ANSWER_FIELDS > LOCAL_BODY_MAX:
+                kept = None
+        if kept is not None:
             nojs_token = None if wait_s is None else self.signer.sign_challenge(
                 WAIT, nonce=nonce, difficulty=difficulty, issued=now, expires=expires, binding=binding,
                 url=url if len(url) <= _NOJS_URL_MAX else "/", post_lost=1, not_before=now + wait_s)

@@ -46,7 +46,7 @@ from gateway.proxy.reply import (
     Reply,
 )
 from gateway.proxy.upstream import PoolBusy, UpstreamConnection
-from gateway.verdict import Action, LocalResponse, Verdict
+from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Verdict
 
 if TYPE_CHECKING:
     from gateway.backends import Server
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("clefgate.proxy")
 
-LOCAL_BODY_MAX = 64 * 1024
 # bytes buffered for a request that cannot be forwarded yet before reading pauses
 BUFFER_MAX = 64 * 1024
 

@@ -21,7 +21,7 @@ from gateway.challenge.tokens import CHALLENGE, PASS, Binding, leading_zero_bits
 from gateway.clients import ClientState
 from gateway.config import ChallengeConfig, ChallengeKeyConfig
 from gateway.features import Features
-from gateway.verdict import Action, LocalResponse, Source, Verdict
+from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Source, Verdict
 from tests.conftest import make_features
 
 KEY = b"k" * 32
@@ -519,6 +519,23 @@ def test_a_kept_form_is_sent_again_only_as_kept_and_only_from_the_challenge_page
         resp = answer_with(svc, post, {**fields, "form": other} if other else fields)
         assert resp.status == 200 and b"cg-resend" not in resp.body and STRINGS["en"]["verified_resubmit"].encode() in resp.body
     assert servicemod.KEPT_FORMS.get("refused") == refused + 3
+    # a form whose answer, escaped by the browser, would not fit what the verify endpoint reads is not kept
+    large = ChallengeService(ChallengeConfig(keep_form_bytes=20000), Signer([("k1", KEY)]), ClientState(), clock=svc.clock)
+    spaced = "c=" + "+" * 19998  # every "+" goes back as %2B
+    page = large.challenge(challenge_verdict(8), kept_post(spaced))
+    assert b'name="form"' in page.body
+    answer_body = urlencode({"token": form_of(page)["token"], "counter": "1234567890", "form": spaced})
+    assert len(answer_body) <= LOCAL_BODY_MAX
+    # the same form posted to a long address from a long one: both are in the token
+    for filters, kept in ((50, True), (200, False)):
+        query = "&".join(f"filter{i}=value{i}" for i in range(filters))
+        long_post = browser(f"/posts/12/comments?{query}", method="POST", body=spaced.encode(),
+                            extra=[*SAME_ORIGIN[:3], ("Referer", f"http://shop.example/posts/12?{query}")])
+        assert large.kept_form(long_post) == spaced
+        page = large.challenge(challenge_verdict(8), long_post)
+        assert (b'name="form"' in page.body) is kept and (STRINGS["en"]["post_kept"].encode() in page.body) is kept
+        if kept:
+            assert len(urlencode({"token": form_of(page)["token"], "counter": "1234567890", "form": spaced})) <= LOCAL_BODY_MAX
     # turned off: the page says to submit again, as for any other post
     off = ChallengeService(ChallengeConfig(keep_form_bytes=0), Signer([("k1", KEY)]), ClientState(), clock=svc.clock)
     assert b'name="form"' not in off.challenge(challenge_verdict(8), post).body
