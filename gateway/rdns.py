@@ -13,7 +13,8 @@ back (A/AAAA) to the address, and that answer comes from the domain's owner.
 so a crawler's address is looked up once a day, not per request. Lookups run on the system resolver in a
 few threads of their own (``getnameinfo``, then ``getaddrinfo``), never on the event loop and never in the
 loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by
-name). A lookup that times out or fails confirms nothing (counted as ``failed``) and is tried again after ``RETRY_S``;
+name). A lookup that times out or fails confirms nothing (counted as ``failed``), leaves the address unanswered (neither
+a crawler nor a spoofer: the condition ``reverse_dns_unanswered``) and is tried again after ``RETRY_S``;
 one that finds every thread taken, or half of them taken by addresses of its network, is refused (``busy``) and tried
 again after ``BUSY_RETRY_S``. A thread stays taken until the system resolver answers, which a slow PTR zone can make
 last its full timeout (seconds). Only requests that claim a name a ``reverse_dns`` rule verifies ever cause a lookup (the rule
@@ -141,7 +142,8 @@ class ReverseNames:
         self.max_entries = max_entries
         self.resolver = resolver
         self.clock = clock
-        self._known: OrderedDict[str, tuple[float, tuple[str, ...]]] = OrderedDict()
+        # address -> (expires, confirmed names, answered: False for a failed or refused lookup)
+        self._known: OrderedDict[str, tuple[float, tuple[str, ...], bool]] = OrderedDict()
         self._pending: dict[str, asyncio.Future[tuple[str, ...]]] = {}
         self._busy = 0
         self._busy_in: dict[str, int] = {}  # lookups in progress per network (_network)
@@ -164,6 +166,14 @@ class ReverseNames:
         and resumes there (``resume``) once the address is looked up: no rule runs twice."""
         if self.timeout_s > 0 and self.names(address) is None:
             raise LookupNeeded(self, address, resume)
+
+    def unanswered(self, address: str) -> bool:
+        """Nothing is known of the address's names: lookups are off, or its lookup failed, timed out or was refused for want
+        of a thread (or was never made). Neither a crawler nor a spoofer: the rule condition ``reverse_dns_unanswered``."""
+        if self.timeout_s <= 0:
+            return True
+        entry = self._known.get(address)
+        return entry is None or entry[0] <= self.clock() or not entry[2]
 
     def confirmed(self, address: str, domains: tuple[str, ...]) -> bool:
         """A known name of ``address`` is one of ``domains`` or under one (the rule condition; an address without an answer
@@ -188,7 +198,7 @@ class ReverseNames:
         network = _network(address)
         if self._busy >= THREADS or self._busy_in.get(network, 0) >= NETWORK_THREADS:
             LOOKUPS.inc("busy")
-            self._keep(address, (), BUSY_RETRY_S)
+            self._keep(address, (), BUSY_RETRY_S, answered=False)
             return ()
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(THREADS, thread_name_prefix="clefgate-rdns")
@@ -201,7 +211,7 @@ class ReverseNames:
             names = await asyncio.wait_for(asyncio.shield(job), self.timeout_s)
         except (TimeoutError, OSError, UnicodeError):
             LOOKUPS.inc("failed")
-            self._keep(address, (), RETRY_S)
+            self._keep(address, (), RETRY_S, answered=False)
             return ()
         LOOKUPS.inc("confirmed" if names else "unconfirmed")
         self._keep(address, names, self.ttl_s if names else self.negative_ttl_s)
@@ -215,8 +225,8 @@ class ReverseNames:
         if not job.cancelled():
             job.exception()  # a failure past the timeout was counted then; retrieved so asyncio does not log it
 
-    def _keep(self, address: str, names: tuple[str, ...], ttl_s: float) -> None:
-        self._known[address] = (self.clock() + ttl_s, names)
+    def _keep(self, address: str, names: tuple[str, ...], ttl_s: float, *, answered: bool = True) -> None:
+        self._known[address] = (self.clock() + ttl_s, names, answered)
         self._known.move_to_end(address)
         while len(self._known) > self.max_entries:
             self._known.popitem(last=False)

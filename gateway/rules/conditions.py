@@ -33,7 +33,7 @@ from gateway.rules.patterns import PatternError, classify_path_globs, compile_gl
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
 # (it takes a token, which only a request that met every other condition should spend)
 COSTS = {"method": 0, "body_size": 0, "host": 1, "path": 2, "query": 3, "headers": 3, "path_regex": 4, "user_agent": 4,
-         "ip": 5, "reverse_dns": 6, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
+         "ip": 5, "reverse_dns": 6, "reverse_dns_unanswered": 6, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
 CONDITION_KEYS = tuple(COSTS)
 STATS = tuple(ClientStats.__slots__)  # requests, rate_per_min, error_ratio, ...
 _LITERAL = re.compile(r"^[A-Za-z0-9 _./;:,=@-]+$")
@@ -275,6 +275,13 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
 
     if key == "reverse_dns":
         return _reverse_dns(value, ctx, problems, where)
+    if key == "reverse_dns_unanswered":
+        if not isinstance(value, bool):
+            problems.append(f"{where}: expected true or false, got {value!r}")
+            return None
+        ctx.emit.names = ctx.state.names
+        answered = f"{ctx.emit.const(ctx.state.names.unanswered)}(f.client_ip)"
+        return answered if value else f"not {answered}"
 
     if key == "body_size":
         items = value if isinstance(value, list) else [value]
@@ -451,9 +458,10 @@ def _reverse_dns(value: Any, ctx: Context, problems: list[str], where: str) -> s
 
 
 def uses_reverse_dns(raw: Any) -> bool:
-    """Whether a rule's conditions (its ``any`` and ``not`` groups included) ask for ``reverse_dns``."""
+    """Whether a rule's conditions (its ``any`` and ``not`` groups included) ask for ``reverse_dns`` or
+    ``reverse_dns_unanswered`` (both read the address's looked-up names)."""
     if isinstance(raw, Mapping):
-        return any(k == "reverse_dns" or uses_reverse_dns(v) for k, v in raw.items() if k in CONDITION_KEYS)
+        return any(k in ("reverse_dns", "reverse_dns_unanswered") or uses_reverse_dns(v) for k, v in raw.items() if k in CONDITION_KEYS)
     if isinstance(raw, list):
         return any(uses_reverse_dns(item) for item in raw)
     return False

@@ -255,19 +255,37 @@ def test_the_table_resumes_where_it_stopped_no_rule_runs_twice(tmp_path: Path) -
         del PTR["203.0.113.40"], FORWARD["crawler-1.bots.example.org"]
 
 
-def test_with_lookups_off_the_published_ranges_alone_verify(tmp_path: Path) -> None:
+UNVERIFIED = "crawlers-unverified-come-back-later"
+
+
+def test_with_lookups_off_the_published_ranges_alone_verify_and_the_others_are_asked_to_come_back(tmp_path: Path) -> None:
     dns = FakeDns()
     pipeline = _pipeline(tmp_path, dns, reverse_dns_timeout_s=0)
     assert _decide(pipeline, GOOGLEBOT, "66.249.66.1")[0].rule == "allow-verified-googlebot"
     assert _decide(pipeline, GOOGLEBOT, "203.0.113.9") == (_decide(pipeline, GOOGLEBOT, "203.0.113.9")[0], False)
-    assert _decide(pipeline, GOOGLEBOT, "203.0.113.9")[0].rule == "block-crawler-spoofers" and dns.calls == 0
+    verdict = _decide(pipeline, GOOGLEBOT, "203.0.113.9")[0]
+    assert (verdict.action, verdict.rule, verdict.status) == (Action.BLOCK, UNVERIFIED, 429) and dns.calls == 0
+    # a crawler whose operator documents no name check (DuckDuckBot) is a spoofer outside its addresses, as before
+    duck = "DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)"
+    assert _decide(pipeline, duck, "203.0.113.9")[0].rule == "block-crawler-spoofers"
 
 
-def test_a_resolver_that_fails_leaves_the_spoofer_rule_in_force(tmp_path: Path) -> None:
-    pipeline = _pipeline(tmp_path, FakeDns(fail=True))
-    verdict, waited = _decide(pipeline, GOOGLEBOT, "203.0.113.9")
-    assert (verdict.rule, waited) == ("block-crawler-spoofers", True)
-    assert _decide(pipeline, GOOGLEBOT, "203.0.113.9") == (verdict, False)  # not looked up again for a minute
+@pytest.mark.parametrize("dns", [FakeDns(fail=True), FakeDns(gate=threading.Event())], ids=["fails", "times-out"])
+def test_a_lookup_without_an_answer_asks_the_crawler_to_come_back_later_not_to_leave(tmp_path: Path, dns: FakeDns) -> None:
+    """A failed or timed-out lookup says nothing about the claimant: 429 with Retry-After, which a search engine retries
+    without dropping the page, where a 403 says the page is forbidden; a definite answer that is not the operator's blocks."""
+    pipeline = _pipeline(tmp_path, dns, reverse_dns_timeout_s=0.2)
+    try:
+        verdict, waited = _decide(pipeline, GOOGLEBOT, "203.0.113.9")
+        assert (verdict.action, verdict.rule, verdict.status, waited) == (Action.BLOCK, UNVERIFIED, 429, True)
+        assert pipeline.pages.block(verdict, make_features()).headers[-1] == ("Retry-After", "60")
+        assert _decide(pipeline, GOOGLEBOT, "203.0.113.9") == (verdict, False)  # not looked up again for a minute
+    finally:
+        if dns.gate is not None:
+            dns.gate.set()
+    answered = _pipeline(tmp_path, FakeDns())
+    verdict, _ = _decide(answered, GOOGLEBOT, "198.51.100.7")  # no name at all: a definite answer
+    assert (verdict.rule, verdict.status) == ("block-crawler-spoofers", 403)
 
 
 @pytest.mark.parametrize("rule,problem", [

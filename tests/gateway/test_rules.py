@@ -32,8 +32,10 @@ OPTIONS = RuleOptions(backends=["app", "api", "beta"], policies=["checkout"], li
 CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36"
 GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
 BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+DUCKDUCKBOT = "DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)"
 GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
-# nothing looked up in DNS (tests/gateway/test_rdns.py covers the names): a claimed crawler outside its ranges is a spoofer
+# nothing looked up in DNS (tests/gateway/test_rdns.py covers the names): a claimed crawler outside its ranges whose
+# operator documents a name check is asked to come back later, one whose operator does not (DuckDuckBot) is a spoofer
 NO_DNS = ClientsConfig(reverse_dns_timeout_s=0)
 
 
@@ -132,8 +134,9 @@ SHIPPED_CASES = [
     ("applebot from apple", req("/p/1", ua="Mozilla/5.0 (Applebot/0.1)", ip="17.241.208.170"), "allow-verified-applebot", "forward"),
     ("duckduckbot", req("/p/1", ua="DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)", ip="20.191.45.212"),
      "allow-verified-duckduckbot", "forward"),
-    ("googlebot spoofer", req("/p/1", ua=GOOGLEBOT, ip="198.51.100.9"), "block-crawler-spoofers", "block"),
-    ("bingbot with google's address", req("/p/1", ua=BINGBOT, ip="66.249.66.1"), "block-crawler-spoofers", "block"),
+    ("googlebot spoofer", req("/p/1", ua=GOOGLEBOT, ip="198.51.100.9"), "crawlers-unverified-come-back-later", "block"),
+    ("bingbot with google's address", req("/p/1", ua=BINGBOT, ip="66.249.66.1"), "crawlers-unverified-come-back-later", "block"),
+    ("duckduckbot spoofer", req("/p/1", ua=DUCKDUCKBOT, ip="198.51.100.9"), "block-crawler-spoofers", "block"),
     ("gptbot", req("/blog/post", ua=GPTBOT), "ai-training-crawlers", "challenge"),
     ("ccbot", req("/", ua="CCBot/2.0 (https://commoncrawl.org/faq/)"), "ai-training-crawlers", "challenge"),
     ("perplexitybot", req("/", ua="Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)"),
@@ -152,7 +155,7 @@ SHIPPED_CASES = [
      "allow-verified-googlebot", "forward"),
     ("applebot-extended from apple is applebot", req("/p/1", ua="Mozilla/5.0 (Applebot-Extended/0.1)", ip="17.241.208.170"),
      "allow-verified-applebot", "forward"),
-    ("applebot-extended from elsewhere", req("/p/1", ua="Mozilla/5.0 (Applebot-Extended/0.1)"), "block-crawler-spoofers", "block"),
+    ("applebot-extended from elsewhere", req("/p/1", ua="Mozilla/5.0 (Applebot-Extended/0.1)"), "crawlers-unverified-come-back-later", "block"),
     ("ahrefsbot", req("/", ua="Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)"), "seo-crawlers", "challenge"),
     ("a semrush variant", req("/", ua="Mozilla/5.0 (compatible; SemrushBot-SI/0.97; +http://www.semrush.com/bot.html)"), "seo-crawlers",
      "challenge"),
@@ -259,7 +262,7 @@ def test_rules_disabled_and_action_overrides() -> None:
     table = load([str(SHIPPED / "default.yaml")], opts, ClientState(NO_DNS))
     assert outcome(table, req("/wp-login.php")) == ("score-everything-else", "score")
     assert outcome(table, req("/", ua=GPTBOT)) == ("ai-training-crawlers", "block")
-    spoof = table.evaluate(req("/", ua=GOOGLEBOT, ip="198.51.100.9"))
+    spoof = table.evaluate(req("/", ua=DUCKDUCKBOT, ip="198.51.100.9"))
     assert isinstance(spoof, Verdict) and spoof.action is Action.CHALLENGE and spoof.difficulty == 16
 
 
@@ -273,7 +276,9 @@ def test_crawler_lists_come_after_the_verified_crawlers_and_the_spoofers(shipped
     order = [rule.label for rule in shipped.rules]
     ai = order.index("ai-training-crawlers")
     assert order[ai + 1] == "seo-crawlers"
-    assert max(order.index(n) for n in order if n.startswith("allow-verified-")) < order.index("block-crawler-spoofers") < ai
+    crawlers = [n for n in order if n.startswith("allow-verified-") or n.endswith("-by-reverse-dns")]
+    assert max(order.index(n) for n in crawlers) < order.index("crawlers-unverified-come-back-later")
+    assert order.index("crawlers-unverified-come-back-later") < order.index("block-crawler-spoofers") < ai
 
 
 def _browser_agents() -> list[str]:
