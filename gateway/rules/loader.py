@@ -349,6 +349,9 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     elif inspect and not isinstance(name, str):
         # the pipeline knows an inspected rule's forward by the rule's name; an unnamed rule's #n is another file's too
         mine.append("inspect: needs the rule to have a name")
+    elif inspect and opts.fallback:
+        # a fallback rule's forward decides nothing (decider.fallback does): there is nothing for the detectors to read after it
+        mine.append("inspect: not in rules.fallback_files, where an allow decides nothing (decider.fallback does)")
     elif inspect and action == "route" and not stop:
         # a route that continues forwards nothing itself: what the table forwards after it is the later rule's verdict
         mine.append("inspect: a route that continues lets nothing through itself; say it on the rule that does")

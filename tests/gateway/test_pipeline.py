@@ -804,6 +804,12 @@ def test_a_bad_inspect_key_is_reported(tmp_path: Path, text: str, problem: str) 
     assert any(problem in p for p in err.value.problems), err.value.problems
 
 
+def test_inspect_is_refused_in_fallback_rules_where_an_allow_decides_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"fallback_files": [rules_file(tmp_path, "rules:\n  - name: a\n    action: allow\n    inspect: true\n")]}))
+    assert any("inspect: not in rules.fallback_files" in p for p in err.value.problems), err.value.problems
+
+
 @pytest.mark.parametrize("payload,keep", [({"enabled": False}, 16384), ({"enabled": True}, 20000)])
 def test_the_proxy_reads_a_form_the_challenge_keeps_whole_before_deciding(tmp_path: Path, payload: dict[str, Any], keep: int) -> None:
     rules = rules_file(tmp_path, "rules:\n  - name: gate\n    path: /comments/**\n    action: challenge\n")
