@@ -5,8 +5,8 @@
 
 Prints µs per request (median of several rounds) for the whole mix and per kind of
 request, two ways side by side in one run: the rules alone, and the rules followed by the
-payload detectors (``gateway.payload``) on what the rules leave open, as
-``Pipeline.decide`` runs them. It is a benchmark, not a test: nothing is asserted.
+payload detectors (``gateway.payload``) on what the rules leave open, challenge or let
+through with ``inspect: true``, as ``Pipeline.decide`` runs them. It is a benchmark, not a test: nothing is asserted.
 Requests are built once, so only ``RuleTable.evaluate`` and ``PayloadInspector.inspect``
 are timed, exactly as the proxy calls them; the two ways alternate round by round.
 """
@@ -27,7 +27,7 @@ from gateway.config import ClientsConfig
 from gateway.features import Features, make_header_map
 from gateway.payload import PayloadInspector, signatures_for
 from gateway.rules import RuleOptions, load
-from gateway.verdict import Verdict
+from gateway.verdict import Action, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROME = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -100,9 +100,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = configmod.validate({"backends": {"bench": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": files}})
     inspect = PayloadInspector(cfg, signatures_for(cfg)).inspect
 
+    inspected, challenge, forward = table.inspected, Action.CHALLENGE, Action.FORWARD
+
     def with_payload(f: Features) -> object:
+        # as the pipeline: what a rule challenges, or lets through with inspect: true, is read as what no rule decided
         out = evaluate(f)
-        return out if isinstance(out, Verdict) else (inspect(f) or out)
+        if isinstance(out, Verdict) and out.action is not challenge and not (out.action is forward and out.rule in inspected):
+            return out
+        return inspect(f) or out
 
     ways = {"rules": evaluate, "rules+payload": with_payload}
     for _, f in mix:  # warm-up: buckets created, regex caches hot
