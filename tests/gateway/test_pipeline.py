@@ -66,7 +66,7 @@ def test_shipped_rules_decide_synchronously() -> None:
     assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
     page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
     assert page.status == 403
-    assert "35 rules from 7 file(s)" in p.description
+    assert "36 rules from 7 file(s)" in p.description
 
 
 async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:
@@ -648,6 +648,22 @@ async def test_an_api_client_the_model_calls_a_bot_is_judged_on_its_payload(stag
     # a browser's user agent on the same path is scored as everywhere: its look counts
     v = await _decided(p, make_features(target="/api/v1/items?page=2", headers=FIREFOX))
     assert v.action is Action.CHALLENGE and v.rule == "score-everything-else" and "bot-likeness" not in v.reason
+
+
+async def test_a_command_line_download_the_model_calls_a_bot_is_judged_on_its_payload() -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(FakeScorer, bad=0.97, attack=0.01))
+    curl = [("Host", "forge.example"), ("User-Agent", "curl/8.5.0"), ("Accept", "*/*")]
+    release = "/org/tool/releases/download/v1.2.3/tool-1.2.3-linux-amd64.tar.gz"
+    v = await _decided(p, make_features(target=release, headers=curl))
+    assert v.action is Action.FORWARD and v.rule == "score-downloads-on-payload", v.reason
+    assert "P(bad_bot)=0.97 not counted" in v.reason
+    # what it asks for is judged as anywhere: a traversal in its query is blocked
+    v = await _decided(p, make_features(target=release + "?file=..%2F..%2F..%2F..%2Fetc%2Fpasswd", headers=curl))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+    # a page fetched by the same client is scored with its look
+    v = await _decided(p, make_features(target="/org/tool", headers=curl))
+    assert v.action is Action.CHALLENGE and v.rule == "score-everything-else", v.reason
 
 
 async def test_an_api_client_is_still_blocked_when_the_model_and_a_signature_agree() -> None:
