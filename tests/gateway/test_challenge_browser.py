@@ -150,15 +150,21 @@ def _solved_cookie(gw: Gateway, client: httpx.Client, path: str, xff: str) -> tu
 
 # ----------------------------------------------------------------------------- Chromium
 
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run"]
+
+
+def _browser(pw: Any, tmp_path: Path, **options: Any) -> Any:
+    """Headless Chromium with a profile of its own, and what a test adds (JavaScript off, a phone's viewport, a locale)."""
+    return pw.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                                                 **options)
+
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/system-deps installs it)")
 def test_chromium_solves_the_challenge_and_its_next_request_passes(gateway: Gateway, origin: RecordingOrigin, tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run"])
+        context = _browser(pw, tmp_path)
         try:
             page = context.new_page()
             start = time.perf_counter()
@@ -197,11 +203,8 @@ def test_chromium_without_javascript_passes_a_difficulty_20_challenge(gateway: G
     a phone-sized screenshot of the page is kept (results/screenshots/)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, java_script_enabled=False,
-            viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, locale="en-GB",
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run"])
+        context = _browser(pw, tmp_path, java_script_enabled=False, viewport={"width": 390, "height": 844}, device_scale_factor=2,
+                           is_mobile=True, locale="en-GB")
         try:
             page = context.new_page()
             # the wait at difficulty 20 is nojs_wait_s (1 s here) doubled every 2 bits above 16: 4 s
@@ -229,11 +232,8 @@ def test_phone_sized_challenge_page_with_javascript(gateway: Gateway, origin: Re
     """The page a phone sees while the puzzle runs, in the visitor's language: a screenshot at 390x844 (results/screenshots/)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, viewport={"width": 390, "height": 844},
-            device_scale_factor=2, is_mobile=True, locale="de-DE", extra_http_headers={"Accept-Language": "de-DE,de;q=0.9"},
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run"])
+        context = _browser(pw, tmp_path, viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, locale="de-DE",
+                           extra_http_headers={"Accept-Language": "de-DE,de;q=0.9"})
         try:
             page = context.new_page()
             # the screenshot is of the challenge page: until it is taken, the answer gets 204 No Content, which leaves the page
@@ -265,10 +265,7 @@ def test_a_comment_a_person_posts_is_kept_through_the_challenge_and_reaches_the_
     sync_api = pytest.importorskip("playwright.sync_api")
     comment = "First line & <b>second</b>\nZürich ✓ 'quoted' = 100%"
     with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run"])
+        context = _browser(pw, tmp_path)
         try:
             page = context.new_page()
             page.goto(gateway.url + "/forms/comment")
@@ -299,10 +296,7 @@ def test_a_kept_form_named_submit_or_answered_by_a_redirect_elsewhere_goes_on_by
                                                                                         reached: str) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run"])
+        context = _browser(pw, tmp_path)
         try:
             page = context.new_page()
             page.goto(gateway.url + form)
