@@ -102,7 +102,8 @@ def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitt
     Right before such a branch, a request meeting its claim from an address without an answer raises ``LookupNeeded``
     (``ReverseNames.check``) with where it stopped (the branch, and the backend a route rule chose when ``route``);
     ``evaluate(f, that)`` goes on from that branch once the address is looked up, so no rule runs twice (a ``rate``
-    condition would spend a second token) and a crawler a published range already verified is never looked up.
+    condition would spend a second token) and a crawler a published range already verified is never looked up. A resumed
+    table raises nothing: what the lookup left (or, where it kept nothing, an address without an answer) decides.
     """
     lines = ["def evaluate(f, resume=None):", *_prologue(emit.uses)]
     if route:
@@ -116,7 +117,9 @@ def compile_function(branches: Sequence[tuple[str, str]], tail: str, emit: Emitt
         n = points.get(i)
         if n is not None:
             check = emit.const(emit.names.check)
-            lines.append(f"{indent}if {claims[i]}: {check}(f.client_ip, ({n}, {'b' if route else 'None'}))")
+            # only before the first lookup: a resumed table has looked the address up (a pipeline being closed keeps no
+            # answer, nor does one evicted meanwhile), and asking again would raise out of the pipeline's wait
+            lines.append(f"{indent}if resume is None and ({claims[i]}): {check}(f.client_ip, ({n}, {'b' if route else 'None'}))")
             lines.append(f"    if resume is None or resume[0] <= {n}:")
         lines.append(f"{indent}if {condition}:")
         lines.extend(indent + "    " + s for s in statement.split("\n"))

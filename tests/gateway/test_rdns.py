@@ -288,6 +288,20 @@ def test_a_lookup_without_an_answer_asks_the_crawler_to_come_back_later_not_to_l
     assert (verdict.rule, verdict.status) == ("block-crawler-spoofers", 403)
 
 
+def test_a_lookup_that_keeps_nothing_is_decided_as_unanswered_not_asked_for_again(tmp_path: Path) -> None:
+    """A pipeline being replaced looks nothing up and keeps nothing: the table, resumed after the first rule asking for
+    names, does not stop again before the later ones (the shipped come-back-later rule claims every name the lookups
+    verify), which would raise out of the pipeline's wait."""
+    dns = FakeDns()
+    pipeline = _pipeline(tmp_path, dns)
+    assert pipeline.state is not None
+    pipeline.state.names.close()
+    for agent in (GOOGLEBOT, BINGBOT, "Mozilla/5.0 (Applebot/0.1)"):
+        verdict, waited = _decide(pipeline, agent, "203.0.113.9")
+        assert (verdict.rule, verdict.status, waited) == (UNVERIFIED, 429, True)
+    assert dns.calls == 0
+
+
 @pytest.mark.parametrize("rule,problem", [
     ("{name: r, reverse_dns: [googlebot.com], action: allow}", "reverse_dns: needs a user_agent condition"),
     ("{name: r, any: [{reverse_dns: [googlebot.com]}], action: allow}", "reverse_dns: needs a user_agent condition"),
