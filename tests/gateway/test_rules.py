@@ -187,6 +187,9 @@ SHIPPED_CASES = [
     ("a scanner naming itself on a download path", req("/dists/x.deb", ua="Nuclei - Open-source project (github.com/projectdiscovery/nuclei)"),
      "block-declared-scanners", "block"),
     ("the site's own archive, fetched by curl", req("/backup.tar.gz", ua="curl/8.5.0", accept="*/*"), "block-site-dumps", "block"),
+    # every archive the download rule lets a command-line client fetch is a dump when named after the site
+    *((f"the site's own archive as .{ext}, fetched by curl", req(f"/www.{ext}", ua="curl/8.5.0", accept="*/*"), "block-site-dumps", "block")
+      for ext in ("tar.xz", "txz", "tar.zst", "tzst", "tar.lz", "tbz2", "xz", "zst", "lz", "lzma")),
     ("api without credentials", req("/api/v1/items", ua="python-requests/2.32"), "score-api-clients-on-payload", "score"),
     ("versioned api without credentials", req("/v2/orders?page=2", ua="Java/17.0.9"), "score-api-clients-on-payload", "score"),
     ("api without a user agent", req("/graphql", ua=""), "score-api-clients-on-payload", "score"),
