@@ -13,12 +13,12 @@ back (A/AAAA) to the address, and that answer comes from the domain's owner.
 so a crawler's address is looked up once a day, not per request. Lookups run on the system resolver in a
 few threads of their own (``getnameinfo``, then ``getaddrinfo``), never on the event loop and never in the
 loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by
-name). A lookup that times out or fails confirms nothing (counted as ``failed``), leaves the address unanswered (neither
+name and unanswered). A lookup that times out or fails confirms nothing (counted as ``failed``), leaves the address unanswered (neither
 a crawler nor a spoofer: the condition ``reverse_dns_unanswered``) and is tried again after ``RETRY_S``;
 one that finds every thread taken, or half of them taken by addresses of its network, is refused (``busy``) and tried
 again after ``BUSY_RETRY_S``. A thread stays taken until the system resolver answers, which a slow PTR zone can make
-last its full timeout (seconds). Only requests that claim a name a ``reverse_dns`` rule verifies ever cause a lookup (the rule
-loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
+last its full timeout (seconds). Only requests that claim a name a ``reverse_dns`` or ``reverse_dns_unanswered`` rule reads ever cause a lookup
+(the rule loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
 """
 
 from __future__ import annotations
@@ -84,10 +84,16 @@ def _network(address: str) -> str:
     return str(ipaddress.ip_network(f"{found}/{24 if found.version == 4 else 48}", strict=False))
 
 
+# ``ReverseNames.timeout_s`` of an offline decider: nothing is looked up, and every address counts as answered with no name
+OFFLINE = -1.0
+
+
 def without_lookups(cfg: Config) -> Config:
-    """``cfg`` deciding offline (eval, replay, the console's what-if): nothing is looked up, every address is unverified by
-    name (``clients.reverse_dns_timeout_s: 0``), since no event loop waits for a lookup there."""
-    return dataclasses.replace(cfg, clients=dataclasses.replace(cfg.clients, reverse_dns_timeout_s=0.0))
+    """``cfg`` deciding offline (eval, replay, the console's what-if): nothing is looked up, since no event loop waits for a
+    lookup there, and every address counts as answered with no name, as most claimants' addresses are answered live: a
+    crawler's name from outside its ranges is decided as a spoofer, not as unanswered (which is for a server whose lookups
+    are off or failing)."""
+    return dataclasses.replace(cfg, clients=dataclasses.replace(cfg.clients, reverse_dns_timeout_s=OFFLINE))
 
 
 def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -171,7 +177,7 @@ class ReverseNames:
         """Nothing is known of the address's names: lookups are off, or its lookup failed, timed out or was refused for want
         of a thread (or was never made). Neither a crawler nor a spoofer: the rule condition ``reverse_dns_unanswered``."""
         if self.timeout_s <= 0:
-            return True
+            return self.timeout_s == 0  # lookups off: unanswered; offline (OFFLINE): answered with no name
         entry = self._known.get(address)
         return entry is None or entry[0] <= self.clock() or not entry[2]
 

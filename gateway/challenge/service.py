@@ -62,7 +62,8 @@ SOLVE = metrics.histogram("clefgate_challenge_solve_seconds", "Time from issuing
 KEPT_FORMS = metrics.counter("clefgate_challenge_kept_forms_total",
                              "Form posts a challenge kept and sent again once passed, by stage: kept (the challenge page carries it), "
                              "resent (the check was passed and the form posted again), refused (an answer whose form was not the "
-                             "one kept, or that came from another site: the form was not sent).", ("stage",))
+                             "one kept, or that came from another site: the form was not sent), too_large (a form whose answer "
+                             "would not fit what the verify endpoint reads: not kept).", ("stage",))
 PASS_COOKIES = metrics.counter("clefgate_pass_cookies_total",
                                "Pass cookies presented on challenged requests, by result (accepted, rechallenged, or the refusal reason).",
                                ("result",))
@@ -269,6 +270,7 @@ class ChallengeService:
             # the answer carries the token and the form, each character of which the browser may escape as %XX: kept only
             # when that still fits what the gateway's endpoint reads
             if len(token) + 3 * len(kept) + _ANSWER_FIELDS > LOCAL_BODY_MAX:
+                KEPT_FORMS.inc("too_large")
                 kept = None
         if kept is not None:
             nojs_token = None if wait_s is None else self.signer.sign_challenge(

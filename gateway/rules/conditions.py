@@ -457,14 +457,20 @@ def _reverse_dns(value: Any, ctx: Context, problems: list[str], where: str) -> s
     return f"{ctx.emit.const(ctx.state.names.confirmed)}(f.client_ip, {ctx.emit.const(tuple(domains))})"
 
 
-def uses_reverse_dns(raw: Any) -> bool:
-    """Whether a rule's conditions (its ``any`` and ``not`` groups included) ask for ``reverse_dns`` or
-    ``reverse_dns_unanswered`` (both read the address's looked-up names)."""
+def uses_reverse_dns(raw: Any) -> str:
+    """The first of ``reverse_dns`` and ``reverse_dns_unanswered`` (both read the address's looked-up names) that a rule's
+    conditions ask for, its ``any`` and ``not`` groups included, or ``""``."""
     if isinstance(raw, Mapping):
-        return any(k in ("reverse_dns", "reverse_dns_unanswered") or uses_reverse_dns(v) for k, v in raw.items() if k in CONDITION_KEYS)
-    if isinstance(raw, list):
-        return any(uses_reverse_dns(item) for item in raw)
-    return False
+        for k, v in raw.items():
+            if k in ("reverse_dns", "reverse_dns_unanswered"):
+                return str(k)
+            if k in CONDITION_KEYS and (found := uses_reverse_dns(v)):
+                return found
+    elif isinstance(raw, list):
+        for item in raw:
+            if found := uses_reverse_dns(item):
+                return found
+    return ""
 
 
 def _unknown_list(name: str, ctx: Context, where: str) -> str:

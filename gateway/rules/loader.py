@@ -357,10 +357,11 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
         mine.append("inspect: a route that continues lets nothing through itself; say it on the rule that does")
 
     conditions = {k: v for k, v in raw.items() if k in CONDITION_KEYS}
-    if uses_reverse_dns(conditions) and opts.fallback:
-        mine.append("reverse_dns: not in rules.fallback_files, which decide without waiting for a lookup (put the rule in rules.files)")
-    elif uses_reverse_dns(conditions) and "user_agent" not in conditions:
-        mine.append("reverse_dns: needs a user_agent condition in the same rule, so that only requests claiming that name "
+    names_key = uses_reverse_dns(conditions)
+    if names_key and opts.fallback:
+        mine.append(f"{names_key}: not in rules.fallback_files, which decide without waiting for a lookup (put the rule in rules.files)")
+    elif names_key and "user_agent" not in conditions:
+        mine.append(f"{names_key}: needs a user_agent condition in the same rule, so that only requests claiming that name "
                     "have their address looked up")
     rule_id = name if isinstance(name, str) and name else f"{entry.file}{label}"
     ctx = Context(lists, state, opts.clients, rule_id, emit)

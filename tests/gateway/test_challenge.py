@@ -527,6 +527,7 @@ def test_a_kept_form_is_sent_again_only_as_kept_and_only_from_the_challenge_page
     answer_body = urlencode({"token": form_of(page)["token"], "counter": "1234567890", "form": spaced})
     assert len(answer_body) <= LOCAL_BODY_MAX
     # the same form posted to a long address from a long one: both are in the token
+    too_large = servicemod.KEPT_FORMS.get("too_large")
     for filters, kept in ((50, True), (200, False)):
         query = "&".join(f"filter{i}=value{i}" for i in range(filters))
         long_post = browser(f"/posts/12/comments?{query}", method="POST", body=spaced.encode(),
@@ -536,6 +537,7 @@ def test_a_kept_form_is_sent_again_only_as_kept_and_only_from_the_challenge_page
         assert (b'name="form"' in page.body) is kept and (STRINGS["en"]["post_kept"].encode() in page.body) is kept
         if kept:
             assert len(urlencode({"token": form_of(page)["token"], "counter": "1234567890", "form": spaced})) <= LOCAL_BODY_MAX
+    assert servicemod.KEPT_FORMS.get("too_large") == too_large + 1
     # turned off: the page says to submit again, as for any other post
     off = ChallengeService(ChallengeConfig(keep_form_bytes=0), Signer([("k1", KEY)]), ClientState(), clock=svc.clock)
     assert b'name="form"' not in off.challenge(challenge_verdict(8), post).body

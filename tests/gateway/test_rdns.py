@@ -307,7 +307,9 @@ def test_a_lookup_that_keeps_nothing_is_decided_as_unanswered_not_asked_for_agai
     ("{name: r, any: [{reverse_dns: [googlebot.com]}], action: allow}", "reverse_dns: needs a user_agent condition"),
     ("{name: r, user_agent: bot, reverse_dns: [com], action: allow}", "'com' is not a domain name of two labels"),
     ("{name: r, user_agent: bot, reverse_dns: ['*.googlebot.com'], action: allow}", "is not a domain name"),
-    ("{name: r, user_agent: bot, reverse_dns: [], action: allow}", "reverse_dns: empty list")])
+    ("{name: r, user_agent: bot, reverse_dns: [], action: allow}", "reverse_dns: empty list"),
+    ("{name: r, reverse_dns_unanswered: true, action: block}", "reverse_dns_unanswered: needs a user_agent condition"),
+    ("{name: r, user_agent: bot, reverse_dns_unanswered: maybe, action: block}", "reverse_dns_unanswered: expected true or false")])
 def test_a_reverse_dns_condition_is_checked_with_the_rest_of_the_file(tmp_path: Path, rule: str, problem: str) -> None:
     path = tmp_path / "rules.yaml"
     path.write_text(f"rules:\n  - {rule}\n  - {{name: other, ip: 10.0.0.5/8, action: block}}\n")
@@ -333,6 +335,24 @@ def test_a_not_group_asks_for_the_lookup_too(tmp_path: Path) -> None:
         assert _decide(pipeline, "ExampleBot/1.0", "203.0.113.41")[0].action is Action.BLOCK
     finally:
         del PTR["203.0.113.40"], FORWARD["crawler-1.bots.example.org"]
+
+
+def test_unanswered_is_its_own_answer_in_a_rule_of_ones_own(tmp_path: Path) -> None:
+    """``reverse_dns_unanswered`` looks the claimant up as ``reverse_dns`` does; ``false`` and ``not`` read the other way."""
+    path = tmp_path / "rules.yaml"
+    path.write_text("rules:\n"
+                    "  - {name: named, user_agent: '(?i)examplebot', reverse_dns: [bots.example.org], action: allow}\n"
+                    "  - {name: unknown, user_agent: '(?i)examplebot', reverse_dns_unanswered: true, action: challenge}\n"
+                    "  - {name: known, user_agent: '(?i)examplebot', any: [{reverse_dns_unanswered: false}], action: block}\n"
+                    "  - {name: never, user_agent: '(?i)examplebot', not: {reverse_dns_unanswered: false}, action: block}\n")
+    raw = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}}, "payload": {"enabled": False},
+           "rules": {"files": [str(path)], "default": "allow"}, "challenge": {"keys": [{"id": "k1", "secret": "s" * 40}]}}
+    for dns, expected in ((FakeDns(), "known"), (FakeDns(fail=True), "unknown")):
+        pipeline = build(configmod.validate(raw, str(tmp_path / "clefgate.yaml")))
+        assert pipeline.state is not None
+        pipeline.state.names.resolver = dns.resolver
+        verdict, waited = _decide(pipeline, "ExampleBot/1.0", "203.0.113.41")  # no name at all, or no answer
+        assert (verdict.rule, waited, dns.calls) == (expected, True, 1), dns.fail
 
 
 def test_fallback_rules_cannot_wait_for_a_lookup(tmp_path: Path) -> None:

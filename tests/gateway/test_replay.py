@@ -142,7 +142,7 @@ def test_shipped_rules_decide_like_the_server(tmp_path: Path, capsys: pytest.Cap
         combined("198.51.100.9", "/.env", agent="Mozilla/5.0 zgrab/0.x", status=404),
         combined("198.51.100.10", "/forum", agent=GPTBOT),
         combined("66.249.64.5", "/", agent=GOOGLEBOT),   # inside the shipped googlebot list
-        combined("45.1.2.3", "/", agent=GOOGLEBOT),      # the same user agent from elsewhere, its name not looked up offline
+        combined("45.1.2.3", "/", agent=GOOGLEBOT),      # the same user agent from elsewhere (offline: answered with no name)
         "not a log line",
     ]) + "\n")
     code, result = run_replay(capsys, "--config", str(write_config(tmp_path)), "--no-model", str(log))
@@ -150,7 +150,7 @@ def test_shipped_rules_decide_like_the_server(tmp_path: Path, capsys: pytest.Cap
     assert result["requests"] == 5 and result["skipped_lines"] == {"unreadable": 1}
     assert result["decided"] == {"forward": 2, "challenge": 1, "block": 2}
     assert rule_row(result, "block-secret-files")["block"] == 1
-    assert rule_row(result, "crawlers-unverified-come-back-later")["block"] == 1
+    assert rule_row(result, "block-crawler-spoofers")["block"] == 1
     assert rule_row(result, "allow-verified-googlebot")["forward"] == 1
     assert rule_row(result, "ai-training-crawlers")["challenge"] == 1
     assert result["model"]["model"] is None and result["model"]["reason"] == "--no-model"
