@@ -13,12 +13,13 @@ back (A/AAAA) to the address, and that answer comes from the domain's owner.
 so a crawler's address is looked up once a day, not per request. Lookups run on the system resolver in a
 few threads of their own (``getnameinfo``, then ``getaddrinfo``), never on the event loop and never in the
 loop's shared executor; a request waits for at most ``timeout_s`` (0: no lookups, every address unverified by
-name and unanswered). A lookup that times out or fails confirms nothing (counted as ``failed``), leaves the address unanswered (neither
-a crawler nor a spoofer: the condition ``reverse_dns_unanswered``) and is tried again after ``RETRY_S``;
-one that finds every thread taken, or half of them taken by addresses of its network, is refused (``busy``) and tried
-again after ``BUSY_RETRY_S``. A thread stays taken until the system resolver answers, which a slow PTR zone can make
-last its full timeout (seconds). Only requests that claim a name a ``reverse_dns`` or ``reverse_dns_unanswered`` rule reads ever cause a lookup
-(the rule loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
+name and unanswered). A lookup that times out or fails confirms nothing (counted as ``failed``), leaves the
+address unanswered (neither a crawler nor a spoofer: the condition ``reverse_dns_unanswered``) and is tried
+again after ``RETRY_S``; one that finds every thread taken, or half of them taken by addresses of its network,
+is refused (``busy``), counts as unanswered too, and is tried again after ``BUSY_RETRY_S``. A thread stays
+taken until the system resolver answers, which a slow PTR zone can make last its full timeout (seconds). Only
+requests that claim a name a ``reverse_dns`` or ``reverse_dns_unanswered`` rule reads ever cause a lookup (the
+rule loader requires a ``user_agent`` condition beside it), so a flood of other traffic costs none.
 """
 
 from __future__ import annotations

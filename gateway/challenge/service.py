@@ -14,7 +14,8 @@ and a solved nonce is accepted once. A form a person posted from the site itself
 same-origin by ``Sec-Fetch-Site`` or ``Origin``) is kept: the page sends it back with the
 puzzle's answer, and once the check is passed a page posts it again to where it was going
 (:meth:`ChallengeService.kept_form`). Any other POST is not replayed (its body is gone): the
-page says so, and after passing the client is told to submit again. Browsers without JavaScript get a signed wait instead (``/.clefgate/nojs``,
+page says so, and after passing the client is told to submit again. Browsers without
+JavaScript get a signed wait instead (``/.clefgate/nojs``,
 a meta refresh and a Continue button): it costs waiting time instead of CPU, longer the
 higher the difficulty (:meth:`ChallengeService.nojs_wait_s`), and its token is single-use
 and bound to the client exactly like the puzzle's.
