@@ -293,6 +293,9 @@ class RulesConfig:
     disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. wordpress-paths when WordPress runs behind this gateway.",
                                   coerce=_csv_list)
     actions: dict[str, str] = setting(factory=dict, doc="Action overrides by rule name: {rule: allow/block/challenge/score}, e.g. {ai-training-crawlers: block}.")
+    inspect: dict[str, bool] = setting(factory=dict, doc="inspect overrides by rule name for allow and route rules: {rule: true/false}, e.g. "
+                                       "{allow-api-clients-with-credentials: false} trusts that rule's callers with any payload (the payload "
+                                       "detectors do not read what it lets through).")
 
 
 @dataclass(kw_only=True)

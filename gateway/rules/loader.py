@@ -55,6 +55,7 @@ class RuleOptions:
     lists_dir: str = ""
     disabled: Sequence[str] = ()
     actions: Mapping[str, str] = field(default_factory=dict)
+    inspect: Mapping[str, object] = field(default_factory=dict)  # rules.inspect: a rule's inspect by its name
     difficulty: int = 16
     block_status: int = 403
     clients: ClientsConfig = field(default_factory=ClientsConfig)
@@ -97,7 +98,9 @@ def from_config(cfg: Config, state: ClientState, *, fallback: bool = False,
     # both rule sets are compiled from one config: the old names are reported once, with the first
     actions = dict(zip(renamed(list(cfg.rules.actions), warn=not fallback), cfg.rules.actions.values(), strict=True))
     opts = RuleOptions(backends=list(cfg.backends), policies=list(cfg.policy.routes), lists_dir=cfg.rules.lists_dir,
-                       disabled=renamed(cfg.rules.disabled, warn=not fallback), actions=actions, difficulty=cfg.challenge.difficulty,
+                       disabled=renamed(cfg.rules.disabled, warn=not fallback), actions=actions,
+                       inspect=dict(zip(renamed(list(cfg.rules.inspect), warn=False), cfg.rules.inspect.values(), strict=True)),
+                       difficulty=cfg.challenge.difficulty,
                        block_status=cfg.challenge.block_status, clients=cfg.clients, known_elsewhere=rule_names(other),
                        fallback=fallback, signatures=signatures)
     return load(files, opts, state)
@@ -175,8 +178,7 @@ def load(files: Sequence[str], opts: RuleOptions, state: ClientState) -> RuleTab
             compiled.append(rule)
 
     users = _list_users(entries)
-    for i, where in enumerate(("rules.disabled", "rules.actions")):
-        names = list(opts.disabled) if i == 0 else list(opts.actions)
+    for where, names in (("rules.disabled", list(opts.disabled)), ("rules.actions", list(opts.actions)), ("rules.inspect", list(opts.inspect))):
         for n in names:
             if n not in seen and n not in opts.known_elsewhere:
                 hint = (f" ({n!r} is a named list; the rules using it: {', '.join(users[n])})" if n in users
@@ -344,6 +346,14 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     # an allow or route rule's forward wins (an operator's allow list is never blocked); inspect: true says it vouches for
     # the client only, not for what it sends, so the payload detectors still read what it lets through
     inspect = raw.get("inspect", False)
+    if isinstance(name, str) and name in opts.inspect:
+        inspect = opts.inspect[name]
+        if action not in ("allow", "route"):
+            problems.append(f"rules.inspect.{name}: only applies to allow and route rules ({name!r} is {action})")
+            inspect = False
+        elif not isinstance(inspect, bool):
+            problems.append(f"rules.inspect.{name}: expected true or false, got {inspect!r}")
+            inspect = False
     if not isinstance(inspect, bool):
         mine.append(f"inspect: expected true or false, got {inspect!r}")
     elif inspect and not isinstance(name, str):

@@ -820,6 +820,29 @@ def test_a_bad_inspect_key_is_reported(tmp_path: Path, text: str, problem: str) 
     assert any(problem in p for p in err.value.problems), err.value.problems
 
 
+async def test_rules_inspect_turns_a_shipped_rules_inspection_off_or_an_operators_on(tmp_path: Path) -> None:
+    own = rules_file(tmp_path, "rules:\n  - name: office\n    ip: 192.0.2.0/24\n    action: allow\n")
+    rules = {"files": [own, str(ROOT / "rules" / "default.yaml")], "fallback_files": SHIPPED_WITH_FALLBACK["fallback_files"],
+             "inspect": {"allow-api-clients-with-credentials": False, "office": True}}
+    p = build(cfg_of(rules=rules, challenge={"keys": [KEY]}, payload={"enabled": True}), partial(FakeScorer, bad=0.1, attack=0.1))
+    bearer = [*LIBRARY, ("Authorization", "Bearer 4f1c2a9be07d")]
+    v = await _decided(p, make_features(target=API_SQLI, headers=bearer))  # its callers trusted with any payload
+    assert v.action is Action.FORWARD and v.rule == "allow-api-clients-with-credentials", v.reason
+    v = await _decided(p, make_features(target=API_SQLI, client_ip="192.0.2.7"))
+    assert v.action is Action.BLOCK and v.source is Source.DETECTOR, v.reason
+
+
+@pytest.mark.parametrize("inspect,problem", [
+    ({"no-such-rule": True}, "rules.inspect: unknown rule 'no-such-rule'"),
+    ({"block-secret-files": True}, "rules.inspect.block-secret-files: only applies to allow and route rules"),
+    ({"allow-robots-txt": "yes"}, "rules.inspect"),
+])
+def test_a_bad_rules_inspect_entry_is_reported(inspect: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build(cfg_of(rules={"files": [str(ROOT / "rules" / "default.yaml")], "inspect": inspect}))
+    assert any(problem in p for p in err.value.problems), err.value.problems
+
+
 def test_inspect_is_refused_in_fallback_rules_where_an_allow_decides_nothing(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         build(cfg_of(rules={"fallback_files": [rules_file(tmp_path, "rules:\n  - name: a\n    action: allow\n    inspect: true\n")]}))
