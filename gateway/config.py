@@ -443,8 +443,8 @@ class ClientsConfig:
                                                check=lambda v: None if 2 <= v <= 64 else f"{v} is not 2-64")
     reverse_dns_timeout_s: float = setting(2.0, "How long a request that claims a crawler's name verified by reverse DNS (a rule's reverse_dns) "
                                            "waits, the first time its address is seen, for the lookup (PTR, then the name resolved back "
-                                           "to the address); past it the address is unverified, and looked up again after a minute. 0 looks nothing up "
-                                           "(a host without DNS): every address is unverified by name.",
+                                           "to the address); past it the address is unanswered (such a claim is asked to come back later), and looked up "
+                                           "again after a minute. 0 looks nothing up (a host without DNS): every address is unanswered.",
                                            check=lambda v: None if v >= 0 else f"{v} is negative")
     reverse_dns_ttl_s: float = setting(86400.0, "How long an address's forward-confirmed name is kept (an address with none: an hour, "
                                        "or this if shorter).", check=positive)

@@ -72,6 +72,8 @@ from gateway.verdict import ALLOW_ALL, Action, LocalResponse, PayloadHit, ScoreR
 class RuleEvaluator(Protocol):
     """A compiled rule table (``gateway.rules.RuleTable``)."""
 
+    inspected: frozenset[str]  # the allow and route rules whose forwards the payload detectors still read (inspect: true)
+
     def evaluate(self, features: Features, resume: tuple[object, ...] | None = None) -> Verdict | ScoreRequest | None:
         """The first matching rule's outcome; ``resume``: go on where a ``LookupNeeded`` stopped it."""
 
@@ -275,7 +277,7 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         inspect_ruled = p.inspector.inspect if p.inspector is not None else None
         rules_at = len(stages)
 
-        inspected: frozenset[str] = getattr(p.rules, "inspected", frozenset())  # a RuleTable's inspect: true rules
+        inspected = p.rules.inspected
 
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if not isinstance(outcome, Verdict):
@@ -337,7 +339,8 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
             backend = pending.backend if pending is not None else None
             forward = NO_MODEL if backend is None else dataclasses.replace(NO_MODEL, backend=backend)
             return forward if fallback_rules is None else honoured(without_model(features, forward), features)
-        after_rules.extend(_resumed(stages, no_model, rules_at + 1) if p.rules is not None else ())
+        if p.rules is not None:
+            after_rules.append(_resumed(stages, no_model, rules_at + 1))
         return tuple(stages), Stage("model", no_model)
 
     scorer = p.scorer
@@ -379,15 +382,15 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
         return score(features, request)
-    after_rules.extend(_resumed(stages, model, rules_at + 1) if p.rules is not None else ())
+    if p.rules is not None:
+        after_rules.append(_resumed(stages, model, rules_at + 1))
     return tuple(stages), Stage("model", model)
 
 
-def _resumed(stages: list[Stage], last: FinalRun, start: int) -> tuple[FinalRun]:
+def _resumed(stages: list[Stage], last: FinalRun, start: int) -> FinalRun:
     """A function deciding a request with ``stages[start:]`` and then ``last``, given what the stages before left pending,
     as :meth:`Pipeline.decide` does."""
-    runs = tuple(stage.run for stage in stages[start:])
-    return (functools.partial(_run_stages, runs, last),)
+    return functools.partial(_run_stages, tuple(stage.run for stage in stages[start:]), last)
 
 
 def _run_stages(runs: tuple[StageRun, ...], last: FinalRun, features: Features, pending: ScoreRequest | None = None) -> Verdict | Awaitable[Verdict]:

@@ -143,7 +143,7 @@ class RuleTable:
         self.rules = tuple(rules)
         self.files = files
         # the allow and route rules whose forwards the payload detectors still read (``inspect: true``)
-        self.inspected = frozenset(r.label for r in rules if r.action in ("allow", "route") and r.inspect)
+        self.inspected = frozenset(r.label for r in rules if r.inspect)
         emit = emit or Emitter()
         self._fallthrough: dict[str, Verdict] = {}
         count, route_count = emit.const(MATCHES.inc), emit.const(ROUTED.inc)

@@ -296,8 +296,8 @@ def offline(cfg: config_mod.Config) -> config_mod.Config:
 
     Eval answers no challenge, so it needs none of the servers' keys (a config whose keys live in their
     environment evaluates as it is), and under a key no client ever held no pass cookie in the data is
-    valid: every row is decided as a client without a pass. Nothing is looked up in DNS: the rows' addresses are
-    unverified by name (``clients.reverse_dns_timeout_s: 0``), as the data holds no answer for them.
+    valid: every row is decided as a client without a pass. Nothing is looked up in DNS (``rdns.without_lookups``): the data holds no
+    answer for the rows' addresses, which count as answered with no name.
     """
     key = config_mod.ChallengeKeyConfig(id="eval", secret=secrets.token_urlsafe(48))
     return dataclasses.replace(without_lookups(cfg), redis=config_mod.RedisConfig(),

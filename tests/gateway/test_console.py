@@ -179,6 +179,8 @@ def test_a_bad_override_is_refused_with_its_problem(body: dict[str, Any], proble
 
 def test_pipeline_consults_the_overrides_before_its_rules() -> None:
     class BlockAll:
+        inspected: frozenset[str] = frozenset()
+
         def evaluate(self, features: Any) -> Verdict:
             return Verdict(Action.BLOCK, Source.RULE, "rule block-all", rule="block-all")
 

@@ -36,6 +36,7 @@ class PathRules:
 
     table: dict[str, Verdict | ScoreRequest]
     seen: list[Features] = field(default_factory=list)
+    inspected: frozenset[str] = frozenset()
 
     def evaluate(self, features: Features) -> Verdict | ScoreRequest | None:
         self.seen.append(features)

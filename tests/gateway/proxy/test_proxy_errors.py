@@ -275,6 +275,8 @@ def test_a_long_pipeline_answered_by_the_gateway_itself_is_answered_whole(origin
     from gateway.verdict import Action, Source, Verdict
 
     class Rules:
+        inspected: frozenset[str] = frozenset()
+
         def evaluate(self, features: Any) -> Verdict | None:
             return Verdict(Action.BLOCK, Source.RULE, "scanner path", rule="t") if features.path == "/.env" else None
 
