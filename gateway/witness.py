@@ -41,15 +41,17 @@ What each kind needs (case-insensitive, per value, in any of its decodings):
   a data URL of a document or script, a template expression reaching the page's objects
   (``{{constructor.constructor(``), ``expression(``, ``alert(``, ``document.cookie``; the
   same behind HTML references or JavaScript escapes (``&lt;script``, ``\\x3csvg``);
-* ``traversal`` (with file inclusion): a ``..`` segment (``../``, ``..\\``, ``..%2f``), a
-  value that is a system path (``/etc/``, ``c:\\``, ``file:///``), a system file the
-  attack reads (``/etc/passwd``, ``/proc/self/``, ``win.ini``, ``.htaccess``, ``WEB-INF/``),
-  a UNC start, a stream wrapper (``php://``, ``phar://``);
+* ``traversal`` (with file inclusion): a ``..`` segment a path goes on from (``../x``,
+  ``..\\x``, ``..%2f``; not ``../ in imports``), a value that is a system path (``/etc/``,
+  ``c:\\``, ``file:///``; not the URL path, a page's address however its folders are named),
+  a system file the attack reads (``/etc/passwd``, ``/proc/self/``, ``win.ini``,
+  ``.htaccess``, ``WEB-INF/``), a UNC start, a stream wrapper (``php://``, ``phar://``);
 * ``cmdi``: a separator followed by a command (``;id``, ``| nc 10.0.0.1 4444``,
   ``&& whoami``, ``1;ls -la``, a line break after a value of one word), a substitution
   running one (``$(whoami)``, ``x`id` ``), ``${IFS}``, a redirection to a path (``> /tmp/x``,
   ``2>&1``), a command run whole with the argument it needs (``ping 127.0.0.1``,
-  ``cat /etc/passwd``, ``uname -a``), a diagnostic command alone (``whoami``), a call that
+  ``cat /etc/passwd``, ``uname -a``) or a diagnostic command alone (``whoami``), except in a
+  search box (``q``, ``query``, ``search_term``, ...: a question about one), a call that
   runs one (``system('id')``), PHP's (``${@``, ``$_GET``, ``phpinfo()``), SSI, Shellshock's
   ``() { :;};``. A command word needs what makes it a command: ``a; cat lovers`` and
   ``cats & dogs`` are words, and a command quoted in Markdown (`` `ls -la` ``) is not run;
@@ -171,27 +173,34 @@ _COMMAND = (r"""(?:id|whoami|uname|ls|dir|cat|type|ping|curl|wget|nc|ncat|netcat
 _COMMAND_END = r"""(?=[\s+]*(?:$|[;&|`)<>\n\r'"\\]|\$\{?ifs)|[\s+]+(?:-{1,2}\w|[/\\~$.%'"]|\d|[a-z]:[\\/]|https?:)|\(\)|\$\(\))"""
 # Windows commands whose first argument is a word
 _COMMAND_VERB = r"""(?:net\s+(?:user|view|localgroup|share|use|start|stop|session)|netsh\s+\w+|reg\s+(?:add|query|delete|save|export)|wmic\s+\w+)\b"""
-_CMDI = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])++|\\[nr]|\$\()[\s+]*+(?:[`'"][\s+]*)?(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
-         r"""[;&|]\s*\$[a-z_]\w*\s*$|=\$['"]|\(\)\s*\{\s*:\s*;\s*\}|\$\{@|\$_(?:get|post|request|server|cookie|files)\b|"""
-         r"""\bphp(?:info|version)\s*\(\s*\)|<\?php\b|\{\$\{|^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|\$\(\s*""" + _COMMAND + r"""\b|"""
-         r"""[^\s`]`\s*""" + _COMMAND + r"""\b[^`]*`|^\s*`\s*""" + _COMMAND + r"""\b[^`]*`\s*$|"""
-         r"""(?:^|[\s\w])(?:\d?>>?|<)\s*(?:/(?:dev|tmp|etc|var|home|root|proc|usr|bin)\b|&\s*\d|~/)|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
-         r"""\$\{?ifs\b|\$\{\s*(?:path|home|ls_colors|pwd|shell)\s*[:%#]|\w\$(?:@|\(\)|\{\})\w|"""
-         r"""^[\s+]*(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|rm|chmod|"""
-         r"""telnet|tftp|certutil|bitsadmin)[\s+]+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
-         r"""^\s*(?:python[0-9.]*\s+-c|perl\s+-e|php\s+-r|ruby\s+-e|node\s+-e)\s|"""
-         r"""^\s*(?:whoami|id|ifconfig|ipconfig|systeminfo|hostname|uname|pwd|ver)\s*$|\bnet\s+(?:user|localgroup)\b|"""
-         r"""\b(?:system|exec|eval|assert|passthru|shell_exec|popen|proc_open|spawn|execsync|spawnsync|execfile)\s*\(\s*[`'"]\s*"""
-         + _COMMAND + r"""\b|\bgetruntime\s*\(\s*\)\s*\.\s*exec\b|""" + _EVASION)
+_CMDI_BREAKOUT = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])++|\\[nr]|\$\()[\s+]*+(?:[`'"][\s+]*)?(?:\$\(\s*)?(?:""" + _COMMAND + _COMMAND_END + "|" + _COMMAND_VERB + r""")|"""
+                  r"""[;&|]\s*\$[a-z_]\w*\s*$|=\$['"]|\(\)\s*\{\s*:\s*;\s*\}|\$\{@|\$_(?:get|post|request|server|cookie|files)\b|"""
+                  r"""\bphp(?:info|version)\s*\(\s*\)|<\?php\b|\{\$\{|\$\(\s*""" + _COMMAND + r"""\b|"""
+                  r"""[^\s`]`\s*""" + _COMMAND + r"""\b[^`]*`|^\s*`\s*""" + _COMMAND + r"""\b[^`]*`\s*$|"""
+                  r"""(?:^|[\s\w])(?:\d?>>?|<)\s*(?:/(?:dev|tmp|etc|var|home|root|proc|usr|bin)\b|&\s*\d|~/)|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
+                  r"""\$\{?ifs\b|\$\{\s*(?:path|home|ls_colors|pwd|shell)\s*[:%#]|\w\$(?:@|\(\)|\{\})\w|\bnet\s+(?:user|localgroup)\b|"""
+                  r"""\b(?:system|exec|eval|assert|passthru|shell_exec|popen|proc_open|spawn|execsync|spawnsync|execfile)\s*\(\s*[`'"]\s*"""
+                  + _COMMAND + r"""\b|\bgetruntime\s*\(\s*\)\s*\.\s*exec\b|""" + _EVASION)
+# a value that is a command line run whole (``ping 127.0.0.1``, ``uname -a``, ``whoami``, ``python -c``): what a
+# parameter a program hands to a shell holds, and what a question typed into a search box holds too (:data:`QUESTIONS`)
+_COMMAND_LINE = (r"""^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|"""
+                 r"""^[\s+]*(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|rm|chmod|"""
+                 r"""telnet|tftp|certutil|bitsadmin)[\s+]+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
+                 r"""^\s*(?:python[0-9.]*\s+-c|perl\s+-e|php\s+-r|ruby\s+-e|node\s+-e)\s|"""
+                 r"""^\s*(?:whoami|id|ifconfig|ipconfig|systeminfo|hostname|uname|pwd|ver)\s*$""")
+_CMDI = _CMDI_BREAKOUT + "|" + _COMMAND_LINE
 
-# file paths: a ``..`` segment (or one hidden behind an encoding), a value that is a system path (not one that words
-# follow: ``/var/log examples`` is a search), a system file the attack reads anywhere, a UNC start, a stream wrapper
-_TRAVERSAL = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2})|(?:[/\\]|%2f|%5c)(?:\.|%2e){2}(?:$|[/\\?;#]|%2f|%5c)|%2e%2e|"""
-              r"""^\s*(?:file:/*)?/?(?:etc|proc|var|opt|usr|root|tmp|srv|home|boot|sys|dev|windows|winnt|inetpub)/(?!\S*\s+[a-z]{2,}\b[^/\\]*$)|"""
-              r"""(?:^|=)\s*/?[a-z]:[\\/]|/etc/(?:passwd|shadow|group|hosts|issue|motd|hostname|crontab|sudoers|apache\w*|httpd|"""
-              r"""nginx|mysql|ssh)|/proc/(?:self|\d+)/|\b(?:win|boot|php|system)\.ini\b|\bsystem32\b|"""
-              r"""\.(?:htpasswd|htaccess|bash_history)\b|\.ssh[/\\](?:id_|authorized)|\b(?:access|error)[._]log\b|/var/log/|"""
-              r"""\b(?:web|meta)-inf[/\\]|^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data|compress\.\w+)://|""" + _EVASION)
+# file paths: a ``..`` segment a path goes on from (``../ relative imports`` and ``..\ in Windows`` are words about one),
+# or one hidden behind an encoding, a system file the attack reads anywhere, a UNC start, a stream wrapper
+_TRAVERSAL_ANYWHERE = (r"""(?:\.|%2e){2}(?:[/\\]|%2f|%5c|2f|5c|%(?![0-9a-f]{2})[0-9a-z]{2})(?![\s+]|%20)|(?:[/\\]|%2f|%5c)(?:\.|%2e){2}(?:$|[/\\?;#]|%2f|%5c)|"""
+                       r"""%2e%2e|(?:^|=)\s*/?[a-z]:[\\/]|/etc/(?:passwd|shadow|group|hosts|issue|motd|hostname|crontab|sudoers|apache\w*|httpd|"""
+                       r"""nginx|mysql|ssh)|/proc/(?:self|\d+)/|\b(?:win|boot|php|system)\.ini\b|\bsystem32\b|"""
+                       r"""\.(?:htpasswd|htaccess|bash_history)\b|\.ssh[/\\](?:id_|authorized)|\b(?:access|error)[._]log\b|/var/log/|"""
+                       r"""\b(?:web|meta)-inf[/\\]|^\s*\\\\|\b(?:file|php|zip|phar|expect|jar|glob|data|compress\.\w+)://|""" + _EVASION)
+# a value that is a system path (not one that words follow: ``/var/log examples`` is a search): what a file parameter
+# holds, never what a URL path is (``/dev/search/`` is a page)
+_SYSTEM_PATH = r"""^\s*(?:file:/*)?/?(?:etc|proc|var|opt|usr|root|tmp|srv|home|boot|sys|dev|windows|winnt|inetpub)/(?!\S*\s+[a-z]{2,}\b[^/\\]*$)"""
+_TRAVERSAL = _TRAVERSAL_ANYWHERE + "|" + _SYSTEM_PATH
 
 # what makes a web URL a forgery rather than a link (a person pastes ``https://docs.example/page``): an address the
 # server reaches and the client cannot (loopback, private and link-local ranges, cloud metadata, internal names), a
@@ -303,11 +312,40 @@ def _breakout(text: str, tail: re.Pattern[str]) -> re.Match[str] | None:
 
 
 _KINDS = {"sqli": _SQLI, "xss": _XSS, "traversal": _TRAVERSAL, "cmdi": _CMDI, "other": _OTHER}
-SYNTAX: Mapping[str, _Syntax] = {
-    "sqli": _Syntax(_SQLI, _SQL_TAIL, escapes=True), "xss": _Syntax(_XSS, _JS_TAIL, escapes=True),
-    "traversal": _Syntax(_TRAVERSAL), "cmdi": _Syntax(_CMDI), "other": _Syntax(_OTHER, _SQL_TAIL),
-    # a scanner's probe carries whatever it tries: any kind's syntax witnesses it
-    "probe": _Syntax("|".join(f"(?:{pattern})" for pattern in _KINDS.values()), f"{_SQL_TAIL}|{_JS_TAIL}", escapes=True)}
+_SHARED = {"sqli": _Syntax(_SQLI, _SQL_TAIL, escapes=True), "xss": _Syntax(_XSS, _JS_TAIL, escapes=True), "other": _Syntax(_OTHER, _SQL_TAIL)}
+
+
+def _syntax(traversal: str, cmdi: str) -> Mapping[str, _Syntax]:
+    """Each kind's syntax, with these patterns for traversal and command injection."""
+    return {**_SHARED, "traversal": _Syntax(traversal), "cmdi": _Syntax(cmdi),
+            # a scanner's probe carries whatever it tries: any kind's syntax witnesses it
+            "probe": _Syntax("|".join(f"(?:{pattern})" for pattern in (_SQLI, _XSS, traversal, cmdi, _OTHER)),
+                             f"{_SQL_TAIL}|{_JS_TAIL}", escapes=True)}
+
+
+SYNTAX = _syntax(_TRAVERSAL, _CMDI)
+# a URL path is a route, absolute by nature: a system path's shape there is a page's address (``/dev/search/``, ``/home``)
+ROUTE_SYNTAX = _syntax(_TRAVERSAL_ANYWHERE, _CMDI)
+# a search box's value is a question: a command line typed there is one asked about (``nc -l port``, ``ping -t windows
+# command``), not one a program runs; the breakouts that would run one from there still witness it
+QUESTION_SYNTAX = _syntax(_TRAVERSAL, _CMDI_BREAKOUT)
+# the names search boxes and query languages give their value (``q``, ``query``, ``search_term``, ``cql``, ...), compared
+# with ``-`` and ``_`` left out and in lower case; in a query, a form or a JSON body
+QUESTION_NAMES = frozenset({"q", "qs", "qry", "query", "search", "s", "term", "terms", "keyword", "keywords", "kw", "k", "find",
+                            "phrase", "cql", "jql", "searchterm", "searchquery", "searchtext", "searchstring", "querystring"})
+_LEAF_NAME = re.compile(r"[A-Za-z_][\w-]*")
+
+
+def _syntax_at(location: str) -> Mapping[str, _Syntax]:
+    """The syntax a value at ``location`` (:func:`values`) is searched for."""
+    if location == "path":
+        return ROUTE_SYNTAX
+    where, _, name = location.partition(":")
+    if where in ("query", "form", "json"):
+        leaf = _LEAF_NAME.findall(name)
+        if leaf and leaf[-1].replace("-", "").replace("_", "").lower() in QUESTION_NAMES:
+            return QUESTION_SYNTAX
+    return SYNTAX
 # a cookie written by a script: a JavaScript object literal of simple keys and values, and ``a=1&b=2`` pairs
 _LITERAL_ENTRY = r"""\s*[\w$]+\s*:\s*(?:'[^'\\]*'|"[^"\\]*"|[\w.+-]*)\s*"""
 _OBJECT_LITERAL = re.compile(rf"\{{(?:{_LITERAL_ENTRY}(?:,{_LITERAL_ENTRY})*)?\}}")
@@ -473,18 +511,19 @@ def cookie_values(value: str) -> list[str]:
 
 def syntax_witness(features: Features, kinds: Iterable[str]) -> Witness | None:
     """The first value holding the syntax of one of ``kinds`` (:func:`named_kinds`), or None when no value does."""
-    patterns = [(kind, SYNTAX[kind]) for kind in dict.fromkeys(kinds) if kind in SYNTAX]
+    named = [kind for kind in dict.fromkeys(kinds) if kind in SYNTAX]
     budget = SEARCH_BUDGET
-    cost = sum(len(_KINDS) if kind == "probe" else 1 for kind, _ in patterns)  # a probe's pattern is every kind's
-    for i, (location, value, plus) in enumerate(values(features) if patterns else ()):
+    cost = sum(len(_KINDS) if kind == "probe" else 1 for kind in named)  # a probe's pattern is every kind's
+    for i, (location, value, plus) in enumerate(values(features) if named else ()):
         if i >= MAX_VALUES:
             break
+        syntax = _syntax_at(location)
         for text, _ in variants(value[:MAX_CHARS], plus=plus):
             budget -= len(text) * cost
             if budget < 0:
                 return None
-            for kind, pattern in patterns:
-                m = pattern.search(text)
+            for kind in named:
+                m = syntax[kind].search(text)
                 if m is not None:
                     return Witness(kind, location, fragment(m.string, m.start(), m.end()))
     return None

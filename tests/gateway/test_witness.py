@@ -47,8 +47,8 @@ PEOPLE = [
     "http://mpmath.org/doc/current/", "https://docs.python.org/3/library/re.html#re.sub", "https://1password.com/", "https://360.cn/",
     "https://www.example.org/search?q=red+shoes&page=2",
     "https://münchen.de/stadtplan", "https://web.archive.org/web/2020/https://example.com/",
-    # a system folder named in a search, as a person asks about it
-    "/var/log examples", "/home folder permissions",
+    # a system folder named in a search, as a person asks about it, and a parent directory named rather than climbed
+    "/var/log examples", "/home folder permissions", "../ relative path python import", "..\\ windows path meaning",
     "print('hello')", "d['key'] = len(items)", "x = 'a' + 'b'", "','.join(names)", 'f("{0}", value)',
     "SELECT name FROM users WHERE id = %s", "run `ls -la` to list files", "```bash\npip install clefgate\n```",
     "```python\nfrom time import sleep\nsleep(0.1)\n```", "$ pip install clefgate", "if (a && b) { run(); }",
@@ -169,6 +169,28 @@ def test_the_witness_names_the_value_that_holds_the_syntax(target: str, headers:
     witness = syntax_witness(make_features(method="POST" if body else "GET", target=target, headers=headers, body=body), kinds)
     assert witness is not None and witness.location == location and witness.kind == kinds[0]
     assert witness.location in witness.describe() and len(witness.fragment) <= 80
+
+
+@pytest.mark.parametrize("target,kind,witnessed", [
+    # a URL path is a page's address, however its folders are named; a system file there, or a climb, is still syntax
+    ("/dev/search/", "traversal", False), ("/home/", "probe", False), ("/var/releases/app.tar.gz", "traversal", False),
+    ("/etc/passwd", "traversal", True), ("/static/..%2f..%2fetc/hosts", "traversal", True),
+    ("/p?file=/var/www/html/index.php", "traversal", True),
+    # a search box holds questions: a command line typed there is one asked about, a breakout runs one from anywhere
+    ("/search?q=nc+-l+port", "cmdi", False), ("/search?search_term=ping+-t+windows+command", "cmdi", False),
+    ("/s?query=wget+-r+-np", "probe", False), ("/search?q=x%3Bcat+/etc/passwd", "cmdi", True), ("/search?q=%24(whoami)", "cmdi", True),
+    ("/tools/ping?host=ping+-c+3+127.0.0.1", "cmdi", True), ("/run?cmd=uname+-a", "cmdi", True),
+])
+def test_a_value_is_searched_as_what_its_place_holds(target: str, kind: str, witnessed: bool) -> None:
+    assert (syntax_witness(make_features(target=target), (kind,)) is not None) is witnessed
+
+
+def test_a_search_field_is_named_so_in_a_form_and_a_json_body_too() -> None:
+    form = make_features(method="POST", target="/search", headers=FORM, body=b"q=ping+-t+windows+command")
+    assert syntax_witness(form, ("cmdi",)) is None
+    body = json.dumps({"filter": {"query": "uname -a"}, "host": "ping -c 3 127.0.0.1"}).encode()
+    witness = syntax_witness(make_features(method="POST", target="/api/search", headers=JSON, body=body), ("cmdi",))
+    assert witness is not None and witness.location.endswith("host")
 
 
 def test_a_kind_finds_only_its_own_syntax() -> None:
