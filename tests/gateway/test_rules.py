@@ -34,6 +34,52 @@ GOOGLEBOT = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.
 BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
 DUCKDUCKBOT = "DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)"
 GPTBOT = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+FLYRIVER = ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/91.0.4472.124 Safari/537.36 "
+            "Flyriverbot/1.1 (+https://www.flyriver.com/; AI Content Source Check)")
+EXPANSE = ("Expanse, a Palo Alto Networks company, searches across the global IPv4 space multiple times per day to identify customers' "
+           "presences on the Internet. If you would like to be excluded from our scans, please send IP addresses/domains to: "
+           "scaninfo@paloaltonetworks.com")
+# published user agents of bots that monitor, preview, archive, index, read feeds or verify ads, and of HTTP libraries: none
+# says it serves AI, does SEO or maps the internet, so the *-by-description rules leave every one to the model
+GOOD_BOTS = [
+    "Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)",
+    "Pingdom.com_bot_version_1.4_(http://www.pingdom.com/)",
+    "Feedly/1.0 (+http://www.feedly.com/fetcher.html; 42 subscribers)",
+    "Feedbin feed-id:1373711 - 2 subscribers",
+    "Overcast/1.0 Podcast Sync (123 subscribers; feed-id=456; +http://overcast.fm/)",
+    "FeedFetcher-Google; (+http://www.google.com/feedfetcher.html)",
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+    "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+    "Mozilla/5.0 (compatible; Yahoo Link Preview; https://help.yahoo.com/kb/mail/yahoo-link-preview-SLN23615.html)",
+    "facebookexternalhit/1.1",
+    "Twitterbot/1.0",
+    "LinkedInBot/1.0 (compatible; Mozilla/5.0; Apache-HttpClient +http://www.linkedin.com)",
+    "ia_archiver",
+    "Mozilla/5.0 (compatible; archive.org_bot +http://www.archive.org/details/archive.org_bot)",
+    "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)",
+    "Mozilla/5.0 (compatible; Qwantify/2.4w; +https://www.qwant.com/)/2.4w",
+    "Mozilla/5.0 (compatible; MojeekBot/0.11; +https://www.mojeek.com/bot.html)",
+    "Mozilla/5.0 (compatible; SeznamBot/4.0; +https://o-seznam.cz/napoveda/vyhledavani/en/seznambot-crawler/)",
+    "Mozilla/5.0 (compatible; Linux x86_64; Mail.RU_Bot/2.0; +https://help.mail.ru/webmaster/indexing/robots)",
+    "SiteCheck-sitecrawl by Siteimprove.com",
+    "Google-Safety",
+    "AdsBot-Google (+http://www.google.com/adsbot.html)",
+    "Mozilla/5.0 (Linux; Android 5.0; SM-G920A) AppleWebKit (KHTML, like Gecko) Chrome Mobile Safari (compatible; AdsBot-Google-Mobile; "
+    "+http://www.google.com/mobile/adsbot.html)",
+    "Datadog Agent/7.59.0",
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/110.0.5481.100 Safari/537.36 Datadog/Synthetics",
+    "Mozilla/5.0 (compatible; Site24x7)",
+    "Mozilla/5.0 (compatible; StatusCake)",
+    "Better Uptime Bot Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 "
+    "Safari/537.36",
+    "W3C-checklink/5.0.0 libwww-perl/6.77",
+    "HomeAssistant/2024.12.1 aiohttp/3.11.10 Python/3.13",
+    "python-requests/2.32.3",
+    "curl/8.5.0",
+    "axios/1.7.2",
+    "Go-http-client/2.0",
+    "okhttp/4.12.0",
+]
 # nothing looked up in DNS (tests/gateway/test_rdns.py covers the names): a claimed crawler outside its ranges whose
 # operator documents a name check is asked to come back later, one whose operator does not (DuckDuckBot) is a spoofer
 NO_DNS = ClientsConfig(reverse_dns_timeout_s=0)
@@ -167,6 +213,36 @@ SHIPPED_CASES = [
                                                              "+http://www.baidu.com/search/spider.html)"), "score-everything-else", "score"),
     ("a link preview", req("/", ua="facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"), "score-everything-else",
      "score"),
+    # bots that no list names, caught by what their user agent says they are for
+    ("an unlisted backlink crawler", req("/", ua="Mozilla/5.0 (compatible; BacklinksExtendedBot)"), "seo-crawlers-by-description",
+     "challenge"),
+    ("an unlisted rank tracker", req("/", ua="Mozilla/5.0 (compatible; RankActiveLinkBot; +https://rankactive.com/resources/rankactive-linkbot)"),
+     "seo-crawlers-by-description", "challenge"),
+    ("an seo tool named in its address", req("/", ua="Mozilla/5.0 (compatible; RavenCrawler/2.0; +https://raventools.com/seo-website-auditor/)"),
+     "seo-crawlers-by-description", "challenge"),
+    ("a serp tool", req("/", ua="Mozilla/5.0 (compatible; SERPtimizerBot; +http://serptimizer.com/serptimizer-bot)"),
+     "seo-crawlers-by-description", "challenge"),
+    ("an unlisted ai bot", req("/", ua=FLYRIVER), "ai-crawlers-by-description", "challenge"),
+    ("censys", req("/", ua="Mozilla/5.0 (compatible; CensysInspect/1.1; +https://about.censys.io/)"), "scanners-by-description", "challenge"),
+    ("expanse", req("/", ua=EXPANSE), "scanners-by-description", "challenge"),
+    ("internet measurement", req("/", ua="Mozilla/5.0 (compatible; InternetMeasurement/1.0; +https://internet-measurement.com/)"),
+     "scanners-by-description", "challenge"),
+    ("modat", req("/", ua="Mozilla/5.0 (compatible; ModatScanner/1.0; +https://modat.io/)"), "scanners-by-description", "challenge"),
+    ("zgrab", req("/", ua="Mozilla/5.0 zgrab/0.x"), "scanners-by-description", "challenge"),
+    ("netcraft", req("/", ua="Mozilla/5.0 (compatible; NetcraftSurveyAgent/1.0; +info@netcraft.com)"), "scanners-by-description", "challenge"),
+    ("a research scanner", req("/", ua="Mozilla/5.0 (compatible; ResearchScan/1.0; +https://researchscan.comsys.rwth-aachen.de/)"),
+     "scanners-by-description", "challenge"),
+    ("a self-described scanner asking for a secret is blocked", req("/.env", ua="Mozilla/5.0 (compatible; ModatScanner/1.0; +https://modat.io/)"),
+     "block-secret-files", "block"),
+    ("a self-described scanner still reads robots.txt", req("/robots.txt", ua="Mozilla/5.0 zgrab/0.x"), "allow-robots-txt", "forward"),
+    ("a listed seo crawler is decided by its list", req("/", ua="serpstatbot/2.1 (advanced backlink tracking bot; https://serpstatbot.com/; "
+                                                                "abuse@serpstatbot.com)"), "seo-crawlers", "challenge"),
+    ("a listed ai crawler is decided by its list", req("/", ua="cohere-training-data-crawler (+crawler@cohere.ai)"), "ai-training-crawlers",
+     "challenge"),
+    # good bots and programs that say what they are, and say none of it
+    *((f"good bot or program {ua[:40]!r}", req("/", ua=ua), "score-everything-else", "score") for ua in GOOD_BOTS),
+    ("an ai platform's link preview", req("/", ua="ArenaUnfurlBot/1.0 (Link preview bot for AI model comparison platform; +https://arena.ai) "
+                                                  "Mozilla/5.0 (compatible)"), "score-everything-else", "score"),
     ("feed reader", req("/blog/feed", ua="FreshRSS/1.23 (Linux; https://freshrss.org)"), "allow-feed-readers", "forward"),
     ("atom feed", req("/news/atom.xml", ua="CommaFeed/4.0"), "allow-feed-readers", "forward"),
     ("git smart http", req("/org/repo.git/info/refs?service=git-upload-pack", ua="git/2.43.0"), "allow-git-clients", "forward"),
@@ -354,6 +430,44 @@ def test_no_browser_matches_a_shipped_crawler_list(name: str) -> None:
     assert got is not None and got.problems == [] and len(got.tokens) > 20
     crawlers = AgentSet(got.tokens)
     assert [ua for ua in agents if crawlers.matches(ua.lower())] == []
+
+
+BY_DESCRIPTION = ("ai-crawlers-by-description", "seo-crawlers-by-description", "scanners-by-description")
+
+
+def test_no_browser_meets_a_rule_that_reads_a_bots_description(shipped: RuleTable) -> None:
+    agents = _browser_agents()
+    assert len(agents) > 300
+    assert [ua for ua in agents if outcome(shipped, req("/", ua=ua))[0] in BY_DESCRIPTION] == []
+
+
+@pytest.mark.parametrize("rule,ua", [
+    ("ai-crawlers-by-description", GPTBOT),
+    ("ai-crawlers-by-description", "cohere-training-data-crawler (+crawler@cohere.ai)"),
+    ("ai-crawlers-by-description", "Mozilla/5.0 (compatible; Crawl4AI/0.4; +https://crawl4ai.com)"),
+    ("ai-crawlers-by-description", "Mozilla/5.0 (compatible; KlaviyoAIBot/1.0; +https://www.klaviyo.com/)"),
+    ("seo-crawlers-by-description", "Mozilla/5.0 (compatible; SiteAuditBot/0.97; +http://www.semrush.com/bot.html)"),
+    ("seo-crawlers-by-description", "serpstatbot/2.1 (advanced backlink tracking bot; https://serpstatbot.com/; abuse@serpstatbot.com)"),
+    ("seo-crawlers-by-description", "Mozilla/5.0 (compatible; DataForSeoBot/1.0; +https://dataforseo.com/dataforseo-bot)"),
+    ("seo-crawlers-by-description", "Mozilla/5.0 (compatible; SERankingBacklinksBot/1.0; +https://seranking.com/backlinks-crawler)"),
+    ("seo-crawlers-by-description", "SeobilityBot (SEO Tool; https://www.seobility.net/sites/bot.html)"),
+    ("seo-crawlers-by-description", "Mozilla/5.0 (compatible; SEOkicks; +https://www.seokicks.de/robot.html)"),
+])
+def test_a_listed_bot_meets_its_description_rule_when_the_list_rule_is_off(rule: str, ua: str) -> None:
+    """The description rules catch the listed bots' own words too: a list rule switched off leaves them to the next."""
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(disabled=["ai-training-crawlers", "seo-crawlers"]), ClientState(NO_DNS))
+    assert outcome(table, req("/", ua=ua)) == (rule, "challenge")
+
+
+def test_description_rules_come_after_the_lists_and_take_overrides() -> None:
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(actions={"scanners-by-description": "allow",
+                                                                      "seo-crawlers-by-description": "block"}), ClientState(NO_DNS))
+    order = [rule.label for rule in table.rules]
+    assert order[order.index("seo-crawlers") + 1:order.index("seo-crawlers") + 4] == list(BY_DESCRIPTION)
+    assert outcome(table, req("/", ua="Mozilla/5.0 zgrab/0.x")) == ("scanners-by-description", "forward")
+    assert outcome(table, req("/", ua="Mozilla/5.0 (compatible; BacklinksExtendedBot)")) == ("seo-crawlers-by-description", "block")
+    ai = table.evaluate(req("/", ua=FLYRIVER))
+    assert isinstance(ai, Verdict) and (ai.rule, ai.action, ai.difficulty) == ("ai-crawlers-by-description", Action.CHALLENGE, 18)
 
 
 def test_a_renamed_rule_is_still_reached_by_its_old_name(caplog: pytest.LogCaptureFixture) -> None:
