@@ -58,6 +58,7 @@ from typing import Any, Protocol
 from gateway import metrics
 from gateway.config import ClientsConfig, RedisConfig, resolve_secret
 from gateway.features import INFRA_HEADERS, ClientStats, Features
+from gateway.logins import LoginWatch
 from gateway.rdns import ReverseNames
 
 log = logging.getLogger("clefgate.clients")
@@ -867,6 +868,8 @@ class ClientState:
         self.clock = clock
         self.addresses = AddressTable(self.cfg.max_clients, self.cfg.shared_address_fingerprints)
         self.history = ClientHistory(self.cfg.max_clients, clock)
+        # credential submissions per login endpoint (rules' login_surge condition)
+        self.logins = LoginWatch(self.cfg.logins, clock)
         # forward-confirmed reverse DNS names of client addresses (rules' reverse_dns condition)
         self.names = ReverseNames(timeout_s=self.cfg.reverse_dns_timeout_s, ttl_s=self.cfg.reverse_dns_ttl_s,
                                   negative_ttl_s=min(3600.0, self.cfg.reverse_dns_ttl_s), max_entries=self.cfg.max_clients)

@@ -429,6 +429,23 @@ class ChallengeConfig:
 
 
 @dataclass(kw_only=True)
+class LoginsConfig:
+    """Credential submissions per login endpoint, and credential-stuffing waves (gateway.logins; the login_surge condition)."""
+
+    enabled: bool = setting(True, "Count credential submissions (a POST, PUT or PATCH with a field named like a password) per endpoint.")
+    window_s: float = setting(60.0, "Length of the windows submissions are counted in.", check=positive)
+    min_submissions: int = setting(20, "Submissions in a window (per worker) below which an endpoint never surges.", check=positive)
+    failure_share: float = setting(0.8, "Share of the submissions the site answered with a 4xx that makes a surge (at least half of "
+                                   "min_submissions answered).", check=lambda v: None if 0.0 < v <= 1.0 else f"{v} is not in (0, 1]")
+    rate_factor: float = setting(10.0, "A window with this many times the endpoint's usual submissions surges too (forms that fail with "
+                                 "a 200); 0 turns this trigger off.", check=non_negative)
+    warmup_windows: int = setting(30, "Windows an endpoint must have been seen for before rate_factor applies.", check=positive)
+    hold_s: float = setting(600.0, "How long an endpoint stays surging after the last window that surged or still held min_submissions.",
+                            check=positive)
+    max_endpoints: int = setting(4096, "Endpoints tracked at once; the least recently seen is dropped first.", check=positive)
+
+
+@dataclass(kw_only=True)
 class ClientsConfig:
     """Per-client sliding windows and rate-limit buckets (bounded, measured)."""
 
@@ -448,6 +465,7 @@ class ClientsConfig:
                                            check=lambda v: None if v >= 0 else f"{v} is negative")
     reverse_dns_ttl_s: float = setting(86400.0, "How long an address's forward-confirmed name is kept (an address with none: an hour, "
                                        "or this if shorter).", check=positive)
+    logins: LoginsConfig = setting(factory=LoginsConfig, doc="Credential-stuffing waves per login endpoint.")
 
 
 @dataclass(kw_only=True)

@@ -440,16 +440,20 @@ def client_recorder(state: ClientState) -> ResponseObserver:
     detectors (the 403-loop of log-driven bouncers). What can earn a block is kept apart:
     a challenge page served to a request that could solve it (not a fetch/XHR), and a block
     with attack evidence (a verdict naming a payload, or a payload detector's).
-    Every answered request notes its fingerprint at its address (shared addresses).
+    Every answered request notes its fingerprint at its address (shared addresses), and every credential
+    submission its endpoint (``gateway.logins``: the site's answer where it was forwarded).
     """
     record = state.record
     history = state.history
     see = state.addresses.see
+    logins = state.logins
 
     def observe(features: Features, verdict: Verdict, status: int) -> None:
         key = state.key(features)
         see(key)
         action = verdict.action
+        if features.body_prefix and features.method != "GET":
+            logins.observe(features, status, action is Action.FORWARD)
         if action is Action.FORWARD:
             if not features.path.startswith(PREFIX):
                 record(key, features.path, status)

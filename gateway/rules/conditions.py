@@ -33,7 +33,7 @@ from gateway.rules.patterns import PatternError, classify_path_globs, compile_gl
 # condition key -> cost rank: cheap and selective conditions run first, rate always last
 # (it takes a token, which only a request that met every other condition should spend)
 COSTS = {"method": 0, "body_size": 0, "host": 1, "path": 2, "query": 3, "headers": 3, "path_regex": 4, "user_agent": 4,
-         "ip": 5, "reverse_dns": 6, "reverse_dns_unanswered": 6, "client": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
+         "ip": 5, "reverse_dns": 6, "reverse_dns_unanswered": 6, "client": 6, "login_surge": 6, "any": 7, "not": 7, "inputs": 8, "rate": 9}
 CONDITION_KEYS = tuple(COSTS)
 STATS = tuple(ClientStats.__slots__)  # requests, rate_per_min, error_ratio, ...
 _LITERAL = re.compile(r"^[A-Za-z0-9 _./;:,=@-]+$")
@@ -282,6 +282,13 @@ def _compile_one(key: str, value: Any, ctx: Context, problems: list[str], where:
         ctx.emit.names = ctx.state.names
         answered = f"{ctx.emit.const(ctx.state.names.unanswered)}(f.client_ip)"
         return answered if value else f"not {answered}"
+
+    if key == "login_surge":
+        if not isinstance(value, bool):
+            problems.append(f"{where}: expected true or false, got {value!r}")
+            return None
+        surging = f"{emit.const(ctx.state.logins.surging)}(f)"
+        return surging if value else f"not {surging}"
 
     if key == "body_size":
         items = value if isinstance(value, list) else [value]

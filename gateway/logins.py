@@ -1,0 +1,153 @@
+"""Credential submissions per login endpoint, and when an endpoint is under a credential-stuffing wave.
+
+Credential stuffing spreads leaked passwords over thousands of addresses, each trying one or two: no client's
+window shows anything, and each request alone looks like a person logging in. What shows is the endpoint: a
+wave of submissions that nearly all fail. :class:`LoginWatch` counts the credential submissions each login
+endpoint (host and path) answered in tumbling windows of ``window_s`` and how the site answered them: a 4xx is a
+failure, a 2xx or 3xx is an answer that may be a success (a form that re-renders on failure answers 200). An
+endpoint surges when a window holds at least ``min_submissions`` submissions and
+
+* ``failure_share`` of those the site answered failed, or
+* their number is ``rate_factor`` times the endpoint's usual one (a moving average of the windows before it,
+  once it has seen ``warmup_windows`` windows), for forms that fail with a 200;
+
+it stays surging ``hold_s`` after the last window that met either, or that still held ``min_submissions``
+submissions (those the gateway challenged count too: a surge the challenges hold back goes on while the
+wave does). The rule condition ``login_surge`` reads it: the shipped ``challenge-logins-under-attack`` rule
+challenges credential submissions to a surging endpoint, which a person with a pass passes, and a person
+without one passes once (the form is kept and sent again, ``challenge.keep_form_bytes``).
+
+A credential submission (:func:`credential_submission`) is a POST, PUT or PATCH whose form, JSON or multipart
+body has a field named like a password (``password``, ``passwd``, ``pwd``, ``user[password]``,
+``j_password``, ...). Each worker watches what it answers (the windows are not shared through Redis): behind
+N workers, ``min_submissions`` is per worker. Endpoints are bounded (``max_endpoints``, the least recently
+seen dropped first).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from gateway import metrics
+from gateway.config import LoginsConfig
+from gateway.features import Features
+
+SURGES = metrics.counter("clefgate_login_surges_total",
+                         "Login endpoints that began a surge of credential submissions, by trigger (failures, rate).", ("trigger",))
+
+# a field named like a password: the last name of the field's location (form:user[password], json:$.auth.password)
+_PASSWORD = re.compile(r"(?:^|[^a-z])(?:pass(?:word|wd|phrase)?|pwd|pword|j_password|current_?password|user_?password)(?:$|[^a-z])",
+                       re.IGNORECASE)
+_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def credential_submission(features: Features) -> bool:
+    """True when the request submits a password: a POST, PUT or PATCH with a body field named like one."""
+    if features.method not in _METHODS or not features.body_prefix:
+        return False
+    from gateway.payload.locations import body_values  # gateway.payload imports the rules, whose state holds a LoginWatch
+
+    ctype = features.header_map.get("content-type", "")
+    for location, _, _, _, _ in body_values(ctype, features.body_prefix):
+        name = location.partition(":")[2]
+        if name and _PASSWORD.search(name.rsplit(".", 1)[-1]):
+            return True
+    return False
+
+
+class _Endpoint:
+    __slots__ = ("base", "count", "fails", "oks", "start", "until", "windows")
+
+    def __init__(self, start: float) -> None:
+        self.start = start  # when the current window began
+        self.count = self.fails = self.oks = 0
+        self.base = 0.0  # moving average of submissions per window, outside surges
+        self.windows = 0  # windows seen
+        self.until = 0.0  # surging until then
+
+
+class LoginWatch:
+    """Credential submissions per endpoint (module docstring). ``observe`` after each answer, ``surging`` to ask."""
+
+    def __init__(self, cfg: LoginsConfig | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cfg = cfg or LoginsConfig()
+        self.clock = clock
+        self._endpoints: OrderedDict[str, _Endpoint] = OrderedDict()
+
+    @staticmethod
+    def endpoint(features: Features) -> str:
+        """The endpoint a request submits to: its host (lower case, no port) and path."""
+        host = features.header_map.get("host", "").lower()
+        end = host.rfind(":")
+        if end > host.rfind("]"):  # a port (an IPv6 literal's colons are inside its brackets)
+            host = host[:end]
+        return host + features.path
+
+    def observe(self, features: Features, status: int, forwarded: bool) -> None:
+        """Count a credential submission the gateway answered: ``forwarded`` ones with the site's ``status``."""
+        if not self.cfg.enabled or not credential_submission(features):
+            return
+        now = self.clock()
+        e = self._at(self.endpoint(features), now)
+        e.count += 1
+        if forwarded:
+            if 400 <= status < 500:
+                e.fails += 1
+            elif 200 <= status < 400:
+                e.oks += 1
+        self._judge(e, now)
+
+    def surging(self, features: Features) -> bool:
+        """True when the request is a credential submission to an endpoint in a surge."""
+        if not self.cfg.enabled or not self._endpoints:
+            return False
+        e = self._endpoints.get(self.endpoint(features))
+        return e is not None and e.until > self.clock() and credential_submission(features)
+
+    def _at(self, key: str, now: float) -> _Endpoint:
+        e = self._endpoints.get(key)
+        if e is None:
+            e = self._endpoints[key] = _Endpoint(now)
+            if len(self._endpoints) > self.cfg.max_endpoints:
+                self._endpoints.popitem(last=False)
+        else:
+            self._endpoints.move_to_end(key)
+            self._roll(e, now)
+        return e
+
+    def _roll(self, e: _Endpoint, now: float) -> None:
+        """Close the windows that ended before ``now``: each one outside a surge feeds the endpoint's usual rate."""
+        window = self.cfg.window_s
+        gone = int((now - e.start) // window)
+        if gone <= 0:
+            return
+        for i in range(min(gone, 64)):  # the one that held the count, then quiet ones
+            end = e.start + (i + 1) * window
+            if e.until <= end:
+                count = e.count if i == 0 else 0
+                e.base = count if e.windows == 0 else 0.8 * e.base + 0.2 * count
+            e.windows += 1
+        e.windows += max(0, gone - 64)
+        e.start += gone * window
+        e.count = e.fails = e.oks = 0
+
+    def _judge(self, e: _Endpoint, now: float) -> None:
+        cfg = self.cfg
+        if e.count < cfg.min_submissions:
+            return
+        answered = e.fails + e.oks
+        trigger = None
+        if answered >= cfg.min_submissions // 2 and e.fails >= cfg.failure_share * answered:
+            trigger = "failures"
+        elif cfg.rate_factor and e.windows >= cfg.warmup_windows and e.count >= cfg.rate_factor * max(e.base, 1.0):
+            trigger = "rate"
+        elif e.until > now:
+            trigger = "held"  # still a wave: the surge goes on
+        if trigger is None:
+            return
+        if e.until <= now and trigger != "held":
+            SURGES.inc(trigger)
+        e.until = now + cfg.hold_s
