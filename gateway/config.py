@@ -422,6 +422,13 @@ class ChallengeConfig:
                                    "is kept only when the answer carrying it, escaped as a browser may escape it, fits the 64 KiB a gateway "
                                    "endpoint accepts.",
                                    check=lambda v: None if 0 <= v <= 20000 else f"{v} is not 0-20000")
+    step_up_header: str = setting("X-Clefgate-Step-Up", "A response field with which the site asks for a challenge before it acts (a "
+                                  "checkout, a password change, a form it finds abused): the gateway answers the client with the challenge "
+                                  "instead of that response, at the difficulty the field names (bits; empty: challenge.difficulty), and "
+                                  "tells the site on every request whose client holds a valid pass (X-Clefgate-Pass: difficulty=N), so the "
+                                  "site acts once the client solved it; a client whose pass is already enough gets the site's answer. The "
+                                  "field never reaches clients. Empty turns step-ups off.",
+                                  check=lambda v: None if v == "" or re.fullmatch(r"[A-Za-z0-9-]+", v) else f"{v!r} is not a header name")
     contact: str = setting("", "How people can reach the site operator, shown on block and no-JavaScript pages (e.g. an e-mail address).")
     appeal_url: str = setting("", "A page where a blocked person asks for a review, linked from block pages; {request_id} in it is replaced "
                               "by the block's reference (e.g. https://example.com/appeal?ref={request_id}).",

@@ -33,6 +33,8 @@ class Source(enum.Enum):
     DETECTOR = "detector"
     # the client's own history decided (it ignored challenges, or showed attack evidence before)
     CLIENT = "client"
+    # the site behind the gateway asked for a challenge in its response (challenge.step_up_header)
+    ORIGIN = "origin"
 
 
 # question id -> option -> probability (each question's options sum to 1)

@@ -125,6 +125,22 @@ def make_app(name: str = "origin") -> web.Application:
             return web.Response(status=code)
         return web.Response(status=code, text=f"status {code}\n")
 
+    async def step_up(request: web.Request) -> web.StreamResponse:
+        # a site that acts only for a client whose pass holds {bits}: any other is asked for a challenge in the response
+        bits = int(request.match_info["bits"])
+        body = await request.read()
+        held = request.headers.get("x-clefgate-pass", "").removeprefix("difficulty=")
+        if held.isdigit() and int(held) >= bits and not request.query.get("always"):
+            return web.json_response({"acted": True, "method": request.method, "body": body.decode("latin-1"), "origin": name})
+        if request.query.get("chunked"):
+            resp = web.StreamResponse(status=403, headers={"X-Clefgate-Step-Up": str(bits), "Content-Type": "text/plain"})
+            resp.enable_chunked_encoding()
+            await resp.prepare(request)
+            await resp.write(b"step up first\n")
+            await resp.write_eof()
+            return resp
+        return web.Response(status=403, text="step up first\n", headers={"X-Clefgate-Step-Up": str(bits)})
+
     async def sink(request: web.Request) -> web.Response:
         # ?delay=S: wait before reading, so that the proxy must hold the client back
         await asyncio.sleep(float(request.query.get("delay", "0")))
@@ -186,6 +202,7 @@ def make_app(name: str = "origin") -> web.Application:
     app.router.add_get("/slowbody/{n:\\d+}", slowbody)
     app.router.add_route("*", "/status/{code:\\d+}", status)
     app.router.add_route("*", "/sink", sink)
+    app.router.add_route("*", "/step-up/{bits:\\d+}", step_up)
     app.router.add_get("/source/{n:\\d+}", source)
     app.router.add_get("/ws", ws)
     app.router.add_get("/healthz", healthz)

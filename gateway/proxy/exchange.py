@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from gateway import metrics
 from gateway.proxy.errors import GatewayError
 from gateway.proxy.head import CHUNKED, LENGTH, NO_BODY, RequestHead
-from gateway.proxy.http1 import IDEMPOTENT_METHODS, LAST_CHUNK, chunk
+from gateway.proxy.http1 import IDEMPOTENT_METHODS, LAST_CHUNK, ResponseHead, chunk
 from gateway.proxy.reply import (
     B_BUFFER,
     B_DISCARD,
@@ -46,7 +46,7 @@ from gateway.proxy.reply import (
     Reply,
 )
 from gateway.proxy.upstream import PoolBusy, UpstreamConnection
-from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Verdict
+from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Source, Verdict
 
 if TYPE_CHECKING:
     from gateway.backends import Server
@@ -59,6 +59,10 @@ log = logging.getLogger("clefgate.proxy")
 BUFFER_MAX = 64 * 1024
 
 _UPSTREAM_ERRORS = metrics.UPSTREAM_ERRORS
+STEP_UPS = metrics.counter("clefgate_challenge_step_ups_total",
+                           "Responses with which the site asked for a challenge (challenge.step_up_header), by outcome: challenged (the "
+                           "client got the challenge instead), passed (its pass was already enough: the site's answer went through).",
+                           ("outcome",))
 _CLIENT_ERRORS = metrics.CLIENT_ERRORS
 _perf = time.perf_counter
 _FORWARD = Action.FORWARD
@@ -112,6 +116,10 @@ class Exchange(Reply):
         prefix_len = st.body_prefix
         if prefix_len and self.pending:
             features = self.features = replace(features, body_prefix=b"".join(self.pending)[:prefix_len])
+        if st.step_up:
+            # the site may ask for a step-up: it is told what the client already holds (X-Clefgate-Pass)
+            held = st.pipeline.passes.pass_for(features)  # type: ignore[union-attr]
+            self.pass_held = int(held.get("d", 0)) if held else 0
         try:
             outcome = st.pipeline.decide(features)
         except Exception:
@@ -167,6 +175,26 @@ class Exchange(Reply):
             log.exception("rendering the %s page failed for request %s", verdict.action.value, self.request_id)
             response = _builtin_page(verdict, self.request_id)
         self.respond_local(response)
+
+    def step_up(self, head: ResponseHead) -> bool:
+        """The site's response asks for a challenge at ``head.step_up`` bits (empty: ``challenge.difficulty``): a client whose
+        pass holds that much gets the site's answer (the field cut); any other gets the challenge instead, its request's
+        form kept as a challenged request's is. The site's response is dropped with its connection."""
+        passes, verdict, features = self.st.pipeline.passes, self.verdict, self.features
+        if passes is None or verdict is None or features is None:
+            return False
+        text = head.step_up.decode("latin-1").strip().removeprefix("difficulty=") if head.step_up else ""
+        difficulty = int(text) if text.isdigit() and 1 <= int(text) <= 32 else passes.cfg.difficulty
+        if self.pass_held >= difficulty:
+            STEP_UPS.inc("passed")
+            return False
+        STEP_UPS.inc("challenged")
+        self.t_uphead = _perf()
+        self.server.failures = 0  # type: ignore[union-attr]  # the server answered
+        reason = f"the site asked for a challenge at difficulty {difficulty} ({passes.cfg.step_up_header}) before it acts"
+        self._apply(replace(verdict, action=Action.CHALLENGE, source=Source.ORIGIN, reason=reason, difficulty=difficulty, status=None,
+                            explanation=(reason,), shadow_action=None, headers=()))
+        return True
 
     # ================================================================== local endpoints
 
@@ -302,6 +330,8 @@ class Exchange(Reply):
                  b"\r\nx-forwarded-for: ", self.xff, b"\r\nx-forwarded-proto: ", self.xfp, b"\r\nx-forwarded-host: ",
                  self.xfh, st.via_id_10 if request.version == "1.0" else st.via_id_11, self.request_id.encode("latin-1"),
                  b"\r\n", st.verdict_headers(verdict)[0]]
+        if self.pass_held and not verdict.headers:  # a challenge the pass turned into a forward names it already
+            parts.append(b"x-clefgate-pass: difficulty=%d\r\n" % self.pass_held)
         if request.add_host:
             parts += (b"host: ", server.hostport.encode("latin-1"), b"\r\n")
         if body == LENGTH:

@@ -125,7 +125,7 @@ class ResponseHead:
     """
 
     __slots__ = ("block", "chunked", "close", "connection", "content_length", "raw_block", "status", "status_text",
-                 "version")
+                 "step_up", "version")
 
     def __init__(self, status: int, status_text: bytes, version: bytes, block: bytes, raw_block: bytes) -> None:
         self.status = status
@@ -137,6 +137,7 @@ class ResponseHead:
         self.chunked = False
         self.close = False
         self.connection: frozenset[bytes] = frozenset()
+        self.step_up: bytes | None = None  # the value of the step-up field (ResponseScan), cut from ``block``
 
 
 class ResponseScan:
@@ -146,8 +147,10 @@ class ResponseScan:
     fields that are not forwarded.
     """
 
-    def __init__(self, id_header: str) -> None:
-        drop = set(RESPONSE_HOP_BY_HOP) | {id_header.lower()}
+    def __init__(self, id_header: str, step_up: str = "") -> None:
+        # the step-up field (challenge.step_up_header) is read, and never forwarded
+        self.step_up = step_up.lower().encode("latin-1")
+        drop = set(RESPONSE_HOP_BY_HOP) | {id_header.lower()} | ({step_up.lower()} if step_up else set())
         names = sorted(drop | {"content-length"}, key=len, reverse=True)
         self.pattern = re.compile(rb"\r\n(" + "|".join(re.escape(n) for n in names).encode("latin-1") + rb"):([^\r\n]*)")
         self.drop = frozenset(n.encode("latin-1") for n in drop)
@@ -223,6 +226,7 @@ def _parse_fields(head: bytes, low: bytes, eol: int, status: int, version: bytes
     cl: bytes | None = None
     te: bytes | None = None
     tokens: bytes | None = None
+    step_up: bytes | None = None
     cuts: list[tuple[int, int]] = []
     drop = scan.drop
     for m in scan.pattern.finditer(low, eol):
@@ -234,6 +238,8 @@ def _parse_fields(head: bytes, low: bytes, eol: int, status: int, version: bytes
             tokens = value if tokens is None else tokens + b"," + value
         elif name == b"transfer-encoding":
             te = value if te is None else te + b"," + value
+        elif name == scan.step_up:
+            step_up = value.strip(b" \t")
         if name in drop:
             cuts.append(m.span())
     raw_block = head[eol:-4]
@@ -248,6 +254,7 @@ def _parse_fields(head: bytes, low: bytes, eol: int, status: int, version: bytes
     else:
         block = raw_block
     resp = ResponseHead(status, head[9:eol], version, block, raw_block)
+    resp.step_up = step_up
     if te is not None:
         if [c.strip(b" \t") for c in te.split(b",")] != [b"chunked"]:
             # a transfer coding under the chunks (gzip, chunked) could not be re-framed

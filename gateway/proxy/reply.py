@@ -109,6 +109,7 @@ class Reply:
         "mode",
         "out_chunked",
         "outstanding",
+        "pass_held",
         "pending",
         "req_done",
         "request",
@@ -173,6 +174,7 @@ class Reply:
         self.deadline_kind = D_NONE
         self.outstanding = False
         self.accounted = False
+        self.pass_held = 0  # the difficulty of the client's valid pass, read where the site may ask for a step-up
 
     # ================================================================== 100 Continue
 
@@ -192,6 +194,8 @@ class Reply:
 
     def on_response_head(self, head: ResponseHead, has_body: bool, chunked: bool) -> None:
         """The final response head: build what the client gets; it leaves with the first body bytes."""
+        if head.step_up is not None and self.step_up(head):
+            return
         st = self.st
         now = _perf()
         self.t_uphead = now
@@ -304,6 +308,10 @@ class Reply:
         self.up = None
         self.conn.transport.write(b"".join(parts))  # type: ignore[union-attr]
         self.conn.start_tunnel(self, up, rest)
+
+    def step_up(self, head: ResponseHead) -> bool:
+        """The site asked for a challenge (``challenge.step_up_header``): True when the exchange answered it instead."""
+        return False
 
     def _server_done(self) -> None:
         if self.outstanding:

@@ -65,7 +65,10 @@ class ProxySettings:
             pass_cookie=cfg.challenge.cookie_name,  # any spelling of the pair (name=v, name =v, a bare name) is found
         )
 
-        self.response_scan = ResponseScan(self.id_header)
+        # a site's step-up field is read where a challenge can answer it
+        step_up = cfg.challenge.step_up_header if pipeline.pages is not None and pipeline.passes is not None else ""
+        self.response_scan = ResponseScan(self.id_header, step_up)
+        self.step_up = bool(step_up)
         self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})
         self.via_11 = f"1.1 {cfg.via}".encode("latin-1")
         self.via_10 = f"1.0 {cfg.via}".encode("latin-1")

@@ -264,6 +264,8 @@ class UpstreamConnection(asyncio.Protocol):
             return
         if ex.head_request or status in (204, 304):
             ex.on_response_head(head, False, False)
+            if self.exchange is not ex:  # the exchange answered the client itself (a step-up) and let this connection go
+                return
             if buf:
                 self.broken = True
             self.state = DONE
