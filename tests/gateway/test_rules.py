@@ -368,6 +368,22 @@ def test_shipped_rate_limit_turns_the_121st_request_into_429() -> None:
     assert outcome(table, page) == ("rate-limit-per-client", "block")
 
 
+def test_a_package_manager_s_burst_is_not_held_to_the_page_limit() -> None:
+    """apt install of 150 packages from a mirror behind the gateway: its indexes and packages are files, as assets are;
+    the same client's pages still count."""
+    state = ClientState(ClientsConfig())
+    state.limiter.clock = lambda: 1000.0
+    table = load([str(SHIPPED / "default.yaml")], RuleOptions(), state)
+    apt = "Debian APT-HTTP/1.3 (2.6.1)"
+    burst = [req("/debian/dists/bookworm/InRelease", ua=apt, accept="*/*"),
+             req("/debian/dists/bookworm/main/binary-amd64/by-hash/SHA256/0f1e2d", ua=apt, accept="*/*"),
+             *(req(f"/debian/pool/main/p/pkg{i}/pkg{i}_1.{i}-1_amd64.deb", ua=apt, accept="*/*") for i in range(150)),
+             req("/simple/requests/", ua="pip/24.0", accept="*/*"), req("/el9/repodata/repomd.xml", ua="libdnf (Rocky 9)", accept="*/*")]
+    assert all(outcome(table, f)[0] != "rate-limit-per-client" for f in burst)
+    pages = [outcome(table, req(f"/docs/page-{i}", ua=apt, accept="*/*"))[0] for i in range(121)]
+    assert pages[:120].count("rate-limit-per-client") == 0 and pages[120] == "rate-limit-per-client"
+
+
 def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:
     state = ClientState(ClientsConfig())
     state.limiter.clock = lambda: 1000.0
