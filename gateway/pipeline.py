@@ -570,9 +570,10 @@ def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeli
     inspector = PayloadInspector(cfg, signatures_for(cfg)) if cfg.payload.enabled else None
     scorer = model(policy) if model is not None else None  # the model stage decides with the pipeline's own policy
     # the proxy reads this much body before deciding: what the model reads, what the detectors inspect, and a form the
-    # challenge keeps whole (``challenge.keep_form_bytes``) where something can challenge, the site's step-ups included
+    # challenge keeps whole (``challenge.keep_form_bytes``) where something can challenge (a pass-through keeps its fast path:
+    # a site's step-up there keeps no form)
     body_prefix = max(cfg.limits.body_prefix_bytes if scorer is not None else 0, cfg.payload.max_body_bytes if inspector is not None else 0,
-                      cfg.challenge.keep_form_bytes if why or cfg.challenge.step_up_header else 0)
+                      cfg.challenge.keep_form_bytes if why else 0)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
              *([f"{len(fallback_table)} fallback rules"] if fallback_table is not None else []),
              f"default {cfg.rules.default}", "model" if scorer is not None else "no model",

@@ -36,7 +36,9 @@ def origin() -> Iterator[OriginProcess]:
 
 def _gateway(origin: OriginProcess, work: Path, **challenge: object) -> Gateway:
     rules = work / "allow.yaml"
-    rules.write_text("rules:\n  - name: let-everything-through\n    description: the site decides here\n    action: allow\n")
+    # the site decides; a rule that can challenge elsewhere has the gateway read a form's body before deciding, to keep it
+    rules.write_text("rules:\n  - name: members\n    description: a challenge elsewhere\n    path: /members/**\n    action: challenge\n"
+                     "  - name: let-everything-through\n    description: the site decides here\n    action: allow\n")
     cfg = config_for(origin.url, rules={"files": [str(rules)]}, model={"enabled": False},
                      challenge={"keys": [{"id": "t", "secret": SECRET}], **challenge},
                      logging={"level": "info", "access_log": "-", "debug_headers": True})
