@@ -42,6 +42,12 @@ EXPANSE = ("Expanse, a Palo Alto Networks company, searches across the global IP
 # published user agents of bots that monitor, preview, archive, index, read feeds or verify ads, and of HTTP libraries: none
 # says it serves AI, does SEO or maps the internet, so the *-by-description rules leave every one to the model
 GOOD_BOTS = [
+    # mobile apps whose names hold a cue, naming their platform or HTTP stack
+    "ScannerPro/8.4 (iPhone; iOS 17.5; Scale/3.00) Alamofire/5.8.1",
+    "CamScanner/6.60 (Android 14; SM-S921B) okhttp/4.9.3",
+    "Genius Scan/7.2.1 (iPad; iOS 18.1)",
+    "MyAssistant/3.0 (com.example.assistant; build:412; iOS 17.4.1) Alamofire/5.9.0",
+    "Acme AI/2.1 (iPhone; iOS 18.0; Scale/3.00)",
     "Mozilla/5.0+(compatible; UptimeRobot/2.0; http://www.uptimerobot.com/)",
     "Pingdom.com_bot_version_1.4_(http://www.pingdom.com/)",
     "Feedly/1.0 (+http://www.feedly.com/fetcher.html; 42 subscribers)",
@@ -299,6 +305,9 @@ SHIPPED_CASES = [
      "score-everything-else", "score"),
     ("json asked of a page path", req("/products/42", ua="curl/8.5.0", accept="application/json"), "score-everything-else",
      "score"),
+    ("a self-declared ai client that carries credentials", req("/api/v1/chat", ua="Acme-AI-Client/1.0 (+https://acme.example/bot)",
+                                                               headers=[("Authorization", "Bearer t0k3n")], accept="application/json"),
+     "allow-api-clients-with-credentials", "forward"),
     # an API of another shape: a data format asked for first, with a query to answer or a typed body to take
     ("an rpc method taking json", req("/billing.v1.InvoiceService/ListInvoices", ua="Apache-HttpClient/5.3 (Java/21)", method="POST",
                                      accept="application/json", headers=[("Content-Type", "application/json")], body=b"{}"),
