@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import re
@@ -765,12 +766,13 @@ class AddressTable:
 
 
 class _Record:
-    __slots__ = ("attack_at", "attack_what", "challenges")
+    __slots__ = ("attack_at", "attack_what", "challenges", "paged_at")
 
     def __init__(self) -> None:
         self.challenges: list[float] = []  # when each counted challenge was served (this clock), oldest first
         self.attack_at = -1.0
         self.attack_what = ""
+        self.paged_at = -1.0  # when the site last answered it a page where it asked for data (ClientHistory.paged)
 
 
 _MAX_CHALLENGES = 64  # counted challenges remembered per client (policy.block_ignored_challenges is at most this)
@@ -778,7 +780,8 @@ _ONE_ENCOUNTER_S = 1.0  # challenges closer than this are one encounter (a page'
 
 
 class ClientHistory:
-    """What a client did that can earn it a block: challenges served and not solved, and attack evidence.
+    """What a client did that can earn it a block: challenges served and not solved, and attack evidence; and
+    whether the site answered it pages where it claimed to ask for data.
 
     Bounded like the windows (``max_clients``, least recently touched first); only clients that were
     challenged or showed attack evidence have an entry.
@@ -834,6 +837,16 @@ class ClientHistory:
         since = self.clock() - window_s
         return sum(1 for t in r.challenges if t >= since)
 
+    def paged(self, client: str) -> None:
+        """``client``, let through as a program that asks for data (a score rule's ``bot_likeness: ignore``), was answered
+        with a page: what it claimed to ask for is not what it fetches."""
+        self._get(client).paged_at = self.clock()
+
+    def paged_within(self, client: str, within_s: float) -> bool:
+        """Whether ``client`` was answered a page where it asked for data in the last ``within_s`` seconds."""
+        r = self._table.get(client)
+        return r is not None and r.paged_at >= 0 and self.clock() - r.paged_at <= within_s
+
     def attack(self, client: str, within_s: float) -> tuple[float, str] | None:
         """(seconds ago, what) of ``client``'s last attack evidence within ``within_s`` seconds, else None."""
         r = self._table.get(client)
@@ -882,8 +895,13 @@ class ClientState:
         _LIVE.add(self)
 
     def compatible(self, cfg: ClientsConfig, redis: RedisConfig) -> bool:
-        """True when a reload with these settings can keep this state."""
-        return cfg == self.cfg and redis == self.redis_cfg
+        """True when a reload with these settings can keep this state (the login watch's own settings aside: ``retune``)."""
+        return dataclasses.replace(cfg, logins=self.cfg.logins) == self.cfg and redis == self.redis_cfg
+
+    def retune(self, cfg: ClientsConfig) -> None:
+        """Take a reload's settings that a kept state can change in place (``clients.logins``), keeping what it learnt."""
+        self.cfg = cfg
+        self.logins.cfg = cfg.logins
 
     # -- hot path
 

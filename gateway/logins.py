@@ -38,35 +38,48 @@ from gateway.features import Features
 SURGES = metrics.counter("clefgate_login_surges_total",
                          "Login endpoints that began a surge of credential submissions, by trigger (failures, rate).", ("trigger",))
 
-# a field named like a password: the last name of the field's location (form:user[password], json:$.auth.password)
-_PASSWORD = re.compile(r"(?:^|[^a-z])(?:pass(?:word|wd|phrase)?|pwd|pword|j_password|current_?password|user_?password)(?:$|[^a-z])",
-                       re.IGNORECASE)
+# a field named like a password, the last name of the field's location (form:user[password], json:$.auth.password, form:
+# ctl00$Main$txtPassword): password, passwd, pwd or passphrase anywhere in it (newPassword, j_password), or pass as a word
+# of its own (userPass, pass); not passport nor passenger
+_PASSWORD = re.compile(r"(?i:passw(?:or)?d|pwd|passphrase)|(?:^|[^A-Za-z])(?i:pass)(?:$|[^A-Za-z])|(?<=[a-z])Pass(?:$|[^a-z])")
 _METHODS = frozenset({"POST", "PUT", "PATCH"})
+# the last request asked about, and its answer: the rule condition and the observer ask about the same request
+_last: list[object] = [None, False]
 
 
 def credential_submission(features: Features) -> bool:
     """True when the request submits a password: a POST, PUT or PATCH with a body field named like one."""
     if features.method not in _METHODS or not features.body_prefix:
         return False
+    if _last[0] is features:
+        return bool(_last[1])
     from gateway.payload.locations import body_values  # gateway.payload imports the rules, whose state holds a LoginWatch
 
     ctype = features.header_map.get("content-type", "")
+    found = False
     for location, _, _, _, _ in body_values(ctype, features.body_prefix):
         name = location.partition(":")[2]
-        if name and _PASSWORD.search(name.rsplit(".", 1)[-1]):
-            return True
-    return False
+        if name and _PASSWORD.search(re.split(r"[.$]", name)[-1]):
+            found = True
+            break
+    _last[0], _last[1] = features, found
+    return found
 
 
 class _Endpoint:
-    __slots__ = ("base", "count", "fails", "oks", "start", "until", "windows")
+    __slots__ = ("base", "busy", "count", "fails", "oks", "start", "until")
 
     def __init__(self, start: float) -> None:
         self.start = start  # when the current window began
         self.count = self.fails = self.oks = 0
         self.base = 0.0  # moving average of submissions per window, outside surges
-        self.windows = 0  # windows seen
+        self.busy = 0  # windows with submissions seen (the usual rate is known after warmup_windows of them)
         self.until = 0.0  # surging until then
+
+
+# answers that say the site has no login there: a submission to a path it does not serve adds no endpoint (a flood of
+# posts to made-up paths cannot push the real ones out)
+_NOT_THERE = frozenset({404, 405, 410})
 
 
 class LoginWatch:
@@ -79,19 +92,31 @@ class LoginWatch:
 
     @staticmethod
     def endpoint(features: Features) -> str:
-        """The endpoint a request submits to: its host (lower case, no port) and path."""
+        """The endpoint a request submits to, as the site routes it: its host (lower case, no port, no trailing dot) and its
+        path normalised as the rules read it (percent-decoded, ``//`` collapsed, segment parameters dropped), in lower case
+        and without a trailing slash: ``/Login/``, ``//login`` and ``/login;jsessionid=x`` are ``/login``."""
+        from gateway.rules.patterns import normalize_path  # the rules import this module's state
+
         host = features.header_map.get("host", "").lower()
         end = host.rfind(":")
         if end > host.rfind("]"):  # a port (an IPv6 literal's colons are inside its brackets)
             host = host[:end]
-        return host + features.path
+        return host.rstrip(".") + (normalize_path(features.path).lower().rstrip("/") or "/")
 
     def observe(self, features: Features, status: int, forwarded: bool) -> None:
         """Count a credential submission the gateway answered: ``forwarded`` ones with the site's ``status``."""
         if not self.cfg.enabled or not credential_submission(features):
             return
         now = self.clock()
-        e = self._at(self.endpoint(features), now)
+        key = self.endpoint(features)
+        e = self._endpoints.get(key)
+        if e is None:
+            if not forwarded or status in _NOT_THERE:
+                return
+            e = self._add(key, now)
+        else:
+            self._endpoints.move_to_end(key)
+            self._roll(e, now)
         e.count += 1
         if forwarded:
             if 400 <= status < 500:
@@ -102,35 +127,36 @@ class LoginWatch:
 
     def surging(self, features: Features) -> bool:
         """True when the request is a credential submission to an endpoint in a surge."""
-        if not self.cfg.enabled or not self._endpoints:
+        if not self.cfg.enabled or not self._endpoints or features.method not in _METHODS:
             return False
         e = self._endpoints.get(self.endpoint(features))
         return e is not None and e.until > self.clock() and credential_submission(features)
 
-    def _at(self, key: str, now: float) -> _Endpoint:
-        e = self._endpoints.get(key)
-        if e is None:
-            e = self._endpoints[key] = _Endpoint(now)
-            if len(self._endpoints) > self.cfg.max_endpoints:
-                self._endpoints.popitem(last=False)
-        else:
-            self._endpoints.move_to_end(key)
-            self._roll(e, now)
+    def _add(self, key: str, now: float) -> _Endpoint:
+        endpoints = self._endpoints
+        if len(endpoints) >= self.cfg.max_endpoints:
+            # the least recently seen endpoint that neither surges nor has a usual rate goes first; failing that, the oldest
+            victim = next((k for k, e in endpoints.items() if e.until <= now and e.busy < self.cfg.warmup_windows), None)
+            if victim is None:
+                endpoints.popitem(last=False)
+            else:
+                del endpoints[victim]
+        e = endpoints[key] = _Endpoint(now)
         return e
 
     def _roll(self, e: _Endpoint, now: float) -> None:
-        """Close the windows that ended before ``now``: each one outside a surge feeds the endpoint's usual rate."""
+        """Close the windows that ended before ``now``: one with submissions outside a surge feeds the endpoint's usual
+        rate, and so does a quiet one after it (a quiet hour lowers it); quiet windows do not count toward the warm-up."""
         window = self.cfg.window_s
         gone = int((now - e.start) // window)
         if gone <= 0:
             return
-        for i in range(min(gone, 64)):  # the one that held the count, then quiet ones
-            end = e.start + (i + 1) * window
-            if e.until <= end:
+        for i in range(min(gone, 64)):  # the window that held the count, then quiet ones
+            if e.until <= e.start + (i + 1) * window:
                 count = e.count if i == 0 else 0
-                e.base = count if e.windows == 0 else 0.8 * e.base + 0.2 * count
-            e.windows += 1
-        e.windows += max(0, gone - 64)
+                e.base = count if e.busy == 0 else 0.8 * e.base + 0.2 * count
+            if i == 0 and e.count:
+                e.busy += 1
         e.start += gone * window
         e.count = e.fails = e.oks = 0
 
@@ -142,7 +168,8 @@ class LoginWatch:
         trigger = None
         if answered >= cfg.min_submissions // 2 and e.fails >= cfg.failure_share * answered:
             trigger = "failures"
-        elif cfg.rate_factor and e.windows >= cfg.warmup_windows and e.count >= cfg.rate_factor * max(e.base, 1.0):
+        elif cfg.rate_factor and e.busy >= cfg.warmup_windows and e.count >= cfg.rate_factor * max(e.base, cfg.min_submissions / 4):
+            # a quiet site's usual rate is at least a quarter of min_submissions: a morning's rush of logins is no wave
             trigger = "rate"
         elif e.until > now:
             trigger = "held"  # still a wave: the surge goes on

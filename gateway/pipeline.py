@@ -281,6 +281,12 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
 
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if not isinstance(outcome, Verdict):
+                if outcome is not None and outcome.ignore_bot_likeness and state is not None \
+                        and state.history.paged_within(state.key(features), PAGED_FOR_S):
+                    # the client claimed to ask for data and was answered pages: its look counts again
+                    return dataclasses.replace(outcome, ignore_bot_likeness=False,
+                                               note=f"its look counts under rule {outcome.rule or '?'}: the site answered it pages where "
+                                                    "it asked for data")
                 return outcome
             # a rule that challenges the client (a crawler's name, its rate), or lets it through on a claim anyone can
             # make (inspect: true: a feed's path, a credentials header), does not shield what it sends: attack
@@ -431,6 +437,13 @@ def _routed(routes: tuple[CompiledRoute, ...], features: Features, request: Scor
     return request
 
 
+# how long a client the site answered pages where it claimed to ask for data (a score rule's bot_likeness: ignore) has its
+# look counted again
+PAGED_FOR_S = 3600.0
+# the body a credential submission is recognised by (a login form's fields come first and are short)
+LOGIN_BODY_BYTES = 4096
+
+
 def client_recorder(state: ClientState) -> ResponseObserver:
     """The observer feeding per-client state (keyed by address + fingerprint), blind to the gateway's own pages.
 
@@ -573,11 +586,14 @@ def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeli
     # challenge keeps whole (``challenge.keep_form_bytes``) where something can challenge (a pass-through keeps its fast path:
     # a site's step-up there keeps no form)
     body_prefix = max(cfg.limits.body_prefix_bytes if scorer is not None else 0, cfg.payload.max_body_bytes if inspector is not None else 0,
-                      cfg.challenge.keep_form_bytes if why else 0)
+                      cfg.challenge.keep_form_bytes if why else 0,
+                      # a login form's fields, where rules may ask whether it is a credential submission (login_surge)
+                      LOGIN_BODY_BYTES if table is not None and cfg.clients.logins.enabled else 0)
     parts = [f"{len(table)} rules from {len(table.files)} file(s)" if table is not None else "no rules",
              *([f"{len(fallback_table)} fallback rules"] if fallback_table is not None else []),
              f"default {cfg.rules.default}", "model" if scorer is not None else "no model",
              *(["payload detectors"] if inspector is not None else []), policy.describe()]
+    state.retune(cfg.clients)  # a kept state takes the settings it can change in place, now that the config is valid
     return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
                     body_prefix_bytes=body_prefix, description="; ".join(parts),
                     passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else (),

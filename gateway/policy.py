@@ -335,13 +335,16 @@ class Policy:
             # always a forward: the look alone is under challenge_risk, or the gate would not have been asked
             reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
             SYNTAX_FREE.inc(t.name)
+        if request.note:
+            reason += f"; {request.note}"
         if ignored:
             # operators see why a client the model calls a bot went through: the rule, and the look it did not count
             reason += f"; {BOT_LIKENESS_IGNORED} by rule {request.rule or '?'} (P(bad_bot)={bot:.2f} not counted)"
             if spared:
                 LOOK_IGNORED.inc(t.name, request.rule or "?")
         verdict = Verdict(action, source, f"{t.name} policy: {reason}", probabilities=probabilities, backend=request.backend,
-                          rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name, payload=payload)
+                          rule=request.rule, difficulty=difficulty, explanation=(reason, *explanation), policy=t.name, payload=payload,
+                          look_ignored=ignored)
         if not memo:
             return self._enforce(features, verdict, t)
         mode = self._mode(features, action, t)

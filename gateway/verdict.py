@@ -150,6 +150,9 @@ class Verdict:
     model_input: Any = field(default=None, compare=False, repr=False)
     # attack evidence the payload detectors found (empty when none looked or none matched)
     payload: tuple[PayloadHit, ...] = ()
+    # the policy did not count the client's look (a score rule's bot_likeness: ignore): the proxy checks the site answered
+    # such a request data, not a page (ClientHistory.paged)
+    look_ignored: bool = False
 
     @property
     def score(self) -> float | None:
@@ -176,6 +179,8 @@ class ScoreRequest:
     backend: str | None = None
     reason: str = "scored by the model"
     ignore_bot_likeness: bool = False
+    # what the verdict's reason adds (why a rule's bot_likeness: ignore was set aside for this client)
+    note: str = ""
 
 
 # the most body a request to the gateway's own endpoints (``/.clefgate/``) may carry

@@ -125,6 +125,9 @@ def make_app(name: str = "origin") -> web.Application:
             return web.Response(status=code)
         return web.Response(status=code, text=f"status {code}\n")
 
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(text=f"<!doctype html><title>{name}</title><p>{request.raw_path}</p>", content_type="text/html")
+
     async def step_up(request: web.Request) -> web.StreamResponse:
         # a site that acts only for a client whose pass holds {bits}: any other is asked for a challenge in the response
         bits = int(request.match_info["bits"])
@@ -202,6 +205,7 @@ def make_app(name: str = "origin") -> web.Application:
     app.router.add_get("/slowbody/{n:\\d+}", slowbody)
     app.router.add_route("*", "/status/{code:\\d+}", status)
     app.router.add_route("*", "/sink", sink)
+    app.router.add_get("/page/{tail:.*}", page)
     app.router.add_route("*", "/step-up/{bits:\\d+}", step_up)
     app.router.add_get("/source/{n:\\d+}", source)
     app.router.add_get("/ws", ws)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,11 @@ _REQUESTS = metrics.REQUESTS
 _ADDED = metrics.ADDED_LATENCY
 _UPSTREAM = metrics.UPSTREAM_LATENCY
 _CLIENT_ERRORS = metrics.CLIENT_ERRORS
+PAGED = metrics.counter("clefgate_policy_pages_to_programs_total",
+                        "Requests let through as a program's that ask for data (bot_likeness: ignore) that the site answered with a page "
+                        "(text/html): the client's look counts again for an hour.")
+# a response head's content type is a page
+_PAGE = re.compile(rb"\r\ncontent-type:[ \t]*text/html", re.IGNORECASE)
 _STATUS = {code: str(code) for code in range(100, 600)}
 _perf = time.perf_counter
 
@@ -196,6 +202,9 @@ class Reply:
         """The final response head: build what the client gets; it leaves with the first body bytes."""
         if head.step_up is not None and self.step_up(head):
             return
+        verdict = self.verdict
+        if verdict is not None and verdict.look_ignored and 200 <= head.status < 300 and _PAGE.search(head.block) is not None:
+            self._paged()
         st = self.st
         now = _perf()
         self.t_uphead = now
@@ -308,6 +317,14 @@ class Reply:
         self.up = None
         self.conn.transport.write(b"".join(parts))  # type: ignore[union-attr]
         self.conn.start_tunnel(self, up, rest)
+
+    def _paged(self) -> None:
+        """A program let through as one that asks for data (its look not counted) was answered a page: the client's
+        history says so, and its next such requests count its look again (``gateway.pipeline``)."""
+        state, features = self.st.pipeline.state, self.features
+        if state is not None and features is not None:
+            state.history.paged(state.key(features))
+            PAGED.inc()
 
     def step_up(self, head: ResponseHead) -> bool:
         """The site asked for a challenge (``challenge.step_up_header``): True when the exchange answered it instead."""

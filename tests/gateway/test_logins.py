@@ -33,11 +33,14 @@ def login(user: str = "ana@example.org", path: str = "/login", host: str = "shop
     ("POST", FORM, b"j_username=ana&j_password=x", True),
     ("PUT", JSON, json.dumps({"auth": {"email": "a@b.c", "passwd": "x"}}).encode(), True),
     ("POST", JSON, json.dumps({"current_password": "x", "new_password": "y"}).encode(), True),
+    ("POST", JSON, json.dumps({"loginName": "ana", "newPassword": "y"}).encode(), True),
+    ("POST", FORM, b"ctl00%24Main%24txtUser=ana&ctl00%24Main%24txtPassword=x", True),
+    ("POST", FORM, b"USER_NAME=ana&USER_PASS=x", True),
     ("POST", [("Host", "h"), ("Content-Type", "multipart/form-data; boundary=b")],
      b'--b\r\nContent-Disposition: form-data; name="pwd"\r\n\r\nx\r\n--b--\r\n', True),
     # no password field: a search, a passport number, a passenger list, a comment about passwords
     ("POST", FORM, b"q=reset+my+password", False),
-    ("POST", FORM, b"passport_number=X123&passengers=2", False),
+    ("POST", FORM, b"passport_number=X123&passengers=2&bypass=1&compass=n", False),
     ("POST", JSON, json.dumps({"comment": "my password manager"}).encode(), False),
     ("GET", FORM, b"password=x", False),
 ])
@@ -126,16 +129,56 @@ def test_a_surge_lasts_while_the_wave_does_and_hold_s_after_it() -> None:
     assert not watch.surging(login())
 
 
-def test_endpoints_are_bounded_the_least_recently_seen_dropped_first() -> None:
+def test_endpoints_are_bounded_and_a_flood_of_made_up_paths_pushes_no_surge_out() -> None:
     clock = Clock()
     watch = LoginWatch(LoginsConfig(min_submissions=2, max_endpoints=3), clock)
     for _ in range(2):
-        watch.observe(login(path="/old/login"), 401, True)
-    assert watch.surging(login(path="/old/login"))
-    for n in range(3):
-        watch.observe(login(path=f"/new{n}/login"), 401, True)
-    assert not watch.surging(login(path="/old/login"))
-    assert len(watch._endpoints) == 3
+        watch.observe(login(path="/login"), 401, True)
+    assert watch.surging(login(path="/login"))
+    # posts to paths the site does not serve add nothing; ones it answers take the places that neither surge nor are known
+    for n in range(50):
+        watch.observe(login(path=f"/x{n}/login"), 404, True)
+    for n in range(50):
+        watch.observe(login(path=f"/y{n}/login"), 200, True)
+    assert watch.surging(login(path="/login")) and len(watch._endpoints) == 3
+    assert "shop.example/x0/login" not in watch._endpoints and "shop.example/y49/login" in watch._endpoints
+
+
+def test_an_endpoint_is_the_path_the_site_routes_whatever_its_spelling() -> None:
+    clock = Clock()
+    watch = LoginWatch(LoginsConfig(min_submissions=20), clock)
+    spellings = ["/login", "/login/", "/Login", "//login", "/login;jsessionid=A1", "/%6Cogin", "/auth/../login"]
+    for i in range(20):
+        watch.observe(login(f"u{i}", path=spellings[i % len(spellings)], host="SHOP.example."), 401, True)
+    assert all(watch.surging(login(path=spelling)) for spelling in spellings)
+
+
+def test_a_quiet_site_s_morning_rush_is_no_wave() -> None:
+    clock = Clock()
+    watch = LoginWatch(LoginsConfig(min_submissions=20, warmup_windows=30), clock)
+    for _ in range(60):  # an hour at one login a minute
+        watch.observe(login(), 303, True)
+        clock.now += 60
+    for i in range(45):  # then 45 people log in within a minute, all in
+        watch.observe(login(f"u{i}"), 303, True)
+        clock.now += 1
+    assert not watch.surging(login())
+
+
+def test_a_reload_that_tunes_the_watch_keeps_every_client_s_state_and_the_surges() -> None:
+    from gateway.config import ClientsConfig, validate
+    from gateway.pipeline import build
+
+    base = {"backends": {"app": {"servers": ["http://127.0.0.1:9"]}}, "rules": {"files": [str(ROOT / "rules" / "default.yaml")]},
+            "challenge": {"dev_generate_secret": True}, "model": {"enabled": False}}
+    first = build(validate(base, "<test>"))
+    assert first.state is not None
+    for i in range(20):
+        first.state.logins.observe(login(f"u{i}"), 401, True)
+    tuned = build(validate({**base, "clients": {"logins": {"min_submissions": 40, "hold_s": 900}}}, "<test>"), previous=first)
+    assert tuned.state is first.state and tuned.state.logins.cfg.min_submissions == 40
+    assert tuned.rules is not None and getattr(tuned.rules.evaluate(login()), "rule", None) == "challenge-logins-under-attack"
+    assert first.state.compatible(ClientsConfig(window_s=30), first.state.redis_cfg) is False  # windows of another length: a new state
 
 
 def test_the_shipped_rule_challenges_submissions_to_a_surging_endpoint_only() -> None:

@@ -636,6 +636,23 @@ async def _decided(p: Pipeline, f: Features) -> Verdict:
 
 
 @pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
+async def test_a_program_the_site_answered_pages_where_it_asked_for_data_has_its_look_counted(stage: type[FakeScorer]) -> None:
+    cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
+    p = build(cfg, partial(stage, bad=0.93, attack=0.02))
+    claims = make_features(target="/products?page=2", headers=[*LIBRARY[:2], ("Accept", "application/json")])
+    v = await _decided(p, claims)
+    assert v.action is Action.FORWARD and v.look_ignored and v.rule == "score-api-clients-on-payload", v.reason
+    assert p.state is not None
+    p.state.history.paged(p.state.key(claims))  # what the proxy records when the site answers it text/html
+    v = await _decided(p, claims)
+    assert v.action is Action.CHALLENGE and not v.look_ignored and v.rule == "score-api-clients-on-payload", v.reason
+    assert "its look counts under rule score-api-clients-on-payload: the site answered it pages" in v.reason
+    # another program at another address keeps the rule's answer
+    v = await _decided(p, dataclasses.replace(claims, client_ip="203.0.113.99", client_key=""))
+    assert v.action is Action.FORWARD and v.look_ignored
+
+
+@pytest.mark.parametrize("stage", [FakeScorer, CachedScorer])
 async def test_an_api_client_the_model_calls_a_bot_is_judged_on_its_payload(stage: type[FakeScorer]) -> None:
     cfg = cfg_of(rules=SHIPPED_WITH_FALLBACK, challenge={"keys": [KEY]}, payload={"enabled": True})
     p = build(cfg, partial(stage, bad=0.93, attack=0.02))  # the client head: bad_bot

@@ -301,3 +301,21 @@ def test_features_describe_the_request(origin_a: OriginProcess, tmp_path: Path) 
     assert f.received_at > 0
 
 
+def test_a_page_answered_to_a_program_let_through_as_asking_for_data_is_noted_in_its_history(origin_a: OriginProcess,
+                                                                                          tmp_path: Path) -> None:
+    """A verdict that did not count the client's look (a score rule's bot_likeness: ignore) whose request the site answers
+    with text/html: the client's history says so (its look counts again, gateway.pipeline); a JSON answer notes nothing."""
+    from gateway.clients import ClientState
+
+    data = Verdict(Action.FORWARD, Source.MODEL, "payload alone", rule="score-api", look_ignored=True)
+    state = ClientState()
+    rules = PathRules({"/page/": data, "/json": data, "/": Verdict(Action.FORWARD, Source.RULE, "plain", rule="other")})
+    with gateway(make_config([origin_a.url], tmp_path, trusted_proxies=["127.0.0.1/32"]), pipeline(rules, state=state)) as g:
+        head = "User-Agent: python-requests/2.32.3\r\nAccept: application/json\r\nX-Forwarded-For: {ip}\r\n"
+        assert request(g.port, get("/json?x=1", extra=head.format(ip="198.51.100.1"))).status == 200
+        assert request(g.port, get("/page/list?x=1", extra=head.format(ip="198.51.100.3"))).status == 200
+        assert request(g.port, get("/page/other", extra=head.format(ip="198.51.100.4").replace("python-requests", "curl"))).status == 200
+    keys = {f.client_ip: state.key(f) for f in rules.seen}
+    assert not state.history.paged_within(keys["198.51.100.1"], 60)
+    assert state.history.paged_within(keys["198.51.100.3"], 60) and state.history.paged_within(keys["198.51.100.4"], 60)
+
