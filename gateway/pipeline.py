@@ -279,14 +279,20 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
 
         inspected = p.rules.inspected
 
+        # a score rule's request with its look counted again, one per rule (the policy memoises by the request's identity)
+        counted: dict[int, tuple[ScoreRequest, ScoreRequest]] = {}
+
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if not isinstance(outcome, Verdict):
                 if outcome is not None and outcome.ignore_bot_likeness and state is not None \
                         and state.history.paged_within(state.key(features), PAGED_FOR_S):
                     # the client claimed to ask for data and was answered pages: its look counts again
-                    return dataclasses.replace(outcome, ignore_bot_likeness=False,
-                                               note=f"its look counts under rule {outcome.rule or '?'}: the site answered it pages where "
-                                                    "it asked for data")
+                    hit = counted.get(id(outcome))
+                    if hit is None or hit[0] is not outcome:
+                        hit = counted[id(outcome)] = (outcome, dataclasses.replace(
+                            outcome, ignore_bot_likeness=False,
+                            note=f"its look counts under rule {outcome.rule or '?'}: the site answered it pages where it asked for data"))
+                    return hit[1]
                 return outcome
             # a rule that challenges the client (a crawler's name, its rate), or lets it through on a claim anyone can
             # make (inspect: true: a feed's path, a credentials header), does not shield what it sends: attack

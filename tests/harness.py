@@ -27,11 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 ADMIN_TOKEN = "harness-admin-token"  # the admin token every harness gateway gets unless its config names one
 
 
-def free_port() -> int:
-    """A TCP port that was free a moment ago on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(*taken: int) -> int:
+    """A TCP port that was free a moment ago on 127.0.0.1, and is none of ``taken`` (the kernel may hand a port it just
+    gave back out again)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            return port
 
 
 def http_get(url: str, timeout: float = 2.0, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
@@ -115,7 +119,7 @@ class Gateway:
         self.config = dict(config)
         self.config.setdefault("listen", f"127.0.0.1:{free_port()}")
         admin = dict(self.config.get("admin") or {})
-        admin.setdefault("listen", f"127.0.0.1:{free_port()}")
+        admin.setdefault("listen", f"127.0.0.1:{free_port(int(self.config['listen'].rpartition(':')[2]))}")
         admin.setdefault("token", ADMIN_TOKEN)  # state changes always need one
         self.config["admin"] = admin
         self.port = int(self.config["listen"].rpartition(":")[2])

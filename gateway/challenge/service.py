@@ -462,8 +462,9 @@ class ChallengeService:
 
     # ------------------------------------------------------------------ pass cookies
 
-    def pass_for(self, features: Features) -> dict[str, Any] | None:
-        """The payload of the client's valid pass cookie, or None (absent, forged, tampered, expired, another client's)."""
+    def pass_for(self, features: Features, *, counted: bool = True) -> dict[str, Any] | None:
+        """The payload of the client's valid pass cookie, or None (absent, forged, tampered, expired, another client's);
+        ``counted``: a refusal is counted in ``clefgate_pass_cookies_total`` (a challenged request's pass)."""
         header = features.header_map.get("cookie", "")
         if self._cookie_marker not in header:
             return None
@@ -475,17 +476,28 @@ class ChallengeService:
             if name == self.cfg.cookie_name:
                 value = candidate.strip().strip('"')
         if not value:
-            PASS_COOKIES.inc("malformed")
+            if counted:
+                PASS_COOKIES.inc("malformed")
             return None
         try:
             payload = self.signer.verify(value, PASS, self.clock())
         except TokenError as exc:
-            PASS_COOKIES.inc(exc.reason)
+            if counted:
+                PASS_COOKIES.inc(exc.reason)
             return None
         if payload.get("b") != self._bind(features):
-            PASS_COOKIES.inc("wrong_client")
+            if counted:
+                PASS_COOKIES.inc("wrong_client")
             return None
         return payload
+
+    def pass_held(self, features: Features) -> int:
+        """The difficulty the client's pass holds for a site that asks (a step-up), 0 for none: a pass whose client's
+        request rate or 4xx share drifted since it was earned holds nothing (:meth:`drift`), as for a challenge."""
+        payload = self.pass_for(features, counted=False)
+        if payload is None or self.drift(self.state.key(features), float(payload.get("i", 0.0))):
+            return 0
+        return int(payload.get("d", 0))
 
     def drift(self, client_ip: str, issued: float) -> str | None:
         """Why a client holding a pass issued at ``issued`` (this service's clock) should be challenged again, or None.

@@ -118,8 +118,7 @@ class Exchange(Reply):
             features = self.features = replace(features, body_prefix=b"".join(self.pending)[:prefix_len])
         if st.step_up:
             # the site may ask for a step-up: it is told what the client already holds (X-Clefgate-Pass)
-            held = st.pipeline.passes.pass_for(features)  # type: ignore[union-attr]
-            self.pass_held = int(held.get("d", 0)) if held else 0
+            self.pass_held = st.pipeline.passes.pass_held(features)  # type: ignore[union-attr]
         try:
             outcome = st.pipeline.decide(features)
         except Exception:
@@ -184,7 +183,8 @@ class Exchange(Reply):
         if passes is None or verdict is None or features is None:
             return False
         text = head.step_up.decode("latin-1").strip().removeprefix("difficulty=") if head.step_up else ""
-        difficulty = int(text) if text.isdigit() and 1 <= int(text) <= 32 else passes.cfg.difficulty
+        # bits as asked, at most 32; empty or unreadable: challenge.difficulty
+        difficulty = min(int(text), 32) if text.isdigit() and int(text) >= 1 else passes.cfg.difficulty
         if self.pass_held >= difficulty:
             STEP_UPS.inc("passed")
             return False
@@ -192,8 +192,10 @@ class Exchange(Reply):
         self.t_uphead = _perf()
         self.server.failures = 0  # type: ignore[union-attr]  # the server answered
         reason = f"the site asked for a challenge at difficulty {difficulty} ({passes.cfg.step_up_header}) before it acts"
+        # the site decided, not a rule or the model: the verdict names neither (shadow mode is the gateway's own decisions')
         self._apply(replace(verdict, action=Action.CHALLENGE, source=Source.ORIGIN, reason=reason, difficulty=difficulty, status=None,
-                            explanation=(reason,), shadow_action=None, headers=()))
+                            rule=None, probabilities=None, policy=None, explanation=(reason,), shadow_action=None, headers=(),
+                            look_ignored=False, payload=()))
         return True
 
     # ================================================================== local endpoints

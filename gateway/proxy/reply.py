@@ -395,7 +395,9 @@ class Reply:
         self.pending = []
         self.buffered = 0
         self.mode = B_DISCARD
-        self.added = _perf() - self.t_head
+        # the latency the gateway added; a page made once the site had answered (a step-up) leaves the site's time out
+        now = _perf()
+        self.added = now - self.t_head if not self.t_uphead else (self.t_sent - self.t_head) + (now - self.t_uphead)
         transport = self.conn.transport
         if transport is not None and not transport.is_closing():
             transport.write(data)

@@ -69,7 +69,8 @@ class ProxySettings:
         step_up = cfg.challenge.step_up_header if pipeline.pages is not None and pipeline.passes is not None else ""
         self.response_scan = ResponseScan(self.id_header, step_up)
         self.step_up = bool(step_up)
-        self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header})
+        self.upgrade_strip = header_stripper((RESPONSE_HOP_BY_HOP - {"connection", "upgrade"}) | {self.id_header}
+                                             | ({cfg.challenge.step_up_header.lower()} if cfg.challenge.step_up_header else set()))
         self.via_11 = f"1.1 {cfg.via}".encode("latin-1")
         self.via_10 = f"1.0 {cfg.via}".encode("latin-1")
         self.via_id_11 = b"\r\nvia: " + self.via_11 + b"\r\n" + self.id_header_out + b": "

@@ -843,3 +843,17 @@ def test_a_pass_holds_on_the_site_it_was_earned_on(clock: Clock) -> None:
     cookie = earn(shared, "www.example.com")
     assert shared.pass_for(on(shared, "shop.example.com", cookie)) is not None  # the cookie's domain
     assert shared.pass_for(on(shared, "example.org", cookie)) is None
+
+
+def test_a_pass_holds_its_difficulty_for_a_site_s_step_up_until_its_client_drifts(svc: ChallengeService, clock: Clock,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    f = browser()
+    assert svc.pass_held(f) == 0
+    form, counter = solved(svc, f, difficulty=9)
+    cookie = cookie_of(answer(svc, f, form["token"], counter))
+    held = browser(cookie=cookie)
+    assert svc.pass_held(held) == 9
+    assert svc.pass_held(browser(cookie=cookie, ip="198.51.100.200")) == 0  # another client's
+    monkeypatch.setattr(svc, "drift", lambda client, issued: "request rate 900/min is above 120/min")
+    assert svc.pass_held(held) == 0  # a pass whose client's behaviour drifted holds nothing
+

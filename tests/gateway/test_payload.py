@@ -261,7 +261,11 @@ def test_the_pipeline_reads_the_larger_body_prefix_and_blocks_without_a_model() 
     assert (verdict.action, verdict.source, verdict.status) == (Action.BLOCK, Source.DETECTOR, 403)
     assert verdict.payload and verdict.payload[0].location == "form:c"
     assert verdict.explanation == tuple(h.describe() for h in verdict.payload)
-    assert build(config(payload={"enabled": False}, challenge={"dev_generate_secret": True, "keep_form_bytes": 0})).body_prefix_bytes == 0
+    # nothing reads a body: no detectors, no form kept, no login watch
+    assert build(config(payload={"enabled": False}, challenge={"dev_generate_secret": True, "keep_form_bytes": 0},
+                        clients={"logins": {"enabled": False}})).body_prefix_bytes == 0
+    # the login watch alone reads a login form's fields
+    assert build(config(payload={"enabled": False}, challenge={"dev_generate_secret": True, "keep_form_bytes": 0})).body_prefix_bytes == 4096
 
 
 @pytest.mark.parametrize("inspected", [False, True])

@@ -66,7 +66,7 @@ def test_shipped_rules_decide_synchronously() -> None:
     assert isinstance(blocked, Verdict) and blocked.action is Action.BLOCK  # a Verdict, not an awaitable
     page = p.pages.challenge(Verdict(Action.CHALLENGE, Source.RULE, "r", difficulty=4), make_features())  # type: ignore[union-attr]
     assert page.status == 403
-    assert "40 rules from 7 file(s)" in p.description
+    assert "41 rules from 7 file(s)" in p.description
 
 
 async def test_the_model_path_is_awaited_with_client_stats_and_route_policy(tmp_path: Path) -> None:

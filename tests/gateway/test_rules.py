@@ -391,6 +391,13 @@ def test_a_package_manager_s_burst_is_not_held_to_the_page_limit() -> None:
     assert all(outcome(table, f)[0] != "rate-limit-per-client" for f in burst)
     pages = [outcome(table, req(f"/docs/page-{i}", ua=apt, accept="*/*"))[0] for i in range(121)]
     assert pages[:120].count("rate-limit-per-client") == 0 and pages[120] == "rate-limit-per-client"
+    # a package manager has a limit of its own: 1200 of a repository's files a minute
+    files = [outcome(table, req(f"/debian/pool/main/q/q{i}.deb", ua=apt, accept="*/*", ip="203.0.113.9"))[0] for i in range(1201)]
+    assert files[:1200].count("rate-limit-package-managers") == 0 and files[1200] == "rate-limit-package-managers"
+    # any other client on a repository's paths (or a page behind one: /index.php/dists/x) is held to the page limit
+    scraper = [outcome(table, req(f"/index.php/dists/{i}", ua="python-requests/2.32.3", accept="*/*", ip="203.0.113.10"))[0]
+               for i in range(121)]
+    assert scraper[120] == "rate-limit-per-client"
 
 
 def test_shipped_rate_limit_holds_an_ipv6_client_that_rotates_addresses_in_its_64() -> None:

@@ -87,6 +87,9 @@ def test_the_site_s_step_up_is_answered_with_a_challenge_and_acted_on_once_solve
         more = client.get(gateway.url + "/step-up/12", headers={"X-Forwarded-For": xff, "Cookie": cookie, **BROWSER})
         assert more.status_code == 403 and more.headers.get("x-clefgate-challenge") == "pow; difficulty=12"
     with httpx.Client(timeout=30) as client:  # a client without the pass (httpx keeps cookies)
+        # a site that asks for more than 32 bits gets 32
+        most = client.get(gateway.url + "/step-up/40", headers={"X-Forwarded-For": xff, **BROWSER})
+        assert most.headers.get("x-clefgate-challenge") == "pow; difficulty=32"
         # a HEAD and a chunked answer are stepped up the same way
         head = client.head(gateway.url + "/step-up/10", headers={"X-Forwarded-For": xff, **BROWSER})
         chunked = client.get(gateway.url + "/step-up/10?chunked=1", headers={"X-Forwarded-For": xff, **BROWSER})
