@@ -57,12 +57,17 @@ class Clock:
         return self.now
 
 
+def submit(watch: LoginWatch, clock: Clock, n: int, status: int, *, gap: float = 0.0, forwarded: bool = True, **where: str) -> None:
+    """``n`` credential submissions from as many users, ``gap`` seconds apart, answered ``status``."""
+    for i in range(n):
+        watch.observe(login(f"u{i}", **where), status, forwarded)
+        clock.now += gap
+
+
 def test_an_endpoint_surges_when_nearly_every_answered_submission_fails() -> None:
     clock = Clock()
     watch = LoginWatch(LoginsConfig(min_submissions=20), clock)
-    for i in range(19):
-        watch.observe(login(f"u{i}"), 401, True)
-        clock.now += 1
+    submit(watch, clock, 19, 401, gap=1)
     assert not watch.surging(login())
     watch.observe(login("u19"), 401, True)
     assert watch.surging(login())
@@ -102,26 +107,20 @@ def test_a_wave_ten_times_the_usual_rate_surges_where_the_form_fails_with_a_200(
 def test_the_rate_trigger_waits_for_the_endpoint_s_usual_rate_and_can_be_turned_off() -> None:
     clock = Clock()
     watch = LoginWatch(LoginsConfig(min_submissions=20, warmup_windows=30), clock)
-    for i in range(100):  # a new gateway in front of a busy login: no usual rate known yet
-        watch.observe(login(f"u{i}"), 200, True)
-        clock.now += 0.5
+    submit(watch, clock, 100, 200, gap=0.5)  # a new gateway in front of a busy login: no usual rate known yet
     assert not watch.surging(login())
     off = LoginWatch(LoginsConfig(min_submissions=20, warmup_windows=1, rate_factor=0), clock)
-    for i in range(100):
-        off.observe(login(f"u{i}"), 200, True)
-        clock.now += 5
+    submit(off, clock, 100, 200, gap=5)
     assert not off.surging(login())
 
 
 def test_a_surge_lasts_while_the_wave_does_and_hold_s_after_it() -> None:
     clock = Clock()
     watch = LoginWatch(LoginsConfig(min_submissions=20, hold_s=600), clock)
-    for i in range(20):
-        watch.observe(login(f"u{i}"), 401, True)
+    submit(watch, clock, 20, 401)
     for _minute in range(30):  # the wave goes on, each try challenged (not forwarded): the surge holds
         clock.now += 60
-        for i in range(20):
-            watch.observe(login(f"w{i}"), 403, False)
+        submit(watch, clock, 20, 403, forwarded=False)
         assert watch.surging(login())
     clock.now += 599
     assert watch.surging(login())
