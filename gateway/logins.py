@@ -3,13 +3,15 @@
 Credential stuffing spreads leaked passwords over thousands of addresses, each trying one or two: no client's
 window shows anything, and each request alone looks like a person logging in. What shows is the endpoint: a
 wave of submissions that nearly all fail. :class:`LoginWatch` counts the credential submissions each login
-endpoint (host and path) answered in tumbling windows of ``window_s`` and how the site answered them: a 4xx is a
+endpoint (host and path as the site routes them: ``/Login/`` is ``/login``) answered in tumbling windows of
+``window_s`` and how the site answered them: a 4xx is a
 failure, a 2xx or 3xx is an answer that may be a success (a form that re-renders on failure answers 200). An
 endpoint surges when a window holds at least ``min_submissions`` submissions and
 
 * ``failure_share`` of those the site answered failed, or
-* their number is ``rate_factor`` times the endpoint's usual one (a moving average of the windows before it,
-  once it has seen ``warmup_windows`` windows), for forms that fail with a 200;
+* their number is ``rate_factor`` times the endpoint's usual one (a moving average of the windows before it, once
+  ``warmup_windows`` of them held submissions; a quiet site's usual number counts as a quarter of
+  ``min_submissions`` at least), for forms that fail with a 200;
 
 it stays surging ``hold_s`` after the last window that met either, or that still held ``min_submissions``
 submissions (those the gateway challenged count too: a surge the challenges hold back goes on while the
@@ -20,8 +22,9 @@ without one passes once (the form is kept and sent again, ``challenge.keep_form_
 A credential submission (:func:`credential_submission`) is a POST, PUT or PATCH whose form, JSON or multipart
 body has a field named like a password (``password``, ``passwd``, ``pwd``, ``user[password]``,
 ``j_password``, ...). Each worker watches what it answers (the windows are not shared through Redis): behind
-N workers, ``min_submissions`` is per worker. Endpoints are bounded (``max_endpoints``, the least recently
-seen dropped first).
+N workers, ``min_submissions`` is per worker. Endpoints are bounded (``max_endpoints``: the least recently seen
+that neither surges nor has a usual number goes first), and a submission the site answers 404, 405 or 410 adds
+none, so posts to made-up paths cannot push a surge out.
 """
 
 from __future__ import annotations
