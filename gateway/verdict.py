@@ -153,8 +153,6 @@ class Verdict:
     # the policy did not count the client's look (a score rule's bot_likeness: ignore): the proxy checks the site answered
     # such a request data, not a page (ClientHistory.paged)
     look_ignored: bool = False
-    # a challenge the proxy first asks of the site (a rule's probe: true): the site's 404 or 410 makes it a block
-    probe: bool = False
 
     @property
     def score(self) -> float | None:

@@ -46,7 +46,7 @@ from gateway.proxy.reply import (
     Reply,
 )
 from gateway.proxy.upstream import PoolBusy, UpstreamConnection
-from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, PayloadHit, Source, Verdict
+from gateway.verdict import LOCAL_BODY_MAX, Action, LocalResponse, Source, Verdict
 
 if TYPE_CHECKING:
     from gateway.backends import Server
@@ -59,14 +59,6 @@ log = logging.getLogger("clefgate.proxy")
 BUFFER_MAX = 64 * 1024
 
 _UPSTREAM_ERRORS = metrics.UPSTREAM_ERRORS
-PROBE_CHECKS = metrics.counter("clefgate_probe_checks_total",
-                               "Requests a probe rule (probe: true) asked the site about before challenging, by answer: absent (404 or "
-                               "410: blocked, the client hunts what the site does not have), present (challenged as the rule says), "
-                               "unanswered (the site failed or timed out: challenged).",
-                               ("answer",))
-# what a probe rule asks the site: requests without a body, which change nothing there
-_PROBED = frozenset({b"GET", b"HEAD"})
-_ABSENT = frozenset({404, 410})
 STEP_UPS = metrics.counter("clefgate_challenge_step_ups_total",
                            "Responses with which the site asked for a challenge (challenge.step_up_header), by outcome: challenged (the "
                            "client got the challenge instead), passed (its pass was already enough: the site's answer went through).",
@@ -168,11 +160,6 @@ class Exchange(Reply):
         if verdict.action is Action.FORWARD:
             self._forward()
             return
-        if verdict.probe and self.request.body == NO_BODY and self.request.method_b in _PROBED and not self.upgrade:
-            # a probe rule's challenge: the site is asked first (site_answered)
-            self.probing = True
-            self._forward()
-            return
         pages = self.st.pipeline.pages
         features = self.features
         assert features is not None
@@ -187,38 +174,6 @@ class Exchange(Reply):
             log.exception("rendering the %s page failed for request %s", verdict.action.value, self.request_id)
             response = _builtin_page(verdict, self.request_id)
         self.respond_local(response)
-
-    def site_answered(self, head: ResponseHead) -> bool:
-        """A probe rule's challenge the site was asked first (:meth:`_apply`): its 404 or 410 says the client hunts what the
-        site does not have, a block with that as evidence; any other answer is dropped for the rule's challenge. Else a
-        step-up (:meth:`step_up`)."""
-        if not self.probing:
-            return self.step_up(head)
-        self.probing = False
-        verdict, features = self.verdict, self.features
-        assert verdict is not None and features is not None
-        self.t_uphead = _perf()
-        self.server.failures = 0  # type: ignore[union-attr]  # the server answered
-        if head.status in _ABSENT:
-            PROBE_CHECKS.inc("absent")
-            reason = (f"rule {verdict.rule}: the site has no {features.path[:80]!r} ({head.status}): a probe for software it does not "
-                      "run")
-            self._apply(replace(verdict, action=Action.BLOCK, source=Source.ORIGIN, reason=reason, difficulty=None, status=None,
-                                explanation=(reason, *verdict.explanation), probe=False,
-                                payload=(PayloadHit("site", "probe", "path", features.target[:80]),)))
-        else:
-            PROBE_CHECKS.inc("present")
-            self._apply(replace(verdict, probe=False))
-        return True
-
-    def fail(self, error: GatewayError) -> None:
-        if self.probing and not self.resp_started and self.verdict is not None:
-            # the site could not be asked (connection refused, timeout, a broken answer): the rule's challenge stands
-            self.probing = False
-            PROBE_CHECKS.inc("unanswered")
-            self._apply(replace(self.verdict, probe=False))
-            return
-        super().fail(error)
 
     def step_up(self, head: ResponseHead) -> bool:
         """The site's response asks for a challenge at ``head.step_up`` bits (empty: ``challenge.difficulty``): a client whose

@@ -117,7 +117,6 @@ class Reply:
         "outstanding",
         "pass_held",
         "pending",
-        "probing",
         "req_done",
         "request",
         "request_id",
@@ -182,7 +181,6 @@ class Reply:
         self.outstanding = False
         self.accounted = False
         self.pass_held = 0  # the difficulty of the client's valid pass, read where the site may ask for a step-up
-        self.probing = False  # a probe rule's challenge, asked of the site first (Exchange.site_answered)
 
     # ================================================================== 100 Continue
 
@@ -202,7 +200,7 @@ class Reply:
 
     def on_response_head(self, head: ResponseHead, has_body: bool, chunked: bool) -> None:
         """The final response head: build what the client gets; it leaves with the first body bytes."""
-        if (self.probing or head.step_up is not None) and self.site_answered(head):
+        if head.step_up is not None and self.step_up(head):
             return
         verdict = self.verdict
         if verdict is not None and verdict.look_ignored and 200 <= head.status < 300 and _PAGE.search(head.block) is not None:
@@ -328,8 +326,8 @@ class Reply:
             state.history.paged(state.key(features))
             PAGED.inc()
 
-    def site_answered(self, head: ResponseHead) -> bool:
-        """What the site answered decides (a probe rule's check, a step-up): True when the exchange answered the client itself."""
+    def step_up(self, head: ResponseHead) -> bool:
+        """The site asked for a challenge (``challenge.step_up_header``): True when the exchange answered it instead."""
         return False
 
     def _server_done(self) -> None:

@@ -29,7 +29,7 @@ from gateway.verdict import Action, ScoreRequest, Source, Verdict
 log = logging.getLogger("clefgate.rules")
 
 META_KEYS = ("name", "description")
-ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy", "bot_likeness", "inspect", "probe")
+ACTION_KEYS = ("action", "status", "difficulty", "backend", "continue", "policy", "bot_likeness", "inspect")
 # a score rule's bot_likeness: challenge (the policy weighs the client's look, the default) or ignore (P(attack) alone)
 BOT_LIKENESS = ("challenge", "ignore")
 RULE_KEYS = META_KEYS + CONDITION_KEYS + ACTION_KEYS
@@ -309,12 +309,11 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
         else:
             action = opts.actions[name]
             # the override's defaults apply (a rule's inspect stays with its allow)
-            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy", "bot_likeness", "probe")
-                   and (k != "inspect" or action == "allow")}
+            raw = {k: v for k, v in raw.items() if k not in ("status", "difficulty", "policy", "bot_likeness") and (k != "inspect" or action == "allow")}
 
     status, difficulty, backend, stop, policy = opts.block_status, opts.difficulty, None, True, None
     for key, applies in (("status", ("block",)), ("difficulty", ("challenge",)), ("backend", ("route",)), ("continue", ("route",)),
-                         ("policy", ("score",)), ("bot_likeness", ("score",)), ("inspect", ("allow", "route")), ("probe", ("challenge",))):
+                         ("policy", ("score",)), ("bot_likeness", ("score",)), ("inspect", ("allow", "route"))):
         if key in raw and action is not None and action not in applies:
             mine.append(f"{key}: only applies to action {' or '.join(applies)}")
     if "status" in raw:
@@ -341,9 +340,6 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
         if policy not in opts.policies:
             mine.append(f"policy: unknown policy {policy!r}{did_you_mean(str(policy), list(opts.policies))} "
                         f"(known under policy.routes: {', '.join(sorted(opts.policies)) or 'none'})")
-    probe = raw.get("probe", False)
-    if not isinstance(probe, bool):
-        mine.append(f"probe: expected true or false, got {probe!r}")
     bot_likeness = raw.get("bot_likeness", BOT_LIKENESS[0])
     if not isinstance(bot_likeness, str) or bot_likeness not in BOT_LIKENESS:
         mine.append(f"bot_likeness: {bot_likeness!r} is not one of {', '.join(BOT_LIKENESS)}")
@@ -398,8 +394,7 @@ def _compile_rule(entry: _Entry, opts: RuleOptions, lists: NamedLists, state: Cl
     elif action == "block":
         outcome = Verdict(Action.BLOCK, Source.RULE, reason, rule=label, status=status, explanation=explanation)
     elif action == "challenge":
-        outcome = Verdict(Action.CHALLENGE, Source.RULE, reason, rule=label, difficulty=difficulty, explanation=explanation,
-                          probe=probe is True)
+        outcome = Verdict(Action.CHALLENGE, Source.RULE, reason, rule=label, difficulty=difficulty, explanation=explanation)
     elif action == "score":
         ignored = bot_likeness == "ignore"
         outcome = ScoreRequest(rule=label, policy=policy, reason=reason + (" (bot-likeness ignored)" if ignored else ""),
