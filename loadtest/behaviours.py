@@ -51,6 +51,10 @@ _NONCE = re.compile(r'data-nonce="([^"]+)"')
 _DIFFICULTY = re.compile(r'data-difficulty="(\d+)"')
 _TOKEN = re.compile(r'name="token" value="([^"]+)"')
 _ACTION = re.compile(r'<form id="cg-form" method="post" action="([^"]+)"')
+# a challenged form post: the form the page keeps, and the page that posts it again once the check is passed
+_KEPT = re.compile(r'<input type="hidden" name="form" value="([^"]*)"')
+_RESEND = re.compile(r'<form id="cg-resend" method="post" action="([^"]+)">(.*?)<button', re.S)
+_FIELD = re.compile(r'<input type="hidden" name="([^"]*)" value="([^"]*)">')
 _REFRESH = re.compile(r'http-equiv="refresh" content="(\d+);url=([^"]+)"')
 
 
@@ -102,7 +106,11 @@ async def pass_challenge(s: Session, browser: Browser, challenge: Response, targ
         if not (nonce and difficulty and token and action):
             return None, "unsolvable"
         counter = await s.sim.solver.solve(html.unescape(nonce.group(1)), int(difficulty.group(1)))
-        body = urlencode({"token": html.unescape(token.group(1)), "counter": str(counter)}).encode()
+        answer = {"token": html.unescape(token.group(1)), "counter": str(counter)}
+        kept = _KEPT.search(page)
+        if kept is not None:
+            answer["form"] = html.unescape(kept.group(1))
+        body = urlencode(answer).encode()
         verify, outcome = await s.send("POST", html.unescape(action.group(1)),
                                        browser.form(s.host, origin=s.origin, referer=s.url(target), body_length=len(body),
                                                     cookie=s.jar.header()), body, purpose="verify")
@@ -117,6 +125,13 @@ async def pass_challenge(s: Session, browser: Browser, challenge: Response, targ
     if outcome != "verify_ok" or verify is None:
         return None, "refused"
     s.result.solved += 1
+    resend = _RESEND.search(verify.body.decode("utf-8", "replace")) if verify.status == 200 else None
+    if resend is not None:
+        # the kept form, posted again by the answer's page as a browser's script does
+        form = urlencode([(html.unescape(n), html.unescape(v)) for n, v in _FIELD.findall(resend.group(2))]).encode()
+        return await s.send("POST", html.unescape(resend.group(1)),
+                            browser.form(s.host, origin=s.origin, referer=s.url(target), body_length=len(form), cookie=s.jar.header()),
+                            form)
     location = verify.header("location") or target
     parts = urlsplit(location)
     again = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -159,13 +174,13 @@ async def person(s: Session, mix: ClientMix) -> None:
                 cached = True
             if runs_js:
                 await s.send("GET", XHR, browser.fetch(s.host, referer=page_url, cookie=s.jar.header()))
-            await _maybe_post(s, browser, target, page_url)
+            await _maybe_post(s, browser, target, page_url, runs_js=runs_js)
         await s.pause(*mix.gap_s)
         referer, site = page_url, "same-origin"
         target = next_page(target, rng)
 
 
-async def _maybe_post(s: Session, browser: Browser, target: str, page_url: str) -> None:
+async def _maybe_post(s: Session, browser: Browser, target: str, page_url: str, *, runs_js: bool = True) -> None:
     rng = s.rng
     if target.startswith("/shop/") and rng.random() < 0.25:
         body = urlencode({"id": target.rsplit("/", 1)[1]}).encode()
@@ -174,8 +189,11 @@ async def _maybe_post(s: Session, browser: Browser, target: str, page_url: str) 
     elif target == "/login" and rng.random() < 0.5:
         user = rng.choice(("anna", "j.smith", "o'brien", "mike_t", "zoë"))
         body = urlencode({"user": f"{user}@example.org", "password": "correct horse " + str(rng.randint(1, 99))}).encode()
-        await s.send("POST", "/login", browser.form(s.host, origin=s.origin, referer=page_url, body_length=len(body),
-                                                    cookie=s.jar.header()), body)
+        response, outcome = await s.send("POST", "/login", browser.form(s.host, origin=s.origin, referer=page_url, body_length=len(body),
+                                                                        cookie=s.jar.header()), body)
+        if outcome == "challenged" and response is not None and runs_js:
+            # a sign-in during a credential-stuffing wave: solved as a browser does, the form sent again
+            await pass_challenge(s, browser, response, "/login", runs_js=True)
 
 
 # ------------------------------------------------------------------------------------------ crawlers and scrapers

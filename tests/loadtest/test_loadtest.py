@@ -300,6 +300,31 @@ def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path
     assert result["latency"]["count"] == result["requests"] - no_response
 
 
+def test_a_simulated_person_whose_sign_in_is_challenged_solves_it_and_the_form_is_sent_again(tmp_path: Path) -> None:
+    """Sign-ins challenged (as during a credential-stuffing wave): a person's browser solves the page, the kept form is
+    posted again and reaches the site, and the session ends passed, not stuck."""
+    origin = Origin(tmp_path / "origin", "demo")
+    rules = tmp_path / "logins.yaml"
+    rules.write_text("rules:\n  - name: challenge-sign-ins\n    description: every sign-in, as in a wave\n    method: POST\n"
+                     "    path: /login\n    action: challenge\n    difficulty: 8\n"
+                     "  - name: pages\n    description: the rest\n    action: allow\n")
+    cfg = {**_challenge_everything(origin.url), "rules": {"files": [str(rules)]}}
+    gw = Gateway(tmp_path / "gw", cfg)
+    try:
+        sc = scenario.parse({"name": "t", "seed": 11, "limits": {"max_requests": 3000, "max_duration_s": 6},
+                             "phases": [{"name": "steady", "duration_s": 5.0}],
+                             "clients": {"person": {"sessions_per_s": 6, "requests": [6, 8], "gap_s": [0.0, 0.02],
+                                                    "options": {"js_share": 1.0}}}})
+        result = run_scenario(sc, "127.0.0.1", gw.port, via_gateway=True)
+    finally:
+        gw.stop()
+        origin.stop()
+    people = result["kinds"]["person"]
+    sessions = [s["outcome"] for s in people["sessions"] if s["requests"]]
+    assert "passed_after_challenge" in sessions and "stuck" not in sessions, sessions
+    assert people["outcomes"]["verify_ok"] == people["outcomes"]["challenged"]
+
+
 def test_a_run_says_what_would_end_it() -> None:
     from loadtest.simulator import Recorder
 
