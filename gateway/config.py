@@ -446,10 +446,12 @@ class LoginsConfig:
                                    "min_submissions answered).", check=lambda v: None if 0.0 < v <= 1.0 else f"{v} is not in (0, 1]")
     rate_factor: float = setting(10.0, "A window with this many times the endpoint's usual submissions surges too (forms that fail with "
                                  "a 200); 0 turns this trigger off.", check=non_negative)
-    warmup_windows: int = setting(30, "Windows an endpoint must have been seen for before rate_factor applies.", check=positive)
+    warmup_windows: int = setting(30, "Windows with submissions an endpoint must have been seen in before rate_factor applies (a "
+                                  "quiet site's usual number counts as a quarter of min_submissions at least).", check=positive)
     hold_s: float = setting(600.0, "How long an endpoint stays surging after the last window that surged or still held min_submissions.",
                             check=positive)
-    max_endpoints: int = setting(4096, "Endpoints tracked at once; the least recently seen is dropped first.", check=positive)
+    max_endpoints: int = setting(4096, "Endpoints tracked at once: the least recently seen that neither surges nor has a usual number "
+                                 "is dropped first; a submission the site answers 404, 405 or 410 adds none.", check=positive)
 
 
 @dataclass(kw_only=True)

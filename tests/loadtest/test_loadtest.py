@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -271,20 +271,23 @@ def _challenge_everything(origin_url: str) -> dict[str, Any]:
     }
 
 
-def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path) -> None:
+def _through_gateway(tmp_path: Path, config: Callable[[str], dict[str, Any]], run: dict[str, Any]) -> dict[str, Any]:
+    """``run`` (a scenario) through a gateway with ``config(origin_url)`` in front of the demo site: the run's result."""
     origin = Origin(tmp_path / "origin", "demo")
-    gw = Gateway(tmp_path / "gw", _challenge_everything(origin.url))
+    gw = Gateway(tmp_path / "gw", config(origin.url))
     try:
-        sc = scenario.parse({"name": "t", "seed": 3, "limits": {"max_requests": 2000, "max_duration_s": 4},
-                             "phases": [{"name": "steady", "duration_s": 3.0}],
-                             "clients": {"person": {"sessions_per_s": 4, "requests": [2, 3], "gap_s": [0.0, 0.05],
-                                                    "options": {"js_share": 1.0}},
-                                         "ai_scraper": {"sessions_per_s": 2, "requests": [4, 6], "gap_s": [0.0, 0.01]},
-                                         "scanner": {"sessions_per_s": 2, "requests": [3, 5], "gap_s": [0.0, 0.01]}}})
-        result = run_scenario(sc, "127.0.0.1", gw.port, via_gateway=True)
+        return run_scenario(scenario.parse(run), "127.0.0.1", gw.port, via_gateway=True)
     finally:
         gw.stop()
         origin.stop()
+
+
+def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path) -> None:
+    result = _through_gateway(tmp_path, _challenge_everything, {
+        "name": "t", "seed": 3, "limits": {"max_requests": 2000, "max_duration_s": 4}, "phases": [{"name": "steady", "duration_s": 3.0}],
+        "clients": {"person": {"sessions_per_s": 4, "requests": [2, 3], "gap_s": [0.0, 0.05], "options": {"js_share": 1.0}},
+                    "ai_scraper": {"sessions_per_s": 2, "requests": [4, 6], "gap_s": [0.0, 0.01]},
+                    "scanner": {"sessions_per_s": 2, "requests": [3, 5], "gap_s": [0.0, 0.01]}}})
     people = result["kinds"]["person"]
     sessions = [s["outcome"] for s in people["sessions"] if s["requests"]]
     assert sessions and set(sessions) <= {"passed_after_challenge"}, sessions
@@ -303,22 +306,13 @@ def test_simulated_people_solve_the_challenge_and_scrapers_do_not(tmp_path: Path
 def test_a_simulated_person_whose_sign_in_is_challenged_solves_it_and_the_form_is_sent_again(tmp_path: Path) -> None:
     """Sign-ins challenged (as during a credential-stuffing wave): a person's browser solves the page, the kept form is
     posted again and reaches the site, and the session ends passed, not stuck."""
-    origin = Origin(tmp_path / "origin", "demo")
     rules = tmp_path / "logins.yaml"
     rules.write_text("rules:\n  - name: challenge-sign-ins\n    description: every sign-in, as in a wave\n    method: POST\n"
                      "    path: /login\n    action: challenge\n    difficulty: 8\n"
                      "  - name: pages\n    description: the rest\n    action: allow\n")
-    cfg = {**_challenge_everything(origin.url), "rules": {"files": [str(rules)]}}
-    gw = Gateway(tmp_path / "gw", cfg)
-    try:
-        sc = scenario.parse({"name": "t", "seed": 11, "limits": {"max_requests": 3000, "max_duration_s": 6},
-                             "phases": [{"name": "steady", "duration_s": 5.0}],
-                             "clients": {"person": {"sessions_per_s": 6, "requests": [6, 8], "gap_s": [0.0, 0.02],
-                                                    "options": {"js_share": 1.0}}}})
-        result = run_scenario(sc, "127.0.0.1", gw.port, via_gateway=True)
-    finally:
-        gw.stop()
-        origin.stop()
+    result = _through_gateway(tmp_path, lambda url: {**_challenge_everything(url), "rules": {"files": [str(rules)]}}, {
+        "name": "t", "seed": 11, "limits": {"max_requests": 3000, "max_duration_s": 6}, "phases": [{"name": "steady", "duration_s": 5.0}],
+        "clients": {"person": {"sessions_per_s": 6, "requests": [6, 8], "gap_s": [0.0, 0.02], "options": {"js_share": 1.0}}}})
     people = result["kinds"]["person"]
     sessions = [s["outcome"] for s in people["sessions"] if s["requests"]]
     assert "passed_after_challenge" in sessions and "stuck" not in sessions, sessions
