@@ -86,6 +86,7 @@ up on whatever it cannot read as an application might. It runs only for requests
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -182,7 +183,7 @@ _CMDI_BREAKOUT = (r"""(?:[;&|]|^[^\s;&|]{0,100}?(?:[\r\n]|%0[ad])++|\\[nr]|\$\()
                   r"""\b(?:system|exec|eval|assert|passthru|shell_exec|popen|proc_open|spawn|execsync|spawnsync|execfile)\s*\(\s*[`'"]\s*"""
                   + _COMMAND + r"""\b|\bgetruntime\s*\(\s*\)\s*\.\s*exec\b|""" + _EVASION)
 # a value that is a command line run whole (``ping 127.0.0.1``, ``uname -a``, ``whoami``, ``python -c``): what a
-# parameter a program hands to a shell holds, and what a question typed into a search box holds too (:data:`QUESTIONS`)
+# parameter a program hands to a shell holds, and what a question typed into a search box holds too (:data:`QUESTION_NAMES`)
 _COMMAND_LINE = (r"""^\s*sleep\s+\d+\s*$|^[\s+]*""" + _COMMAND_VERB + r"""|"""
                  r"""^[\s+]*(?:uname|ping|curl|wget|cat|type|dir|ls|nc|ncat|netcat|bash|sh|zsh|powershell|cmd|nslookup|dig|sleep|echo|rm|chmod|"""
                  r"""telnet|tftp|certutil|bitsadmin)[\s+]+(?:-{1,2}\w|[/\\~]|[a-z]:[\\/]|\d{1,3}\.\d|https?:|\$)|"""
@@ -324,11 +325,17 @@ def _syntax(traversal: str, cmdi: str) -> Mapping[str, _Syntax]:
 
 
 SYNTAX = _syntax(_TRAVERSAL, _CMDI)
-# a URL path is a route, absolute by nature: a system path's shape there is a page's address (``/dev/search/``, ``/home``)
-ROUTE_SYNTAX = _syntax(_TRAVERSAL_ANYWHERE, _CMDI)
-# a search box's value is a question: a command line typed there is one asked about (``nc -l port``, ``ping -t windows
-# command``), not one a program runs; the breakouts that would run one from there still witness it
-QUESTION_SYNTAX = _syntax(_TRAVERSAL, _CMDI_BREAKOUT)
+
+
+@functools.cache
+def _placed(place: str) -> Mapping[str, _Syntax]:
+    """The syntax of a value in a ``route`` (a URL path is absolute by nature: a system path's shape there is a page's
+    address, ``/dev/search/``, ``/home``) or a ``question`` (a search box's value: a command line typed there is one asked
+    about, ``nc -l port``, not one a program runs; the breakouts that would run one from there still witness it). Compiled
+    on first use: a process that never asks pays nothing at start."""
+    return _syntax(_TRAVERSAL_ANYWHERE, _CMDI) if place == "route" else _syntax(_TRAVERSAL, _CMDI_BREAKOUT)
+
+
 # the names search boxes and query languages give their value (``q``, ``query``, ``search_term``, ``cql``, ...), compared
 # with ``-`` and ``_`` left out and in lower case; in a query, a form or a JSON body
 QUESTION_NAMES = frozenset({"q", "qs", "qry", "query", "search", "s", "term", "terms", "keyword", "keywords", "kw", "k", "find",
@@ -339,12 +346,12 @@ _LEAF_NAME = re.compile(r"[A-Za-z_][\w-]*")
 def _syntax_at(location: str) -> Mapping[str, _Syntax]:
     """The syntax a value at ``location`` (:func:`values`) is searched for."""
     if location == "path":
-        return ROUTE_SYNTAX
+        return _placed("route")
     where, _, name = location.partition(":")
     if where in ("query", "form", "json"):
         leaf = _LEAF_NAME.findall(name)
         if leaf and leaf[-1].replace("-", "").replace("_", "").lower() in QUESTION_NAMES:
-            return QUESTION_SYNTAX
+            return _placed("question")
     return SYNTAX
 # a cookie written by a script: a JavaScript object literal of simple keys and values, and ``a=1&b=2`` pairs
 _LITERAL_ENTRY = r"""\s*[\w$]+\s*:\s*(?:'[^'\\]*'|"[^"\\]*"|[\w.+-]*)\s*"""

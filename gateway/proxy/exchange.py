@@ -116,9 +116,6 @@ class Exchange(Reply):
         prefix_len = st.body_prefix
         if prefix_len and self.pending:
             features = self.features = replace(features, body_prefix=b"".join(self.pending)[:prefix_len])
-        if st.step_up:
-            # the site may ask for a step-up: it is told what the client already holds (X-Clefgate-Pass)
-            self.pass_held = st.pipeline.passes.pass_held(features)  # type: ignore[union-attr]
         try:
             outcome = st.pipeline.decide(features)
         except Exception:
@@ -175,6 +172,14 @@ class Exchange(Reply):
             response = _builtin_page(verdict, self.request_id)
         self.respond_local(response)
 
+    def _held(self) -> int:
+        """The difficulty the client's pass holds for the site (0: none), read once, where a request goes to the site or
+        the site asks for a step-up: a request the gateway answers itself never pays for it."""
+        if self.pass_held < 0:
+            passes, features = self.st.pipeline.passes, self.features
+            self.pass_held = passes.pass_held(features) if passes is not None and features is not None else 0
+        return self.pass_held
+
     def step_up(self, head: ResponseHead) -> bool:
         """The site's response asks for a challenge at ``head.step_up`` bits (empty: ``challenge.difficulty``): a client whose
         pass holds that much gets the site's answer (the field cut); any other gets the challenge instead, its request's
@@ -185,7 +190,7 @@ class Exchange(Reply):
         text = head.step_up.decode("latin-1").strip().removeprefix("difficulty=") if head.step_up else ""
         # bits as asked, at most 32; empty or unreadable: challenge.difficulty
         difficulty = min(int(text), 32) if text.isdigit() and int(text) >= 1 else passes.cfg.difficulty
-        if self.pass_held >= difficulty:
+        if self._held() >= difficulty:
             STEP_UPS.inc("passed")
             return False
         STEP_UPS.inc("challenged")
@@ -332,7 +337,7 @@ class Exchange(Reply):
                  b"\r\nx-forwarded-for: ", self.xff, b"\r\nx-forwarded-proto: ", self.xfp, b"\r\nx-forwarded-host: ",
                  self.xfh, st.via_id_10 if request.version == "1.0" else st.via_id_11, self.request_id.encode("latin-1"),
                  b"\r\n", st.verdict_headers(verdict)[0]]
-        if self.pass_held and not verdict.headers:  # a challenge the pass turned into a forward names it already
+        if st.step_up and not verdict.headers and self._held():  # a challenge the pass turned into a forward names it already
             parts.append(b"x-clefgate-pass: difficulty=%d\r\n" % self.pass_held)
         if request.add_host:
             parts += (b"host: ", server.hostport.encode("latin-1"), b"\r\n")

@@ -180,7 +180,7 @@ class Reply:
         self.deadline_kind = D_NONE
         self.outstanding = False
         self.accounted = False
-        self.pass_held = 0  # the difficulty of the client's valid pass, read where the site may ask for a step-up
+        self.pass_held = -1  # the difficulty of the client's valid pass for a site's step-up, -1 until read (Exchange._held)
 
     # ================================================================== 100 Continue
 
