@@ -61,6 +61,7 @@ from gateway.config import ClientsConfig, RedisConfig, resolve_secret
 from gateway.features import INFRA_HEADERS, ClientStats, Features
 from gateway.logins import LoginWatch
 from gateway.rdns import ReverseNames
+from gateway.served import ServedPages
 
 log = logging.getLogger("clefgate.clients")
 
@@ -883,6 +884,8 @@ class ClientState:
         self.history = ClientHistory(self.cfg.max_clients, clock)
         # credential submissions per login endpoint (rules' login_surge condition)
         self.logins = LoginWatch(self.cfg.logins, clock)
+        # the pages the site serves (the policy does not suspect a bare request to one of probing)
+        self.pages = ServedPages(self.cfg.served_pages, clock)
         # forward-confirmed reverse DNS names of client addresses (rules' reverse_dns condition)
         self.names = ReverseNames(timeout_s=self.cfg.reverse_dns_timeout_s, ttl_s=self.cfg.reverse_dns_ttl_s,
                                   negative_ttl_s=min(3600.0, self.cfg.reverse_dns_ttl_s), max_entries=self.cfg.max_clients)
@@ -895,13 +898,16 @@ class ClientState:
         _LIVE.add(self)
 
     def compatible(self, cfg: ClientsConfig, redis: RedisConfig) -> bool:
-        """True when a reload with these settings can keep this state (the login watch's own settings aside: ``retune``)."""
-        return dataclasses.replace(cfg, logins=self.cfg.logins) == self.cfg and redis == self.redis_cfg
+        """True when a reload with these settings can keep this state (the login watch's and served pages' own settings aside:
+        ``retune``)."""
+        return dataclasses.replace(cfg, logins=self.cfg.logins, served_pages=self.cfg.served_pages) == self.cfg and redis == self.redis_cfg
 
     def retune(self, cfg: ClientsConfig) -> None:
-        """Take a reload's settings that a kept state can change in place (``clients.logins``), keeping what it learnt."""
+        """Take a reload's settings that a kept state can change in place (``clients.logins``, ``clients.served_pages``),
+        keeping what it learnt."""
         self.cfg = cfg
         self.logins.cfg = cfg.logins
+        self.pages.retune(cfg.served_pages)
 
     # -- hot path
 

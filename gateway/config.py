@@ -455,6 +455,18 @@ class LoginsConfig:
 
 
 @dataclass(kw_only=True)
+class ServedPagesConfig:
+    """The pages the site serves (gateway.served): a bare request to one has its P(attack) short of a block not counted."""
+
+    enabled: bool = setting(True, "Remember the pages the site serves (a GET or HEAD forwarded and answered with a 2xx or 304, by host "
+                            "and path): a request to one that carries nothing but its path (no query, body, cookie or header value "
+                            "that can hold a payload) has its P(attack) short of a block not counted, since the site itself "
+                            "serves that path to anyone who asks; the look still counts (policy.suspicion_needs_syntax).")
+    ttl_s: float = setting(86400.0, "How long a page is remembered after the site last served it.", check=positive)
+    max_pages: int = setting(100000, "Pages remembered at once (per worker); the least recently served is dropped first.", check=positive)
+
+
+@dataclass(kw_only=True)
 class ClientsConfig:
     """Per-client sliding windows and rate-limit buckets (bounded, measured)."""
 
@@ -475,6 +487,8 @@ class ClientsConfig:
     reverse_dns_ttl_s: float = setting(86400.0, "How long an address's forward-confirmed name is kept (an address with none: an hour, "
                                        "or this if shorter).", check=positive)
     logins: LoginsConfig = setting(factory=LoginsConfig, doc="Credential-stuffing waves per login endpoint.")
+    served_pages: ServedPagesConfig = setting(factory=ServedPagesConfig, doc="The pages the site serves, which a bare request is not "
+                                              "suspected of probing for.")
 
 
 @dataclass(kw_only=True)

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from gateway import metrics
 from gateway.config import LoginsConfig
 from gateway.features import Features
+from gateway.served import site_host
 
 SURGES = metrics.counter("clefgate_login_surges_total",
                          "Login endpoints that began a surge of credential submissions, by trigger (failures, rate).", ("trigger",))
@@ -100,11 +101,7 @@ class LoginWatch:
         and without a trailing slash: ``/Login/``, ``//login`` and ``/login;jsessionid=x`` are ``/login``."""
         from gateway.rules.patterns import normalize_path  # the rules import this module's state
 
-        host = features.header_map.get("host", "").lower()
-        end = host.rfind(":")
-        if end > host.rfind("]"):  # a port (an IPv6 literal's colons are inside its brackets)
-            host = host[:end]
-        return host.rstrip(".") + (normalize_path(features.path).lower().rstrip("/") or "/")
+        return site_host(features) + (normalize_path(features.path).lower().rstrip("/") or "/")
 
     def observe(self, features: Features, status: int, forwarded: bool) -> None:
         """Count a credential submission the gateway answered: ``forwarded`` ones with the site's ``status``."""

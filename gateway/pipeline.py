@@ -62,7 +62,7 @@ from gateway.clients import ClientState, address_of
 from gateway.config import Config, ConfigError
 from gateway.features import ClientStats, Features
 from gateway.payload import PayloadInspector, signatures_for
-from gateway.policy import SYNTAXLESS, Policy
+from gateway.policy import Policy, spared_p_attack
 from gateway.policy import check as check_policy
 from gateway.rdns import LookupNeeded
 from gateway.rules import RuleFileError, RuleTable, from_config
@@ -239,13 +239,13 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
     def honoured(verdict: Verdict, features: Features) -> Verdict:
         """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
         (``Policy.escalate``), as does a forward that P(attack) would have challenged but for want of attack syntax
-        (``policy.suspicion_needs_syntax``); other verdicts stand."""
+        (``policy.suspicion_needs_syntax``) or since the site serves its page (``clients.served_pages``); other verdicts stand."""
         if verdict.action is challenge:
             if honour is not None:
                 verdict = honour(verdict, features)
             if escalate is not None and verdict.action is challenge:
                 return escalate(features, verdict)
-        elif escalate is not None and verdict.action is forward and SYNTAXLESS in verdict.reason:
+        elif escalate is not None and verdict.action is forward and spared_p_attack(verdict):
             return escalate(features, verdict)
         return verdict
 
@@ -459,13 +459,15 @@ def client_recorder(state: ClientState) -> ResponseObserver:
     detectors (the 403-loop of log-driven bouncers). What can earn a block is kept apart:
     a challenge page served to a request that could solve it (not a fetch/XHR), and a block
     with attack evidence (a verdict naming a payload, or a payload detector's).
-    Every answered request notes its fingerprint at its address (shared addresses), and every credential
-    submission its endpoint (``gateway.logins``: the site's answer where it was forwarded).
+    Every answered request notes its fingerprint at its address (shared addresses), every credential
+    submission its endpoint (``gateway.logins``: the site's answer where it was forwarded), and every forwarded GET or
+    HEAD the site answered with a 2xx or 304 its page (``gateway.served``).
     """
     record = state.record
     history = state.history
     see = state.addresses.see
     logins = state.logins
+    served = state.pages.observe
 
     def observe(features: Features, verdict: Verdict, status: int) -> None:
         key = state.key(features)
@@ -476,6 +478,7 @@ def client_recorder(state: ClientState) -> ResponseObserver:
         if action is Action.FORWARD:
             if not features.path.startswith(PREFIX):
                 record(key, features.path, status)
+                served(features, status)
         elif action is Action.CHALLENGE:
             if _could_solve(features):
                 history.challenged(key)
@@ -600,6 +603,7 @@ def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeli
              f"default {cfg.rules.default}", "model" if scorer is not None else "no model",
              *(["payload detectors"] if inspector is not None else []), policy.describe()]
     state.retune(cfg.clients)  # a kept state takes the settings it can change in place, now that the config is valid
+    policy.serves = state.pages.serves  # the pages the site serves, which the policy does not suspect a bare request of probing for
     return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
                     body_prefix_bytes=body_prefix, description="; ".join(parts),
                     passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else (),

@@ -32,6 +32,11 @@ For a scored request it answers with a ``Verdict``:
   (``block_needs_syntax: false``) counts P(attack) whatever the request holds, and a client
   that earned a block is blocked all the same (:meth:`Policy.escalate`). Counted in
   ``clefgate_policy_syntaxless_total``; a fallback rule that agrees still blocks;
+* ``forward`` likewise where the request carries nothing but its path (no query, body, cookie or header value
+  that can hold a payload) and the site serves that page (``clients.served_pages``, ``gateway.served``: it answered a
+  forwarded GET or HEAD for it with a 2xx or 304): a path the site serves to anyone is a page, not a probe for
+  something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a block is blocked all
+  the same;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
@@ -112,6 +117,10 @@ SYNTAX_FREE = metrics.counter("clefgate_policy_syntaxless_total",
                               "request was known free of attack syntax (gateway.witness.syntax_free): P(attack) not counted "
                               "(policy.suspicion_needs_syntax), by policy. A client that earned a block is blocked all the same.",
                               ("policy",))
+SERVED_PAGES = metrics.counter("clefgate_policy_served_pages_total",
+                               "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
+                               "request carried nothing but its path, to a page the site serves (gateway.served): P(attack) not counted "
+                               "(clients.served_pages), by policy. A client that earned a block is blocked all the same.", ("policy",))
 UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
                               "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
                               "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
@@ -129,6 +138,8 @@ UNFAMILIAR = "unfamiliar to the model"
 NO_SYNTAX = "no value holds the syntax"
 # ... and when no value held the syntax of any attack, so P(attack) was not counted (policy.suspicion_needs_syntax)
 SYNTAXLESS = "no attack syntax in any value"
+# ... and when the request carried nothing but its path, to a page the site serves (clients.served_pages)
+SERVED_PAGE = "a page the site serves"
 # ... and when a score rule said the client's look is no suspicion on its requests (bot_likeness: ignore)
 BOT_LIKENESS_IGNORED = "bot-likeness ignored"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
@@ -198,6 +209,9 @@ class Policy:
         self.default = _merge(DEFAULT, cfg, None)
         self.named = {name: _merge(name, cfg, override) for name, override in cfg.routes.items()}
         self._rollout_header = cfg.rollout_key[7:].lower() if cfg.rollout_key.startswith("header:") else ""
+        # whether the site serves a request's page (gateway.served, set by the pipeline): P(attack) short of a block on a
+        # request that carries nothing but its path is not counted there
+        self.serves: Callable[[Features], bool] | None = None
         # verdicts for cached answers, by identity of (probabilities, request, explanation): a cached
         # answer hands many requests the same objects, and under a policy whose outcome does not
         # depend on the client (no partial rollout) they all get the same verdict
@@ -272,8 +286,11 @@ class Policy:
         gated = t.suspicion_needs_syntax and t.block_needs_syntax and attack < t.block_attack and look < t.challenge_risk <= look + attack
         if gated:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
-        syntaxless = gated and bool(payload_carriers(features)) and syntax_free(features)
-        counted = 0.0 if syntaxless else attack
+        carriers = payload_carriers(features) if gated else ()
+        syntaxless = bool(carriers) and syntax_free(features)
+        # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages)
+        served = gated and not carriers and self.serves is not None and self.serves(features)
+        counted = 0.0 if syntaxless or served else attack
         risk = look + counted
         spared = False
         difficulty: int | None = None
@@ -329,12 +346,15 @@ class Policy:
             reason = f"{_risk_name(ignored)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, syntaxless or served)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
             spared = ignored and bot + counted >= t.challenge_risk
         if syntaxless:
             # always a forward: the look alone is under challenge_risk, or the gate would not have been asked
             reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
             SYNTAX_FREE.inc(t.name)
+        elif served:
+            reason += f"; P(attack)={attack:.2f} not counted: it carries nothing but its path, {SERVED_PAGE} (clients.served_pages)"
+            SERVED_PAGES.inc(t.name)
         if request.note:
             reason += f"; {request.note}"
         if ignored:
@@ -394,7 +414,8 @@ class Policy:
 
     def escalate(self, features: Features, verdict: Verdict, state: ClientState) -> Verdict:
         """A CHALLENGE for a client that earned a block, as a block (source ``client``), and so a FORWARD whose P(attack)
-        would have challenged it but for want of attack syntax (``suspicion_needs_syntax``); any other verdict as it is.
+        would have challenged it but for want of attack syntax (``suspicion_needs_syntax``) or since the site serves its
+        page (``clients.served_pages``): :func:`spared_p_attack`; any other verdict as it is.
 
         Earned: the client (address + fingerprint) was served ``block_ignored_challenges`` challenges within
         ``ignored_challenges_window_s`` without solving one, or showed attack evidence within
@@ -404,7 +425,7 @@ class Policy:
         person behind the same address who is not challenged is never touched.
         Enforced only where the verdict's policy enforces (shadow and rollout leave the challenge standing).
         """
-        if verdict.action is not Action.CHALLENGE and not (verdict.action is Action.FORWARD and SYNTAXLESS in verdict.reason):
+        if verdict.action is not Action.CHALLENGE and not (verdict.action is Action.FORWARD and spared_p_attack(verdict)):
             return verdict
         cfg = self.cfg
         key = state.key(features)
@@ -461,6 +482,8 @@ class Policy:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
         if t.suspicion_needs_syntax and t.block_needs_syntax:
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
+            rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {SERVED_PAGE}",
+                         "P(attack) not counted: the look alone decides"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
@@ -526,6 +549,13 @@ class Policy:
         return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
                        probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
+
+
+def spared_p_attack(verdict: Verdict) -> bool:
+    """True for a model verdict whose P(attack), short of a block, was not counted: no attack syntax in any value, or
+    nothing but the path of a page the site serves (a client that earned a block is blocked all the same)."""
+    reason = verdict.reason
+    return SYNTAXLESS in reason or SERVED_PAGE in reason
 
 
 def _risk_name(ignored: bool, syntaxless: bool = False) -> str:

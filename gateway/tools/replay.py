@@ -24,6 +24,8 @@ Differences from live serving, all stated in the output:
 * per-client windows and rate limits run on the log's own clock, in log order; a
   request the model scores is counted in its client's window once its batch has run
   (batches of ``--batch`` requests), a little later than live.
+* a request forwarded is told to the client state with its logged status (a record without one as a 200): its
+  client's window, and the pages the site serves (``clients.served_pages``) learn from the log as they would live.
 * the decision cache, the circuit breaker and the request deadline are not used: every
   scored request is scored (a batched, synchronous model run).
 * with the int8 model a request's scores depend slightly on the requests batched with it

@@ -4,6 +4,7 @@ body prefixes, gateway endpoints, observers and metrics."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from gateway.features import Features
 from gateway.pipeline import Pipeline
 from gateway.verdict import Action, LocalResponse, ScoreRequest, Source, Verdict
 from tests.origin import OriginProcess, pattern
-from tests.proxy_support import RawClient, gateway, get, make_config, request, shared_origin
+from tests.proxy_support import RawClient, gateway, get, make_config, request, shared_origin, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -319,3 +320,28 @@ def test_a_page_answered_to_a_program_let_through_as_asking_for_data_is_noted_in
     assert not state.history.paged_within(keys["198.51.100.1"], 60)
     assert state.history.paged_within(keys["198.51.100.3"], 60) and state.history.paged_within(keys["198.51.100.4"], 60)
 
+
+
+def test_the_pages_a_real_site_serves_are_learnt_from_its_answers_to_forwarded_requests(origin_a: OriginProcess, tmp_path: Path) -> None:
+    """A GET or HEAD forwarded and answered 2xx (or 304) teaches its page (gateway.served); a 404, a 5xx, a POST, a
+    challenged or blocked request, and the gateway's own endpoints teach nothing."""
+    from gateway.clients import ClientState
+    from gateway.pipeline import client_recorder
+
+    state = ClientState()
+    rules = PathRules({"/page/held": CHALLENGE, "/page/bad": BLOCK, "/": Verdict(Action.FORWARD, Source.RULE, "plain", rule="other")})
+    p = pipeline(rules, state=state, pages=Pages(), observers=(client_recorder(state),))
+    with gateway(make_config([origin_a.url], tmp_path), p) as g:
+        assert request(g.port, get("/page/guide", host="Shop.Example:8080")).status == 200
+        assert request(g.port, b"HEAD /page/head HTTP/1.1\r\nHost: shop.example\r\n\r\n", head_request=True).status == 200
+        assert request(g.port, get("/status/404", host="shop.example")).status == 404
+        assert request(g.port, get("/status/503", host="shop.example")).status == 503
+        assert request(g.port, b"POST /page/posted HTTP/1.1\r\nHost: shop.example\r\nContent-Length: 0\r\n\r\n").status in (200, 405)
+        assert request(g.port, get("/page/held", host="shop.example")).status == 429
+        assert request(g.port, get("/page/bad", host="shop.example")).status == 403
+        wait_for(lambda: len(state.pages) == 2, what="two pages learnt")
+    learnt = {(f.method, f.path): state.pages.serves(dataclasses.replace(f, method="GET")) for f in rules.seen}
+    assert learnt == {("GET", "/page/guide"): True, ("HEAD", "/page/head"): True, ("GET", "/status/404"): False,
+                      ("GET", "/status/503"): False, ("POST", "/page/posted"): False, ("GET", "/page/held"): False,
+                      ("GET", "/page/bad"): False}
+    assert len(state.pages) == 2

@@ -1,0 +1,96 @@
+"""The pages the site serves: what its own answers say about a path the model suspects of being a probe.
+
+A request with no query, body, cookie or header value that can hold a payload carries nothing but its path, and the
+model's P(attack) on such a request says "this path looks like a probe": a scanner asking for software or files the
+site may not have. The site knows better. :class:`ServedPages` remembers the pages it served: every GET or HEAD the
+gateway forwarded that the site answered with a 2xx or a 304, by host (lower case, no port, no trailing dot) and path
+exactly as sent (no case folding nor decoding: ``/Admin`` is not ``/admin``, a site may route them apart). For a bare
+request to such a page the policy does not count P(attack) short of a block (``gateway.policy``; the client's look
+still counts, and so does a P(attack) that would block): a path the site serves to anyone who asks is a page, and a
+request that carries nothing else cannot do more than read it. The first visitor of a page nobody asked for before is
+judged as before; a page the site stopped serving is forgotten after ``ttl_s``.
+
+Only a forwarded request teaches: a probe the gateway challenged or blocked never reached the site, so it teaches
+nothing, whatever the site would have answered. A site that answers every path with a 200 (a single-page app's
+catch-all, a soft 404) teaches every path forwarded to it; the page such a site serves is the same whatever the path,
+so a bare request to it reads nothing a person would not. Each worker keeps its own pages (not shared through Redis),
+at most ``max_pages`` of them: the least recently served goes first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from gateway import metrics
+from gateway.config import ServedPagesConfig
+from gateway.features import Features
+
+PAGES = metrics.gauge("clefgate_served_pages", "Pages (host and path) the site answered a forwarded GET or HEAD with a 2xx or 304, "
+                      "remembered in this worker.")
+
+_METHODS = frozenset({"GET", "HEAD"})
+# the longest path remembered: a longer one is no page a person types or a site links to often enough to matter
+MAX_PATH = 512
+
+
+def site_host(features: Features) -> str:
+    """The host a request names, as the site routes it: lower case, without a port or a trailing dot."""
+    host = features.header_map.get("host", "").lower()
+    end = host.rfind(":")
+    if end > host.rfind("]"):  # a port (an IPv6 literal's colons are inside its brackets)
+        host = host[:end]
+    return host.rstrip(".")
+
+
+class ServedPages:
+    """Pages the site served (module docstring): ``observe`` each forwarded answer, ``serves`` to ask about a request."""
+
+    def __init__(self, cfg: ServedPagesConfig | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.cfg = cfg or ServedPagesConfig()
+        self.clock = clock
+        self._pages: OrderedDict[tuple[str, str], float] = OrderedDict()  # (host, path) -> when last served
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+    def observe(self, features: Features, status: int) -> None:
+        """A forwarded request the site answered with ``status``."""
+        if not (200 <= status < 300 or status == 304) or features.method not in _METHODS or not self.cfg.enabled \
+                or len(features.path) > MAX_PATH:
+            return
+        pages = self._pages
+        key = (site_host(features), features.path)
+        if key in pages:
+            pages.move_to_end(key)
+            pages[key] = self.clock()
+            return
+        if len(pages) >= self.cfg.max_pages:
+            pages.popitem(last=False)
+        pages[key] = self.clock()
+        PAGES.set(len(pages))
+
+    def serves(self, features: Features) -> bool:
+        """True when the site served the request's page (host and path) to a GET or HEAD within ``ttl_s``."""
+        pages = self._pages
+        if not pages or features.method not in _METHODS or not self.cfg.enabled:
+            return False
+        key = (site_host(features), features.path)
+        at = pages.get(key)
+        if at is None:
+            return False
+        if self.clock() - at > self.cfg.ttl_s:
+            del pages[key]
+            PAGES.set(len(pages))
+            return False
+        return True
+
+    def retune(self, cfg: ServedPagesConfig) -> None:
+        """A reload's settings, keeping what was learnt (the oldest pages beyond a lowered ``max_pages`` go)."""
+        self.cfg = cfg
+        while len(self._pages) > cfg.max_pages:
+            self._pages.popitem(last=False)
+        if not cfg.enabled:
+            self._pages.clear()
+        PAGES.set(len(self._pages))
