@@ -293,6 +293,10 @@ class RulesConfig:
     disabled: list[str] = setting(factory=list, doc="Names of rules to skip, e.g. wordpress-paths when WordPress runs behind this gateway.",
                                   coerce=_csv_list)
     actions: dict[str, str] = setting(factory=dict, doc="Action overrides by rule name: {rule: allow/block/challenge/score}, e.g. {ai-training-crawlers: block}.")
+    score_challenged: bool = setting(True, "A request a rule challenges (a crawler's name, a WordPress path, a login wave) that carries a "
+                                     "payload (a query, body, cookie or header value that can hold one) is scored by the model as well: "
+                                     "attack evidence blocks it whoever sends it, as the payload detectors' does; short of a block the "
+                                     "rule's challenge stands. false: a rule's challenge is final once the payload detectors read it.")
     inspect: dict[str, bool] = setting(factory=dict, doc="inspect overrides by rule name for allow and route rules: {rule: true/false}, e.g. "
                                        "{allow-api-clients-with-credentials: false} trusts that rule's callers with any payload (the payload "
                                        "detectors do not read what it lets through).")

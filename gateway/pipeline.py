@@ -24,7 +24,10 @@ What each stage does:
 - ``rules``: the rule table (``rules.files``); a ``score`` rule's answer goes on as ``pending``; a rule that
   challenges, or allows with ``inspect: true``, is overruled by the payload detectors' evidence (a block), so naming
   a crawler, hitting a rate, sending a credentials header or asking for a feed's path shields no injection (where the
-  request's policy mode only logs that block, shadow or rollout, the rule's own verdict stands); any other allow wins;
+  request's policy mode only logs that block, shadow or rollout, the rule's own verdict stands); any other allow wins.
+  A rule's challenge of a request that carries a payload then goes on as ``pending`` with the challenge attached
+  (``rules.score_challenged``): the model decides whether its payload is an attack, and short of a block the rule's
+  challenge stands, so who asks shields no payload from the model either;
 - ``payload``: the payload detectors, on what the rules left open: attack evidence
   blocks with or without the model, under the request's policy mode (shadow, rollout);
 - ``default``: ``rules.default`` for a request no rule matched, counted by outcome;
@@ -57,6 +60,7 @@ from typing import Protocol
 
 from gateway import metrics
 from gateway.backends import CompiledRoute, compile_routes, match_route
+from gateway.carriers import payload_carriers
 from gateway.challenge import PREFIX, ChallengeService, Signer, load_signer
 from gateway.clients import ClientState, address_of
 from gateway.config import Config, ConfigError
@@ -136,6 +140,9 @@ NO_MODEL = Verdict(Action.FORWARD, Source.DEFAULT, "model not configured; forwar
 FALLBACK_RULED = metrics.counter("clefgate_fallback_rule_decisions_total",
                                  "Requests the model could not score that a fallback rule (rules.fallback_files) decided, by rule and action.",
                                  ("rule", "action"))
+RULE_CHALLENGES_BLOCKED = metrics.counter(
+    "clefgate_rule_challenges_blocked_total", "Requests a rule challenged whose payload the model (or a fallback rule standing in for it) "
+    "found an attack, blocked instead (rules.score_challenged), by rule.", ("rule",))
 DEFAULTS = metrics.counter("clefgate_rule_defaults_total", "Requests no rule matched, by what the default (rules.default) did.",
                            ("outcome",))
 
@@ -173,6 +180,8 @@ class Pipeline:
     # payload detectors (gateway.payload), run on what the rules leave open, before the model; block_status: their block's status
     inspector: PayloadInspector | None = None
     block_status: int = 403
+    # rules.score_challenged: a rule's challenge of a request with a payload is scored by the model too (a block wins)
+    score_challenged: bool = False
     # temporary allows and blocks set in the console (gateway.console.Overrides): consulted before anything else
     overrides: OverrideStage | None = None
     # the decision chain, in order (compiled from the fields above)
@@ -281,6 +290,20 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
 
         # a score rule's request with its look counted again, one per rule (the policy memoises by the request's identity)
         counted: dict[int, tuple[ScoreRequest, ScoreRequest]] = {}
+        # a rule's challenge of a request with a payload, as a question for the model (rules.score_challenged), one per verdict
+        rescored: dict[int, tuple[Verdict, ScoreRequest]] = {}
+        rescore = p.scorer is not None and p.score_challenged
+
+        def scored(outcome: Verdict) -> ScoreRequest:
+            hit = rescored.get(id(outcome))
+            if hit is None or hit[0] is not outcome:
+                if len(rescored) >= 1024:
+                    rescored.clear()
+                rule = outcome.rule or "?"
+                hit = rescored[id(outcome)] = (outcome, ScoreRequest(
+                    rule=outcome.rule, policy=outcome.policy, backend=outcome.backend, reason=f"challenged by rule {rule}; payload scored",
+                    note=f"rule {rule} challenged it, and its payload was scored (rules.score_challenged)", challenge=outcome))
+            return hit[1]
 
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if not isinstance(outcome, Verdict):
@@ -308,7 +331,13 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
                     # goes to its rule's backend, and a challenge is not lifted by attack syntax added to the request
                     if action is forward:
                         return dataclasses.replace(detected, backend=outcome.backend, rule=outcome.rule)
-            return honoured(outcome, features) if action is challenge else outcome
+            if action is challenge:
+                # who asks is no shield for what is asked: a payload the model finds an attack blocks it (the rule's challenge
+                # stands short of that, Pipeline.score_challenged)
+                if rescore and payload_carriers(features):
+                    return scored(outcome)
+                return honoured(outcome, features)
+            return outcome
 
         async def looked_up(needed: LookupNeeded, features: Features) -> Verdict:
             """The table resumed where it stopped once the address is looked up, then the stages after it."""
@@ -328,7 +357,10 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
         inspect = p.inspector.inspect
 
         def payload(features: Features, pending: ScoreRequest | None) -> Verdict | None:
-            # attack evidence decides with or without the model (what a rule let through was read in the rules stage)
+            # attack evidence decides with or without the model (what a rule let through or challenged was read in the rules
+            # stage)
+            if pending is not None and pending.challenge is not None:
+                return None
             hits = inspect(features)
             return _detected(policy, routes, block_status, features, pending, hits) if hits else None
         stages.append(Stage("payload", payload))
@@ -362,6 +394,13 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
     corroborate = (functools.partial(policy.corroborate, rules=fallback_rules.evaluate)
                    if policy is not None and fallback_rules is not None else None)
 
+    def ruled_challenge(features: Features, verdict: Verdict, challenged: Verdict) -> Verdict:
+        """A rule's challenge of a scored request: the model's block, else the rule's challenge, honoured."""
+        if verdict.action is Action.BLOCK:
+            RULE_CHALLENGES_BLOCKED.inc(challenged.rule or "?")
+            return verdict
+        return honoured(challenged, features)
+
     async def score(features: Features, request: ScoreRequest) -> Verdict:
         """The scorer's verdict, corroborated (the fallback rules' when the model could not answer), honoured."""
         verdict = await scorer.decide(features, request)
@@ -370,6 +409,8 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
                 verdict = without_model(features, verdict)
         elif corroborate is not None:
             verdict = corroborate(features, verdict)
+        if request.challenge is not None:
+            return ruled_challenge(features, verdict, request.challenge)
         return honoured(verdict, features)
 
     def model(features: Features, pending: ScoreRequest | None) -> Verdict | Awaitable[Verdict]:
@@ -390,6 +431,8 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
                         verdict = without_model(features, verdict)
                 elif corroborate is not None:
                     verdict = corroborate(features, verdict)
+                if request.challenge is not None:
+                    return ruled_challenge(features, verdict, request.challenge)
                 return honoured(verdict, features) if verdict.action is not Action.BLOCK else verdict
         if client is not features.client:
             features = dataclasses.replace(features, client=client)
@@ -607,4 +650,4 @@ def build(cfg: Config, model: ScoreStageMaker | None = None, *, previous: Pipeli
     return Pipeline(rules=table, scorer=scorer, default=default, fallback_rules=fallback_table, pages=service, local=service, observers=(client_recorder(state),),
                     body_prefix_bytes=body_prefix, description="; ".join(parts),
                     passes=service, state=state, policy=policy, route_policies=routes if any(r.route.policy for r in routes) else (),
-                    inspector=inspector, block_status=cfg.challenge.block_status)
+                    inspector=inspector, block_status=cfg.challenge.block_status, score_challenged=cfg.rules.score_challenged)

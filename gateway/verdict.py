@@ -181,6 +181,9 @@ class ScoreRequest:
     ignore_bot_likeness: bool = False
     # what the verdict's reason adds (why a rule's bot_likeness: ignore was set aside for this client)
     note: str = ""
+    # a rule's challenge of a request that carries a payload (rules.score_challenged): the model is asked whether its payload is
+    # an attack; short of a block, this challenge stands
+    challenge: Verdict | None = None
 
 
 # the most body a request to the gateway's own endpoints (``/.clefgate/``) may carry

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from gateway import config as configmod
+from gateway import pipeline as pipeline_mod
 from gateway.config import Config, ConfigError
 from gateway.features import Features
 from gateway.pipeline import NO_MODEL, Pipeline, build, check
@@ -889,3 +890,56 @@ async def test_in_shadow_mode_and_rollout_an_inspected_rules_own_verdict_stands(
     for target in ("/api/v1/items?page=2", API_SQLI):
         v = await _decided(p, make_features(target=target, client_ip="198.51.100.7"))
         assert v.action is Action.CHALLENGE and v.rule == "gate", (target, v.reason)
+
+
+CHALLENGING = ("rules:\n  - name: example-bot\n    user_agent: 'ExampleBot'\n    action: challenge\n    difficulty: 4\n"
+               "  - name: everything\n    action: score\n")
+EXAMPLE_BOT = [("Host", "shop.example"), ("User-Agent", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://bot.example/)"),
+               ("Accept", "*/*")]
+
+
+async def test_a_rules_challenge_shields_no_payload_from_the_model(tmp_path: Path) -> None:
+    """Who asks is no shield for what is asked: a request a rule challenges that carries a payload is scored, and the
+    model's evidence blocks it (rules.score_challenged); short of a block, and for a bare path, the rule's challenge stands."""
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, CHALLENGING)]}, challenge={"keys": [KEY]},
+                 policy={"difficulty_min": 4, "difficulty_max": 4})
+    p = build(cfg, GatedScorer)
+    scorer = p.scorer
+    assert isinstance(scorer, GatedScorer)
+    before = pipeline_mod.RULE_CHALLENGES_BLOCKED.get("example-bot")
+    injected = await decided(p, make_features(target="/search?q=1%27+or+%271%27%3D%271", headers=EXAMPLE_BOT))
+    assert injected.action is Action.BLOCK and injected.source is Source.MODEL and injected.rule == "example-bot", injected.reason
+    assert "rule example-bot challenged it, and its payload was scored" in injected.reason and injected.payload
+    assert pipeline_mod.RULE_CHALLENGES_BLOCKED.get("example-bot") == before + 1
+    # a payload the model does not find an attack (P(attack) 0.7, no syntax): the rule's own challenge, as before
+    plain = await decided(p, make_features(target="/search?q=red+shoes", headers=EXAMPLE_BOT, client_ip="198.51.100.3"))
+    assert (plain.action, plain.source, plain.rule, plain.difficulty) == (Action.CHALLENGE, Source.RULE, "example-bot", 4), plain.reason
+    # nothing but a path: the model is not asked, and the rule decides at once
+    asked = len(scorer.seen)
+    bare = p.decide(make_features(target="/guides/lamps", headers=EXAMPLE_BOT, client_ip="198.51.100.4"))
+    assert isinstance(bare, Verdict) and bare.action is Action.CHALLENGE and bare.rule == "example-bot"
+    assert len(scorer.seen) == asked
+    # a pass holder the rule would let through is let through where the payload is no attack, and blocked where it is
+    f = make_features(target="/guides/lamps", headers=EXAMPLE_BOT, client_ip="198.51.100.5")
+    cookie = ("Cookie", _pass_cookie(p, f))
+    held = await decided(p, make_features(target="/search?q=red+shoes", headers=[*EXAMPLE_BOT, cookie], client_ip="198.51.100.5"))
+    assert held.action is Action.FORWARD and held.rule == "example-bot", held.reason
+    attack = await decided(p, make_features(target="/search?q=1%27+or+%271%27%3D%271", headers=[*EXAMPLE_BOT, cookie],
+                                            client_ip="198.51.100.5"))
+    assert attack.action is Action.BLOCK, attack.reason
+    # turned off, the rule's challenge is final
+    off = build(cfg_of(rules={"files": [rules_file(tmp_path, CHALLENGING)], "score_challenged": False}, challenge={"keys": [KEY]}),
+                GatedScorer)
+    final = off.decide(make_features(target="/search?q=1%27+or+%271%27%3D%271", headers=EXAMPLE_BOT, client_ip="198.51.100.6"))
+    assert isinstance(final, Verdict) and final.action is Action.CHALLENGE and final.rule == "example-bot"
+
+
+async def test_a_rules_challenge_of_a_payload_is_blocked_by_a_fallback_rule_when_the_model_is_down(tmp_path: Path) -> None:
+    files = [rules_file(tmp_path, CHALLENGING)]
+    cfg = cfg_of(rules={"files": files, "fallback_files": [str(ROOT / "rules" / "injections.yaml")]}, challenge={"keys": [KEY]})
+    for stage in (FailingScorer, FailingAtOnceScorer):
+        down = build(cfg, stage)
+        v = await decided(down, make_features(target=SQLI, headers=EXAMPLE_BOT))
+        assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason, v.reason
+        clean = await decided(down, make_features(target="/search?q=walnut+desk", headers=EXAMPLE_BOT, client_ip="198.51.100.9"))
+        assert clean.action is Action.CHALLENGE and clean.rule == "example-bot", clean.reason
