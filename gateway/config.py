@@ -556,7 +556,8 @@ class DeciderConfig:
 PAYLOAD_BODY_CEILING = 64 * 1024
 PAYLOAD_DETECTORS = ("libinjection-sqli", "libinjection-xss", "signatures")
 PAYLOAD_HEADERS = ["referer", "user-agent", "origin", "x-forwarded-host", "x-forwarded-for", "x-forwarded-server", "x-original-url",
-                   "x-rewrite-url", "x-real-ip", "x-client-ip", "true-client-ip", "x-http-method-override", "x-api-*", "x-custom-*"]
+                   "x-rewrite-url", "x-real-ip", "x-client-ip", "true-client-ip", "x-http-method-override", "x-api-*", "x-custom-*",
+                   "content-type"]
 
 
 def _payload_header(v: str) -> str | None:
@@ -573,7 +574,7 @@ class PayloadConfig:
     A hit blocks (``Source.DETECTOR``) under the request's policy mode (shadow, rollout).
     """
 
-    enabled: bool = setting(True, "Inspect the path, query parameters, form, JSON and multipart fields, cookies and the headers below for SQL injection, XSS and the injection signatures; a hit blocks.")
+    enabled: bool = setting(True, "Inspect the path, query parameters, form, JSON and multipart fields, XML and YAML documents (for what their parsers act on), cookies and the headers below for SQL injection, XSS and the injection signatures; a hit blocks.")
     max_body_bytes: int = setting(16 * 1024, "Bytes of a request body inspected (accepts 16KiB style sizes, at most 64KiB: what the proxy buffers before deciding). "
                                   "The proxy reads max(this, limits.body_prefix_bytes, challenge.keep_form_bytes where something can challenge) before deciding; a longer body is inspected on that prefix, "
                                   "streamed on unbuffered, and counted in clefgate_payload_body_truncated_total. 0 inspects no bodies.",

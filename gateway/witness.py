@@ -62,7 +62,9 @@ What each kind needs (case-insensitive, per value, in any of its decodings):
   line break (``%0d%0aSet-Cookie:``), serialized-object markers, ``__proto__``, Mongo
   operators, an LDAP filter, an XPath step, the closing-quote breakouts SQL has, and a value
   that is or starts like a forged URL (``//evil.example``, ``http://127.0.0.1``, ``/\\evil``,
-  ``https://good.example@evil.example``), not a plain link to a public host (``https://docs.example/page``);
+  ``https://good.example@evil.example``), not a plain link to a public host (``https://docs.example/page``), OGNL
+  reaching Struts' member access (``#_memberAccess``), a name that reaches Spring's class loader
+  (``class.module.classLoader``), a JSON key that is a query operator (``"$ne":``);
 * ``probe``: any of the above (a scanner's request carries whatever it tries).
 
 Encodings no client writes for its own values (overlong UTF-8, ``%u`` escapes, a percent
@@ -241,6 +243,8 @@ _OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(
           r"""(?<![\r\n])(?<!%0[ad])(?<!\\[rn])(?:[\r\n]|%0[ad]|\\[rn]|嘊|嘍)++\s*+(?:set-cookie|content-(?:type|length|disposition)|contenttype|x-xss-protection|"""
           r"""access-control-allow-[\w-]+|location\s*:\s*(?:https?:|//)|http/\d)\s*:?|(?<![\r\n])(?<!%0[ad])(?<!\\[rn])(?:[\r\n]|%0[ad]|\\[rn]){2,}+\s*+<\s*(?:script|svg|html)|"""
           r"""\[\s*\$\w+\s*\]|[{,]\s*['"]?\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|not|nor|expr|function|comment)\b|"""
+          r"""^\s*"\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|not|nor|expr|function|accumulator)"\s*:\s*$|"""
+          r"""#_memberaccess|@ognl\.ognlcontext\b|\bognlutil\b|@java\.lang\.\w+@|\bclass\.module\.classloader\b|^class\.classloader\b|"""
           r"""\$where\b|\bdb\.\w+\.\w+\s*\(|\bthis\.\w+\.match\s*\(|['"]\s*;\s*(?:return|sleep|while)\b|;\s*return\s+(?:true|1)\b|"""
           r"""\*\s*\)\s*\(|\)\s*\(\s*[|&!]?\s*[\w-]+\s*[=~<>]|\(\s*[|&!]\s*\(|^\s*\*\s*\(\s*[|&]|\*\s*\)+\s*(?:%00|\x00|$)|"""
           r"""\]\s*\|\s*//|//\s*\*|\b(?:count|name|string-length|substring)\s*\(\s*/|"""

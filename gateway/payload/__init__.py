@@ -12,9 +12,13 @@ detectors on its own:
   uploaded file contents are not read); cookies (``name=value`` pairs, except the
   gateway's own pass cookie); and the headers listed in ``payload.headers`` (Referer,
   User-Agent, Origin, X-Forwarded-Host, X-Forwarded-For entries that are not
-  addresses, …). A body whose ``Content-Type`` is missing is read as JSON when it starts
-  with ``{`` or ``[`` and as a form when it has ``=``; other bodies (text, XML, files)
-  are left to the rules and the model.
+  addresses, …, and the Content-Type a framework parses). A body whose ``Content-Type`` is missing is read as JSON
+  when it starts with ``{`` or ``[`` and as a form when it has ``=``. An XML or YAML body is read whole, by the
+  signatures of what its parser or deserialiser acts on only (entity declarations, XInclude, serialized objects and
+  their tags, runtime access: :data:`DOCUMENT_KINDS`); other bodies (text, files) are left to the rules and the model.
+  A name or key made of word characters and dots is read when it walks the application's object graph
+  (``__proto__``, ``constructor.prototype``, ``class.module.classLoader``: ``locations.GRAPH_NAME``), and a JSON key
+  that starts with ``$`` is read with its quotes and colon (``"$ne":``), as a query operator is written.
 - **decodings**: the value as sent; percent-decoded once, and twice when once left
   ``%XX`` escapes (``+`` is a space in query strings and forms); HTML character
   references; JSON escapes (the JSON parser undoes them); base64 only where a value is
@@ -110,7 +114,12 @@ _ATTRIBUTE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # review, a pasted snippet. HTML, shell lines, file paths, URLs and code are ordinary there on a developer forum, so
 # libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
 PROSE_WORDS = 16
-PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection"})
+PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection", "nosql-injection"})
+# An XML or YAML body (application/xml, text/xml, SOAP, any +xml type; application/yaml, x-yaml) is read whole by the
+# signatures of what its parser or deserialiser acts on: entity declarations and XInclude (XXE), serialized objects and
+# their tags (!!python/object), runtime access
+DOCUMENT_KINDS = frozenset({"xml-external-entities", "code-injection", "template-injection"})
+_DOCUMENT_TYPE = re.compile(r"[/+](xml|yaml|x-yaml)\b", re.IGNORECASE)
 # A signature that matched only a name (document.cookie, information_schema, <iframe> with no attribute) in a value of
 # words mentions the thing, as a question or a tutorial does ("what is document.cookie"); using it needs syntax around
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
@@ -204,7 +213,12 @@ class PayloadInspector:
         if body and self.max_body:
             if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
                 TRUNCATED.inc()
-            yield from body_values(f.header_map.get("content-type", ""), body[:self.max_body], whole=self.whole_body)
+            ctype = f.header_map.get("content-type", "")
+            yield from body_values(ctype, body[:self.max_body], whole=self.whole_body)
+            document = _DOCUMENT_TYPE.search(ctype) if not self.whole_body else None
+            if document is not None:
+                # what an XML or YAML parser acts on: entity declarations, XInclude, the objects a deserialiser builds
+                yield document.group(1).removeprefix("x-"), body[:self.max_body].decode("utf-8", "replace"), False, True, "raw"
         cookie = f.header_map.get("cookie")
         if cookie:
             for part in cookie.split(";"):
@@ -278,6 +292,8 @@ class PayloadInspector:
 
     def _value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
         """The first hit in one value, trying each decoding in turn."""
+        if location in ("xml", "yaml"):
+            return self._document(location, value)  # a parser reads the document as sent: its references are text, not markup
         for text, decoding in self._decodings(location, value, plus, base):
             hit = self._text(location, text, decoding, body)
             if hit is not None:
@@ -322,6 +338,19 @@ class PayloadInspector:
                 # show the text as sent when lower-casing kept its length (it nearly always does)
                 shown = text if len(text) == len(low) else low
                 return PayloadHit("signatures", sig.kind, location, fragment(shown, start, end), decoding)
+        return None
+
+    def _document(self, location: str, text: str) -> PayloadHit | None:
+        """An XML or YAML body read whole by the signatures of what its parser acts on (:data:`DOCUMENT_KINDS`): its
+        text is data for the application, read by the model and its witness, not by the signatures for values."""
+        if self._joined is None:
+            return None
+        low = text.lower()
+        for sig in self.signatures:
+            if sig.kind in DOCUMENT_KINDS:
+                m = sig.regex.search(low)
+                if m is not None:
+                    return PayloadHit("signatures", sig.kind, location, fragment(low, m.start(), m.end()), "raw")
         return None
 
     def _signed(self, text: str, body: bool, prose: bool) -> Iterator[tuple[Signature, str, int, int]]:

@@ -25,6 +25,10 @@ NAME_CHARS = 64      # longest parameter, field, cookie or header name shown in 
 JSON_DEPTH = 32
 # a value made only of these cannot be SQL injection (no spaces, quotes, parentheses, operators or comments)
 INERT = re.compile(r"[\w.\-@:/~!]*")
+# ... but a name made only of them can still walk the application's object graph where a framework binds names to
+# objects: prototype pollution (``__proto__.isAdmin``, ``constructor.prototype``) and Spring's data binding
+# (``class.module.classLoader...``, Spring4Shell); such a name is read like any other
+GRAPH_NAME = re.compile(r"__proto__|\bconstructor\.prototype\b|^class\.|\.classloader\b", re.IGNORECASE)
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _BOUNDARY = re.compile(r'boundary=(?:"([^"]{1,200})"|([^\s;,]{1,200}))', re.IGNORECASE)
 _DISPOSITION = re.compile(r'\b(name|filename)="([^"]*)"|\b(name|filename)=([^\s;]+)', re.IGNORECASE)
@@ -79,7 +83,7 @@ def pairs(text: str, kind: str, plus: bool) -> Iterator[Value]:
         shown = name_of(decode_percent(name, plus) if "%" in name or "+" in name else name)
         if value:
             yield f"{kind}:{shown}", value, plus, False, "raw"
-        if not INERT.fullmatch(name):
+        if not INERT.fullmatch(name) or GRAPH_NAME.search(name):
             yield f"{kind}:{shown} (name)", name, plus, False, "raw"
 
 
@@ -117,7 +121,12 @@ def _json_values(text: str, base: str) -> Iterator[Value]:
             for key, value in reversed(node.items()):
                 key_path = f"{path}.{name_of(key)}" if INERT.fullmatch(key) else f"{path}[{name_of(json.dumps(key))}]"
                 if not INERT.fullmatch(key):
-                    yield f"json:{key_path} (key)", key, False, True, base
+                    # a key is read with the quotes and colon it has in the document, as a query operator (``"$ne":``) is
+                    # written where it is data
+                    yield f"json:{key_path} (key)", f'"{key}":' if key.startswith("$") else key, False, True, base
+                elif key == "__proto__" or (key == "prototype" and path.endswith(".constructor")):
+                    # prototype pollution: the path the key walks (``__proto__``, ``constructor.prototype``)
+                    yield f"json:{key_path} (key)", key if key == "__proto__" else "constructor.prototype", False, True, base
                 stack.append((key_path, value, depth + 1))
         elif isinstance(node, list):
             for i in range(len(node) - 1, -1, -1):

@@ -98,7 +98,7 @@ def matching(f: Features) -> set[str]:
 
 
 INJECTION_RULES = {"block-sql-injection", "block-xss", "block-path-traversal", "block-command-injection", "block-template-injection",
-                   "block-code-injection", "block-ldap-injection", "block-xml-external-entities", "block-ssrf", "block-crlf-injection",
+                   "block-code-injection", "block-nosql-injection", "block-ldap-injection", "block-xml-external-entities", "block-ssrf", "block-crlf-injection",
                    "block-log4shell-probes"}
 
 ATTACKS = [

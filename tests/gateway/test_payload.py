@@ -170,11 +170,11 @@ def test_variants(value: str, plus: bool, expected: list[tuple[str, str]]) -> No
 
 XXE = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><r>&x;</r>'
 # values the detectors leave to the rules and the model, which the fallback rules read: an uploaded file, a body no
-# parser reads (XML; JSON sent as text/plain), a header not in payload.headers
+# parser reads (XML sent as text; JSON sent as text/plain), a header not in payload.headers
 UNPARSED = [
     (record("/upload", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
             body=multipart([("note", "hello", None), ("file", XXE, "a.xml")])), "block-xml-external-entities"),
-    (record("/soap", method="POST", headers=[["Content-Type", "application/xml"]], body=XXE), "block-xml-external-entities"),
+    (record("/soap", method="POST", headers=[["Content-Type", "text/plain"]], body=XXE), "block-xml-external-entities"),
     (record("/beacon", method="POST", headers=[["Content-Type", "text/plain;charset=UTF-8"]],
             body=json.dumps({"note": "see our notes on contributing, reporting issues and asking questions in the forum", "path": "../../../../etc/passwd"})),
      "block-path-traversal"),
@@ -429,3 +429,72 @@ def test_json_values_keep_escaped_pairs_whole_and_mark_lone_halves() -> None:
     body = rb'{"q": "\ud83d\ude4c \u0027 or 1=1--", "r": "\uDBFF"}'
     text = inputs_text(make_features(method="POST", body=body, headers=[("Host", "a"), ("Content-Type", "application/json")]))
     assert "\U0001f64c ' or 1=1--" in text and "\ufffd" in text and not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+JSON_TYPE = [["Content-Type", "application/json"]]
+FORM_TYPE = [["Content-Type", "application/x-www-form-urlencoded"]]
+STRUTS = ("%{(#_='multipart/form-data').(#dm=@ognl.OgnlContext@DEFAULT_MEMBER_ACCESS).(#_memberAccess?(#_memberAccess=#dm):"
+          "((#container=#context['com.opensymphony.xwork2.ActionContext.container'])))}")
+XML_DECODER = ('<soapenv:Envelope><soapenv:Header><work:WorkContext><java version="1.8" class="java.beans.XMLDecoder">'
+               '<void class="java.lang.ProcessBuilder"><array class="java.lang.String" length="1"><void index="0"><string>id</string>'
+               '</void></array><void method="start"/></void></java></work:WorkContext></soapenv:Header></soapenv:Envelope>')
+# where well-known exploits put their payload: an XML or YAML document (what its parser acts on), a name or key that walks
+# the application's object graph, a JSON key that is a query operator, the Content-Type a framework parses
+WHERE_EXPLOITS_LIVE = [
+    ("XXE in an XML body", record("/api/orders", method="POST", headers=[["Content-Type", "application/xml"]], body=XXE),
+     "xml-external-entities", "xml"),
+    ("XXE in a SOAP body", record("/ws", method="POST", headers=[["Content-Type", "application/soap+xml; charset=utf-8"]],
+                                  body=XXE.replace("<r>", "<soap:Envelope>")), "xml-external-entities", "xml"),
+    ("an XMLDecoder document", record("/wls-wsat/CoordinatorPortType", method="POST", headers=[["Content-Type", "text/xml"]],
+                                      body=XML_DECODER), "template-injection", "xml"),
+    ("a YAML deserialisation tag", record("/api/config", method="POST", headers=[["Content-Type", "application/x-yaml"]],
+                                          body="!!python/object/apply:os.system ['id']"), "code-injection", "yaml"),
+    ("NoSQL operators in JSON", record("/login", method="POST", headers=JSON_TYPE, body='{"username": "admin", "password": {"$ne": null}}'),
+     "nosql-injection", 'json:$.password["$ne"] (key)'),
+    ("server-side JavaScript in JSON", record("/api/find", method="POST", headers=JSON_TYPE, body='{"$where": "sleep(5000) || true"}'),
+     "nosql-injection", 'json:$["$where"] (key)'),
+    ("prototype pollution in JSON", record("/api/merge", method="POST", headers=JSON_TYPE, body='{"__proto__": {"isAdmin": true}}'),
+     "code-injection", "json:$.__proto__ (key)"),
+    ("constructor.prototype in JSON", record("/api/merge", method="POST", headers=JSON_TYPE,
+                                             body='{"constructor": {"prototype": {"isAdmin": true}}}'),
+     "code-injection", "json:$.constructor.prototype (key)"),
+    ("prototype pollution in a query name", record("/?__proto__.isAdmin=true"), "code-injection", "query:__proto__.isAdmin (name)"),
+    ("Spring4Shell's form names", record("/greeting", method="POST", headers=FORM_TYPE,
+                                         body="class.module.classLoader.resources.context.parent.pipeline.first.suffix=.jsp"),
+     "code-injection", "form:class.module.classLoader.resources.context.parent.pipeline.first (name)"),  # a name is shown cut
+    ("OGNL in a Content-Type", record("/upload.action", method="POST", headers=[["Content-Type", STRUTS]], body="a=1"),
+     "template-injection", "header:content-type"),
+]
+
+
+@pytest.mark.parametrize("name,rec,kind,location", WHERE_EXPLOITS_LIVE, ids=[c[0] for c in WHERE_EXPLOITS_LIVE])
+def test_the_detectors_read_where_well_known_exploits_put_their_payload(inspector: PayloadInspector, name: str, rec: dict[str, Any],
+                                                                        kind: str, location: str) -> None:
+    hits = inspector.inspect(from_record(rec))
+    assert (hits[0].kind, hits[0].location) == (kind, location), hits
+
+
+# the same places holding what applications send every day: read, and nothing found
+DOCUMENTS_AND_NAMES = [
+    ("a SOAP call", "application/soap+xml", '<?xml version="1.0"?><soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope">'
+     '<soap:Body><m:GetPrice><m:Item>Apples -- fresh, "organic" and cheap</m:Item></m:GetPrice></soap:Body></soap:Envelope>'),
+    ("an SVG with its DTD", "image/svg+xml", '<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" '
+     '"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd"><svg xmlns="http://www.w3.org/2000/svg"><text>He said "yes" and left '
+     '<!-- a note --></text></svg>'),
+    ("a feed about code", "application/rss+xml", "<rss><channel><title>Q&amp;A: SELECT * FROM t where a = '1' -- why</title>"
+     "<item><title>Runtime.exec() and ProcessBuilder in Java</title><description>&lt;!ENTITY explained</description></item></channel></rss>"),
+    ("a YAML config", "application/yaml", 'name: demo\nversion: 2\ndeps:\n  - redis\n  - {name: pg, tag: "16"}\n'),
+    ("JSON Schema keys", "application/json", '{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x", "$ref": "#/$defs/a"}'),
+    ("MongoDB extended JSON", "application/json", '{"_id": {"$oid": "5f1d7f0e2c"}, "at": {"$date": "2024-01-01T00:00:00Z"}}'),
+    ("keys named like objects", "application/json", '{"constructor": "Ferrari", "prototype": "SF-24", "class": "F1"}'),
+    ("form names with dots", "application/x-www-form-urlencoded", "class=economy&classroom=3&user.name=ana&address.city=Lyon"),
+]
+
+
+@pytest.mark.parametrize("name,ctype,body", DOCUMENTS_AND_NAMES, ids=[c[0] for c in DOCUMENTS_AND_NAMES])
+def test_documents_keys_and_names_of_everyday_requests_hold_no_evidence(inspector: PayloadInspector, name: str, ctype: str,
+                                                                        body: str) -> None:
+    f = from_record(record("/api/things", method="POST", headers=[["Content-Type", ctype]], body=body))
+    assert inspector.inspect(f) == ()
+    # the same Content-Types, read as a header, are no evidence either
+    assert inspector.inspect(from_record(record("/x", method="POST", headers=[["Content-Type", ctype + "; charset=UTF-8"]], body="a"))) == ()

@@ -163,6 +163,11 @@ def test_values_are_read_where_the_application_reads_them_and_not_where_the_clie
     ("/", [("Host", "h"), ("Cookie", "lang=%24%7Bjndi%3Aldap%3A%2F%2Fx%7D")], b"", ("other",), "cookie:lang"),
     ("/", [("Host", "h"), ("X-Api-Version", "${jndi:ldap://x/a}")], b"", ("other",), "header:x-api-version"),
     ("/r?to=aHR0cDovLzEyNy4wLjAuMS9hZG1pbg==", None, b"", ("other",), "query:to"),        # base64 decoded where it is base64
+    ("/login", JSON, b'{"user": "admin", "password": {"$ne": null}}', ("other",), 'json:$.password["$ne"] (key)'),  # an operator key
+    ("/api/merge", JSON, b'{"__proto__": {"isAdmin": true}}', ("other",), "json:$.__proto__ (key)"),
+    ("/greeting", FORM, b"class.module.classLoader.resources.context.parent.pipeline.first.prefix=x", ("other",),
+     "form:class.module.classLoader.resources.context.parent.pipeline.first (name)"),            # Spring's data binding
+    ("/index.action?x=%25%7B(%23_memberAccess%5B%27allowStaticMethodAccess%27%5D%3Dtrue)%7D", None, b"", ("other",), "query:x"),  # OGNL
 ])
 def test_the_witness_names_the_value_that_holds_the_syntax(target: str, headers: list[tuple[str, str]] | None, body: bytes,
                                                            kinds: tuple[str, ...], location: str) -> None:
