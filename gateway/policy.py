@@ -37,7 +37,8 @@ For a scored request it answers with a ``Verdict``:
   forwarded GET or HEAD for it with a 2xx or 304): a path the site serves to anyone is a page, not a probe for
   something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a block is blocked all
   the same;
-* ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk``, with a proof-of-work
+* ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk`` (the single-class view's: for a model that answers
+  the two questions apart, P(attack) + P(benign) x P(client = bad_bot), :func:`risk_of`), with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
   ``difficulty_max`` at risk 1 (a little more suspicious, a little more work). Bot-likeness
   (P(bad_bot), combined risk, the client statistics the model reads) never blocks, unless
@@ -279,11 +280,12 @@ class Policy:
                 return hit[3]
         attack = attack_probability(probabilities)
         bot = bot_probability(probabilities)
+        apart = "client" in probabilities  # two questions: P(bad_bot) of the class view is P(benign) x P(client = bad_bot)
         # a score rule's bot_likeness: ignore: the client's look is no suspicion here, P(attack) alone is the risk
         ignored = request.ignore_bot_likeness
         look = 0.0 if ignored else bot
         # P(attack) raises the risk only with a breakout somewhere in the request (policy.suspicion_needs_syntax)
-        gated = t.suspicion_needs_syntax and t.block_needs_syntax and attack < t.block_attack and look < t.challenge_risk <= look + attack
+        gated = t.suspicion_needs_syntax and t.block_needs_syntax and attack < t.block_attack and look < t.challenge_risk <= risk_of(attack, look, apart)
         if gated:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
         carriers = payload_carriers(features) if gated else ()
@@ -291,7 +293,7 @@ class Policy:
         # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages)
         served = gated and not carriers and self.serves is not None and self.serves(features)
         counted = 0.0 if syntaxless or served else attack
-        risk = look + counted
+        risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
@@ -347,7 +349,7 @@ class Policy:
         else:
             action = Action.FORWARD
             reason = f"{_risk_name(ignored, syntaxless or served)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
-            spared = ignored and bot + counted >= t.challenge_risk
+            spared = ignored and risk_of(counted, bot, apart) >= t.challenge_risk
         if syntaxless:
             # always a forward: the look alone is under challenge_risk, or the gate would not have been asked
             reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
@@ -549,6 +551,14 @@ class Policy:
         return Verdict(Action.FORWARD, Source.SHADOW, f"{why}; would {action.value}: {verdict.reason}",
                        probabilities=verdict.probabilities, backend=verdict.backend, rule=verdict.rule, status=verdict.status,
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
+
+
+def risk_of(attack: float, look: float, apart: bool) -> float:
+    """P(bad_bot) + P(attack) of the single-class view (``gateway.verdict.class_probabilities``): for a model that answers
+    the payload and client questions apart, a request is an attack, or a benign request from a bad bot, so the risk is
+    P(attack) + (1 - P(attack)) x P(client = bad_bot), the chance that either holds; for one that answers a single class
+    question, the two are exclusive classes and add up."""
+    return attack + (1.0 - attack) * look if apart else attack + look
 
 
 def spared_p_attack(verdict: Verdict) -> bool:

@@ -156,10 +156,13 @@ class Verdict:
 
     @property
     def score(self) -> float | None:
-        """P(bad_bot) + P(attack) when the model decided, else None."""
+        """P(bad_bot) + P(attack) of the single-class view when the model decided (the policy's risk), else None."""
         if not self.probabilities or not ({"class", "payload", "client"} & self.probabilities.keys()):
             return None
-        return bot_probability(self.probabilities) + attack_probability(self.probabilities)
+        attack = attack_probability(self.probabilities)
+        bot = bot_probability(self.probabilities)
+        # two questions: P(bad_bot) of the class view is P(benign) x P(client = bad_bot) (gateway.policy.risk_of)
+        return attack + ((1.0 - attack) * bot if "client" in self.probabilities else bot)
 
 
 ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default allow")

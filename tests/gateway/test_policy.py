@@ -583,3 +583,21 @@ def test_where_the_look_is_ignored_and_no_value_holds_syntax_nothing_counts() ->
     hit = Policy(PolicyConfig()).verdict(make_features(target="/api/v1/items?page=2&sort=name%27)", headers=library),
                                          two_questions(0.8, 0.9), request)
     assert hit.action is Action.CHALLENGE and hit.reason.startswith("default policy: P(attack)=0.80 >= 0.5"), hit.reason
+
+
+@pytest.mark.parametrize("attack,bad,action", [
+    (0.25, 0.3, Action.FORWARD),    # 0.25 + 0.75 x 0.3 = 0.475: neither question, nor the chance that either holds, reaches 0.5
+    (0.3, 0.3, Action.CHALLENGE),   # 0.3 + 0.7 x 0.3 = 0.51
+    (0.0, 0.5, Action.CHALLENGE),   # the look alone
+    (0.5, 0.0, Action.CHALLENGE),   # P(attack) alone
+])
+def test_two_questions_make_one_risk_the_chance_that_either_holds(attack: float, bad: float, action: Action) -> None:
+    """The risk is P(bad_bot) + P(attack) of the single-class view: with two questions, P(attack) + P(benign) x P(bad_bot)
+    (a request is an attack, or a benign one from a bad bot); a single class question's exclusive classes add up."""
+    quoted = make_features(target="/search?q=red+shoes&sort=name%27)")  # syntax in a value: P(attack) counts
+    v = Policy(PolicyConfig()).verdict(quoted, two_questions(attack, bad), ScoreRequest())
+    assert v.action is action, v.reason
+    assert v.score == pytest.approx(attack + (1 - attack) * bad)
+    single = Policy(PolicyConfig()).verdict(quoted, probs(human=1 - attack - bad, bad_bot=bad, attack=attack), ScoreRequest())
+    assert single.action is (Action.CHALLENGE if attack + bad >= 0.5 else Action.FORWARD), single.reason
+    assert single.score == pytest.approx(attack + bad)
