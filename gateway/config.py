@@ -464,8 +464,9 @@ class ServedPagesConfig:
 
     enabled: bool = setting(True, "Remember the pages the site serves (a GET or HEAD forwarded and answered with a 2xx or 304, by host "
                             "and path): a request to one that carries nothing but its path (no query, body, cookie or header value "
-                            "that can hold a payload) has its P(attack) short of a block not counted, since the site itself "
-                            "serves that path to anyone who asks; the look still counts (policy.suspicion_needs_syntax).")
+                            "that can hold a payload, and a path free of attack syntax) has its P(attack) short of a block not counted, "
+                            "since the site itself serves that path; the look still counts (where policy.suspicion_needs_syntax "
+                            "and policy.block_needs_syntax are on).")
     ttl_s: float = setting(86400.0, "How long a page is remembered after the site last served it.", check=positive)
     max_pages: int = setting(100000, "Pages remembered at once (per worker); the least recently served is dropped first.", check=positive)
 

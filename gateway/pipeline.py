@@ -521,7 +521,7 @@ def client_recorder(state: ClientState) -> ResponseObserver:
         if action is Action.FORWARD:
             if not features.path.startswith(PREFIX):
                 record(key, features.path, status)
-                served(features, status)
+                served(features, status, verdict.reason)
         elif action is Action.CHALLENGE:
             if _could_solve(features):
                 history.challenged(key)

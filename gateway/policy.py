@@ -33,7 +33,7 @@ For a scored request it answers with a ``Verdict``:
   that earned a block is blocked all the same (:meth:`Policy.escalate`). Counted in
   ``clefgate_policy_syntaxless_total``; a fallback rule that agrees still blocks;
 * ``forward`` likewise where the request carries nothing but its path (no query, body, cookie or header value
-  that can hold a payload) and the site serves that page (``clients.served_pages``, ``gateway.served``: it answered a
+  that can hold a payload), a path free of attack syntax, and the site serves that page (``clients.served_pages``, ``gateway.served``: it answered a
   forwarded GET or HEAD for it with a 2xx or 304): a path the site serves to anyone is a page, not a probe for
   something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a block is blocked all
   the same;
@@ -81,6 +81,7 @@ from gateway.carriers import payload_carriers
 from gateway.clients import ClientState, address_of
 from gateway.config import PolicyConfig, RoutePolicyConfig
 from gateway.features import Features
+from gateway.served import SERVED_PAGE
 from gateway.verdict import (
     Action,
     PayloadHit,
@@ -139,8 +140,6 @@ UNFAMILIAR = "unfamiliar to the model"
 NO_SYNTAX = "no value holds the syntax"
 # ... and when no value held the syntax of any attack, so P(attack) was not counted (policy.suspicion_needs_syntax)
 SYNTAXLESS = "no attack syntax in any value"
-# ... and when the request carried nothing but its path, to a page the site serves (clients.served_pages)
-SERVED_PAGE = "a page the site serves"
 # ... and when a score rule said the client's look is no suspicion on its requests (bot_likeness: ignore)
 BOT_LIKENESS_IGNORED = "bot-likeness ignored"
 FALLBACK_MODES = ("forward", "challenge", "rules-only")
@@ -291,7 +290,8 @@ class Policy:
         carriers = payload_carriers(features) if gated else ()
         syntaxless = bool(carriers) and syntax_free(features)
         # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages)
-        served = gated and not carriers and self.serves is not None and self.serves(features)
+        # (and whose path holds no syntax: a secret's or a backup's name is a probe whoever was served it)
+        served = gated and not carriers and self.serves is not None and self.serves(features) and syntax_free(features)
         counted = 0.0 if syntaxless or served else attack
         risk = risk_of(counted, look, apart)
         spared = False

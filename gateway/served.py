@@ -11,7 +11,10 @@ request that carries nothing else cannot do more than read it. The first visitor
 judged as before; a page the site stopped serving is forgotten after ``ttl_s``.
 
 Only a forwarded request teaches: a probe the gateway challenged or blocked never reached the site, so it teaches
-nothing, whatever the site would have answered. A site that answers every path with a 200 (a single-page app's
+nothing, whatever the site would have answered; nor does a request forwarded because its page was known (a scanner
+asking again keeps no page alive), one with credentials (``Authorization``: what the site serves to its holder, not
+to anyone), or one naming a host longer than DNS allows. A path that holds attack syntax (``/.env``, ``/.git/config``,
+a backup's name: ``gateway.witness.syntax_free``) is judged as before whoever was served it. A site that answers every path with a 200 (a single-page app's
 catch-all, a soft 404) teaches every path forwarded to it; the page such a site serves is the same whatever the path,
 so a bare request to it reads nothing a person would not. Each worker keeps its own pages (not shared through Redis),
 at most ``max_pages`` of them: the least recently served goes first.
@@ -31,8 +34,12 @@ PAGES = metrics.gauge("clefgate_served_pages", "Pages (host and path) the site a
                       "remembered in this worker.")
 
 _METHODS = frozenset({"GET", "HEAD"})
+# the words of a verdict's reason when a request's P(attack) was not counted since the site serves its page (gateway.policy)
+SERVED_PAGE = "a page the site serves"
 # the longest path remembered: a longer one is no page a person types or a site links to often enough to matter
 MAX_PATH = 512
+# the longest host name DNS allows: a longer Host names no site
+MAX_HOST = 253
 
 
 def site_host(features: Features) -> str:
@@ -55,13 +62,18 @@ class ServedPages:
     def __len__(self) -> int:
         return len(self._pages)
 
-    def observe(self, features: Features, status: int) -> None:
-        """A forwarded request the site answered with ``status``."""
+    def observe(self, features: Features, status: int, reason: str = "") -> None:
+        """A forwarded request the site answered with ``status``, under a verdict with this ``reason``: one forwarded
+        because its page was known (:data:`SERVED_PAGE`) neither teaches the page again nor keeps it from being
+        forgotten, or a scanner asking again would keep a page alive."""
         if not (200 <= status < 300 or status == 304) or features.method not in _METHODS or not self.cfg.enabled \
-                or len(features.path) > MAX_PATH:
+                or len(features.path) > MAX_PATH or "authorization" in features.header_map or SERVED_PAGE in reason:
+            return
+        host = site_host(features)
+        if len(host) > MAX_HOST:
             return
         pages = self._pages
-        key = (site_host(features), features.path)
+        key = (host, features.path)
         if key in pages:
             pages.move_to_end(key)
             pages[key] = self.clock()

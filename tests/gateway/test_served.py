@@ -153,3 +153,29 @@ async def test_a_person_reaches_a_page_the_site_served_a_crawler_and_a_probe_of_
                        clients={"served_pages": {"enabled": False}}), PathScorer, previous=kept)
     assert off.state is p.state and not off.state.pages.serves(person)
     assert (await decided(off, page("/guides/rewiring-a-lamp", ip="198.51.100.23"), 403)).action is Action.CHALLENGE
+
+
+def test_a_page_is_not_learnt_from_credentials_an_overlong_host_or_a_forward_it_earned_itself() -> None:
+    clock = Clock()
+    pages = ServedPages(ServedPagesConfig(ttl_s=60.0), clock)
+    with_token = make_features(target="/account", headers=[("Host", "www.example.com"), ("Authorization", "Bearer t0k3n")])
+    pages.observe(with_token, 200)
+    assert not pages.serves(page("/account"))
+    pages.observe(page(host="a" * 254 + ".example"), 200)
+    assert len(pages) == 0
+    pages.observe(page("/guide"), 200)
+    clock.now += 50
+    # forwarded because its page was known: the page is not kept alive by it, so a scanner asking again keeps nothing
+    pages.observe(page("/guide"), 200, f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.70 {SERVED}")
+    clock.now += 15
+    assert not pages.serves(page("/guide"))
+
+
+def test_a_path_that_holds_attack_syntax_is_judged_as_before_whoever_was_served_it() -> None:
+    pol, pages = Policy(PolicyConfig()), ServedPages()
+    pol.serves = pages.serves
+    for path in ("/.git/config", "/.env", "/wp-config.php.bak", "/etc/passwd"):
+        pages.observe(page(path), 200)
+        assert pages.serves(page(path))
+        v = pol.verdict(page(path), two_questions(0.7), ScoreRequest())
+        assert v.action is Action.CHALLENGE and SERVED not in v.reason, (path, v.reason)
