@@ -27,9 +27,9 @@ What counts, and why:
   resource suspicious: probing for files is challenged, and a client that keeps probing
   without solving earns its block.
 
-It runs only for requests the model finds suspicious (at or above the block threshold, or in
-the challenge band for ``policy.suspicion_needs_syntax``), so its cost does not matter to the
-common case.
+It runs for requests the model finds suspicious (at or above the block threshold, or in
+the challenge band for ``policy.suspicion_needs_syntax``) and for requests a rule challenges
+(``rules.score_challenged``: only one that carries a payload is scored), not for the common case.
 """
 
 from __future__ import annotations

@@ -58,11 +58,14 @@ matched a value is not asked again about it.
 
 from __future__ import annotations
 
+import functools
+import html
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import libinjection
 import re2
@@ -115,11 +118,39 @@ _ATTRIBUTE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
 PROSE_WORDS = 16
 PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection", "nosql-injection"})
-# An XML or YAML body (application/xml, text/xml, SOAP, any +xml type; application/yaml, x-yaml) is read whole by the
-# signatures of what its parser or deserialiser acts on: entity declarations and XInclude (XXE), serialized objects and
-# their tags (!!python/object), runtime access
-DOCUMENT_KINDS = frozenset({"xml-external-entities", "code-injection", "template-injection"})
+# An XML or YAML body (application/xml, text/xml, SOAP, any +xml type; application/yaml, x-yaml; a body that starts like
+# an XML document whatever its type) is read whole by what its parser or deserialiser acts on, not by the signatures for
+# values (a document about SQL or HTML is data, and the model reads it): external entities and XInclude (XXE),
+# XMLDecoder and XStream documents, .NET's ObjectDataProvider, YAML tags that build objects of a language
+DOCUMENTS = frozenset({"xml", "yaml"})
+DOCUMENT_SIGNATURES: tuple[tuple[str, str], ...] = (
+    ("xml-external-entities", r"""<!entity\s+%|<!entity\s+[\w:.-]+\s+(?:system|public)\b|<xi:include\b|"""
+                              r"""<!doctype\s+[\w:.-]+\s+system\s+["'](?:[a-z][a-z0-9+.-]*:|/|\.\.)"""),
+    ("code-injection", r"""<java\b[^>]{0,200}\bclass\s*=\s*["']java\.beans\.xmldecoder|<dynamic-proxy\b|"""
+                       r"""<(?:void|object)\s+(?:[^>]{0,80}\s)?class\s*=\s*["']java\.lang\.(?:runtime|processbuilder)\b|"""
+                       r"""<void\s+(?:[^>]{0,80}\s)?method\s*=\s*["'](?:exec|start)["']|objectdataprovider|system\.diagnostics\.process|"""
+                       r"""!!python/|!!javax?\.|!!com\.sun\.|!!org\.(?:apache|springframework)\.|!ruby/(?:object|hash)|"""
+                       r"""tag:yaml\.org,2002:(?:python|java|ruby)"""),
+)
 _DOCUMENT_TYPE = re.compile(r"[/+](xml|yaml|x-yaml)\b", re.IGNORECASE)
+_XML_START = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*<(?:\?xml\b|!doctype\b)", re.IGNORECASE)
+
+
+def document_kind(content_type: str, body: bytes) -> str | None:
+    """``xml`` or ``yaml`` for a body a parser of that language reads (its type, or an XML document's start), else None."""
+    m = _DOCUMENT_TYPE.search(content_type)
+    if m is not None:
+        return m.group(1).lower().removeprefix("x-")
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff") or _XML_START.match(body) is not None:
+        return "xml"
+    return None
+
+
+def document_text(body: bytes) -> str:
+    """A document's text as its parser decodes it: UTF-16 where it starts with a byte-order mark, else UTF-8."""
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return body.decode("utf-16", "replace")
+    return body.decode("utf-8", "replace")
 # A signature that matched only a name (document.cookie, information_schema, <iframe> with no attribute) in a value of
 # words mentions the thing, as a question or a tutorial does ("what is document.cookie"); using it needs syntax around
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
@@ -215,10 +246,10 @@ class PayloadInspector:
                 TRUNCATED.inc()
             ctype = f.header_map.get("content-type", "")
             yield from body_values(ctype, body[:self.max_body], whole=self.whole_body)
-            document = _DOCUMENT_TYPE.search(ctype) if not self.whole_body else None
-            if document is not None:
+            kind = document_kind(ctype, body) if not self.whole_body else None
+            if kind is not None:
                 # what an XML or YAML parser acts on: entity declarations, XInclude, the objects a deserialiser builds
-                yield document.group(1).removeprefix("x-"), body[:self.max_body].decode("utf-8", "replace"), False, True, "raw"
+                yield kind, document_text(body[:self.max_body]), False, True, "raw"
         cookie = f.header_map.get("cookie")
         if cookie:
             for part in cookie.split(";"):
@@ -251,10 +282,15 @@ class PayloadInspector:
             if seen > self.max_values:
                 CAPPED.inc()
                 continue
-            if len(value) > self.max_value:
-                CLIPPED.inc()
-                value = value[:self.max_value]
-            hit = self._known_value(location, value, plus, body, base) if len(value) <= _KNOWN_CHARS else self._value(location, value, plus, body, base)
+            if location in DOCUMENTS:
+                # a document is read whole (to payload.max_body_bytes), by the document signatures alone: its answer is
+                # never kept for a value of the same text, which the value detectors read otherwise
+                hit = self._document(location, value)
+            else:
+                if len(value) > self.max_value:
+                    CLIPPED.inc()
+                    value = value[:self.max_value]
+                hit = self._known_value(location, value, plus, body, base) if len(value) <= _KNOWN_CHARS else self._value(location, value, plus, body, base)
             if hit is not None:
                 hits.append(hit)
                 HITS.inc(hit.detector, hit.kind, location.partition(":")[0])
@@ -292,8 +328,6 @@ class PayloadInspector:
 
     def _value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
         """The first hit in one value, trying each decoding in turn."""
-        if location in ("xml", "yaml"):
-            return self._document(location, value)  # a parser reads the document as sent: its references are text, not markup
         for text, decoding in self._decodings(location, value, plus, base):
             hit = self._text(location, text, decoding, body)
             if hit is not None:
@@ -341,16 +375,21 @@ class PayloadInspector:
         return None
 
     def _document(self, location: str, text: str) -> PayloadHit | None:
-        """An XML or YAML body read whole by the signatures of what its parser acts on (:data:`DOCUMENT_KINDS`): its
-        text is data for the application, read by the model and its witness, not by the signatures for values."""
-        if self._joined is None:
+        """An XML or YAML body read whole by :data:`DOCUMENT_SIGNATURES` (what its parser or deserialiser acts on), as
+        sent, with its character references expanded (a parser expands them in attribute values) and its percent
+        escapes undone (a YAML tag is a URI): its text is data for the application, read by the model and its witness,
+        not by the signatures for values."""
+        if not self.signatures:
             return None
         low = text.lower()
-        for sig in self.signatures:
-            if sig.kind in DOCUMENT_KINDS:
-                m = sig.regex.search(low)
+        for reading, decoding in ((low, "raw"), (html.unescape(low) if "&" in low else low, "html"),
+                                  (unquote(low) if "%" in low else low, "percent")):
+            if reading is low and decoding != "raw":
+                continue
+            for kind, regex in _document_signatures():
+                m = regex.search(reading)
                 if m is not None:
-                    return PayloadHit("signatures", sig.kind, location, fragment(low, m.start(), m.end()), "raw")
+                    return PayloadHit("signatures", kind, location, fragment(reading, m.start(), m.end()), decoding)
         return None
 
     def _signed(self, text: str, body: bool, prose: bool) -> Iterator[tuple[Signature, str, int, int]]:
@@ -433,6 +472,12 @@ def _breaks_out(text: str) -> bool:
         return True  # a string context libinjection assumed: the whole value is the string (1 or 1=1)
     before = text[:m.start()]
     return len(before) <= SQLI_BREAKOUT_CHARS and len(before.split()) <= SQLI_BREAKOUT_WORDS
+
+
+@functools.cache
+def _document_signatures() -> tuple[tuple[str, Any], ...]:
+    """:data:`DOCUMENT_SIGNATURES` compiled (RE2, once)."""
+    return tuple((kind, re2.compile(pattern, _options())) for kind, pattern in DOCUMENT_SIGNATURES)
 
 
 def _options() -> re2.Options:

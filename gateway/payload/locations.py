@@ -109,9 +109,9 @@ def _json_values(text: str, base: str) -> Iterator[Value]:
             if isinstance(value, str) and value:
                 yield f"json:#{i}", value, False, True, base
         return
-    stack: list[tuple[str, Any, int]] = [("$", doc, 0)]
+    stack: list[tuple[str, Any, int, str]] = [("$", doc, 0, "")]
     while stack:
-        path, node, depth = stack.pop()
+        path, node, depth, parent = stack.pop()
         if isinstance(node, str):
             if node:
                 yield f"json:{path}", node, False, True, base
@@ -121,16 +121,16 @@ def _json_values(text: str, base: str) -> Iterator[Value]:
             for key, value in reversed(node.items()):
                 key_path = f"{path}.{name_of(key)}" if INERT.fullmatch(key) else f"{path}[{name_of(json.dumps(key))}]"
                 if not INERT.fullmatch(key):
-                    # a key is read with the quotes and colon it has in the document, as a query operator (``"$ne":``) is
-                    # written where it is data
-                    yield f"json:{key_path} (key)", f'"{key}":' if key.startswith("$") else key, False, True, base
+                    # a query operator is read as written, after the key it applies to (``"password": {"$ne":``): what
+                    # decides whether it is a filter an API takes or a login bypassed
+                    yield f"json:{key_path} (key)", f'"{parent}": {{"{key}":' if key.startswith("$") else key, False, True, base
                 elif key == "__proto__" or (key == "prototype" and path.endswith(".constructor")):
                     # prototype pollution: the path the key walks (``__proto__``, ``constructor.prototype``)
                     yield f"json:{key_path} (key)", key if key == "__proto__" else "constructor.prototype", False, True, base
-                stack.append((key_path, value, depth + 1))
+                stack.append((key_path, value, depth + 1, key))
         elif isinstance(node, list):
             for i in range(len(node) - 1, -1, -1):
-                stack.append((f"{path}[{i}]", node[i], depth + 1))
+                stack.append((f"{path}[{i}]", node[i], depth + 1, parent))
 
 
 def boundary_of(content_type: str) -> bytes | None:
@@ -154,7 +154,7 @@ def multipart_values(body: bytes, boundary: bytes, files: bool = False) -> Itera
                     params.setdefault((m.group(1) or m.group(3)).lower(), m.group(2) if m.group(1) else m.group(4))
         name = params.get("name", "")
         shown = name_of(name)
-        if name and not INERT.fullmatch(name):
+        if name and (not INERT.fullmatch(name) or GRAPH_NAME.search(name)):
             yield f"multipart:{shown} (name)", name, False, True, "raw"
         if "filename" in params:
             if params["filename"]:

