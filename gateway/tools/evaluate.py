@@ -359,6 +359,11 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
         asked, request, said = answered
         stage.row(None)
         actions["rules_only"][i] = _effective(_settled(model.run(asked, request)))
+        if request.challenge is not None and verdict.action is not Action.BLOCK:
+            # a rule challenged it and its payload was scored (rules.score_challenged): short of a block, the rule decided
+            decided_by_rule[i] = True
+            rule_hits[verdict.rule or "?"] = rule_hits.get(verdict.rule or "?", 0) + 1
+            continue
         if said.source is Source.MODEL and SYNTAXLESS in said.reason:
             syntaxless[CLASSES[row.label]] += 1
         if verdict is not said:

@@ -346,3 +346,25 @@ def test_blocks_the_policy_holds_back_for_want_of_syntax_are_counted_and_said(tm
     text = ev.render(result, "d")
     assert "challenged instead: the payload unfamiliar to the model 0, no value holds the syntax of the kind named 1" in text
     assert "P(attack) not counted, no attack syntax in any value: human 1, good_bot 0, bad_bot 0, attack 0" in text
+
+
+def test_a_rules_challenge_the_model_scored_counts_as_the_rules_unless_the_model_blocked(tmp_path: Path) -> None:
+    """A rule challenges every client named ``crawler``; its requests with a payload are scored (rules.score_challenged):
+    ``/inject`` (P(attack) 0.98, hex that spells text) is blocked by the model, ``/page?x=1`` stays the rule's challenge,
+    counted as the rule's decision and never as a corroborated block."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: challenge-crawler\n    user_agent: crawler\n    action: challenge\n"
+                     "  - name: score-the-rest\n    action: score\n")
+    cfg = tmp_path / "clefgate.yaml"
+    cfg.write_text(f"rules:\n  files: [{rules}]\npolicy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
+    crawler = [["Host", "a.example"], ["User-Agent", "crawler/1.0"]]
+    rows = [{**record("/page?x=1", "bad_bot"), "headers": crawler}, {**record("/inject?q=0x61646d696e", "attack"), "headers": crawler},
+            {**record("/page/2", "bad_bot"), "headers": crawler}]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
+    assert result["systems"]["rules_model"]["matrix"]["bad_bot"] == {"forward": 0, "challenge": 2, "block": 0}
+    assert result["systems"]["rules_model"]["matrix"]["attack"] == {"forward": 0, "challenge": 0, "block": 1}
+    assert result["systems"]["rules_only"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 0}
+    assert result["rule_hits"] == {"challenge-crawler": 2}
+    assert result["policy_blocks"]["corroborated"] == 0 and result["policy_blocks"]["p_attack"] == 1

@@ -943,3 +943,22 @@ async def test_a_rules_challenge_of_a_payload_is_blocked_by_a_fallback_rule_when
         assert v.action is Action.BLOCK and v.rule == "block-sql-injection" and "model unavailable" in v.reason, v.reason
         clean = await decided(down, make_features(target="/search?q=walnut+desk", headers=EXAMPLE_BOT, client_ip="198.51.100.9"))
         assert clean.action is Action.CHALLENGE and clean.rule == "example-bot", clean.reason
+
+
+class AtOnceGatedScorer(GatedScorer):
+    """A GatedScorer that answers at once (``decide_cached``: a model run on the event loop, or a cache hit)."""
+
+    def decide_cached(self, features: Features, request: ScoreRequest, client: object) -> Verdict:
+        attack = 0.99 if "%27" in features.query else 0.7
+        probs = {"payload": {"benign": 1 - attack, "attack": attack}, "client": {"human": 0.9, "good_bot": 0.0, "bad_bot": 0.1},
+                 "attack_kind": {"sqli": 1.0}}
+        return self.policy.verdict(features, probs, request)
+
+
+def test_a_rules_challenge_scored_at_once_is_decided_at_once(tmp_path: Path) -> None:
+    cfg = cfg_of(rules={"files": [rules_file(tmp_path, CHALLENGING)]}, challenge={"keys": [KEY]})
+    p = build(cfg, AtOnceGatedScorer)
+    injected = p.decide(make_features(target="/search?q=1%27+or+%271%27%3D%271", headers=EXAMPLE_BOT))
+    assert isinstance(injected, Verdict) and injected.action is Action.BLOCK and injected.rule == "example-bot", injected
+    plain = p.decide(make_features(target="/search?q=red+shoes", headers=EXAMPLE_BOT, client_ip="198.51.100.3"))
+    assert isinstance(plain, Verdict) and (plain.action, plain.source, plain.rule) == (Action.CHALLENGE, Source.RULE, "example-bot")
