@@ -242,7 +242,7 @@ _OTHER = (r"""\{\{\s*-?\d+\s*[*+/%-]|\{\{\s*\[|\{\{[^{}]{0,120}?(?:\.\s*\w+\s*\(
           r"""<!entity|<!doctype\s+\w+\s*(?:\[|\bsystem\b|\bpublic\b)|<\s*xi:include|\bxmlns:xi\b|<!--\s*#\s*(?:exec|include|echo|config|set|printenv|fsize|flastmod)\b|"""
           r"""(?<![\r\n])(?<!%0[ad])(?<!\\[rn])(?:[\r\n]|%0[ad]|\\[rn]|嘊|嘍)++\s*+(?:set-cookie|content-(?:type|length|disposition)|contenttype|x-xss-protection|"""
           r"""access-control-allow-[\w-]+|location\s*:\s*(?:https?:|//)|http/\d)\s*:?|(?<![\r\n])(?<!%0[ad])(?<!\\[rn])(?:[\r\n]|%0[ad]|\\[rn]){2,}+\s*+<\s*(?:script|svg|html)|"""
-          r"""\[\s*\$\w+\s*\]|[{,]\s*['"]?\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|not|nor|expr|function|comment)\b|"""
+          r"""\[\s*\$\w+\s*\]|[{,]\s*['"]?\$(?:ne|gt|gte|lt|lte|eq|regex|where|exists|in|nin|or|and|not|nor|expr|function|accumulator|comment)\b|"""
           r"""#_memberaccess|@ognl\.ognlcontext\b|\bognlutil\b|@java\.lang\.\w+@|\bclass\.module\.classloader\b|^class\.classloader\b|"""
           r"""\$where\b|\bdb\.\w+\.\w+\s*\(|\bthis\.\w+\.match\s*\(|['"]\s*;\s*(?:return|sleep|while)\b|;\s*return\s+(?:true|1)\b|"""
           r"""\*\s*\)\s*\(|\)\s*\(\s*[|&!]?\s*[\w-]+\s*[=~<>]|\(\s*[|&!]\s*\(|^\s*\*\s*\(\s*[|&]|\*\s*\)+\s*(?:%00|\x00|$)|"""

@@ -13,9 +13,9 @@ detectors on its own:
   gateway's own pass cookie); and the headers listed in ``payload.headers`` (Referer,
   User-Agent, Origin, X-Forwarded-Host, X-Forwarded-For entries that are not
   addresses, …, and the Content-Type a framework parses). A body whose ``Content-Type`` is missing is read as JSON
-  when it starts with ``{`` or ``[`` and as a form when it has ``=``. An XML or YAML body is read whole, by the
-  signatures of what its parser or deserialiser acts on only (entity declarations, XInclude, serialized objects and
-  their tags, runtime access: :data:`DOCUMENT_KINDS`); other bodies (text, files) are left to the rules and the model.
+  when it starts with ``{`` or ``[`` and as a form when it has ``=``. An XML or YAML body is read whole, for what its
+  parser or deserialiser acts on only (``gateway.payload.documents``); other bodies (text, files) are left to the rules
+  and the model.
   A name or key made of word characters and dots is read when it walks the application's object graph
   (``__proto__``, ``constructor.prototype``, ``class.module.classLoader``: ``locations.GRAPH_NAME``), and a JSON key
   that starts with ``$`` is read with its quotes and colon (``"$ne":``), as a query operator is written.
@@ -58,14 +58,11 @@ matched a value is not asked again about it.
 
 from __future__ import annotations
 
-import functools
-import html
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
 import libinjection
 import re2
@@ -73,6 +70,7 @@ import re2
 from gateway import metrics
 from gateway.config import Config
 from gateway.features import Features
+from gateway.payload import documents
 from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
 from gateway.payload.locations import INERT, Value, body_values, is_address, name_of, pairs
 from gateway.rules.inputs import STRUCTURAL_HEADERS, PatternError, compile_inputs
@@ -118,39 +116,6 @@ _ATTRIBUTE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 # libinjection XSS and the signatures of these kinds are not asked about prose (SQL and XSS signatures still are).
 PROSE_WORDS = 16
 PROSE_SKIPPED = frozenset({"command-injection", "path-traversal", "crlf-injection", "ssrf", "code-injection", "nosql-injection"})
-# An XML or YAML body (application/xml, text/xml, SOAP, any +xml type; application/yaml, x-yaml; a body that starts like
-# an XML document whatever its type) is read whole by what its parser or deserialiser acts on, not by the signatures for
-# values (a document about SQL or HTML is data, and the model reads it): external entities and XInclude (XXE),
-# XMLDecoder and XStream documents, .NET's ObjectDataProvider, YAML tags that build objects of a language
-DOCUMENTS = frozenset({"xml", "yaml"})
-DOCUMENT_SIGNATURES: tuple[tuple[str, str], ...] = (
-    ("xml-external-entities", r"""<!entity\s+%|<!entity\s+[\w:.-]+\s+(?:system|public)\b|<xi:include\b|"""
-                              r"""<!doctype\s+[\w:.-]+\s+system\s+["'](?:[a-z][a-z0-9+.-]*:|/|\.\.)"""),
-    ("code-injection", r"""<java\b[^>]{0,200}\bclass\s*=\s*["']java\.beans\.xmldecoder|<dynamic-proxy\b|"""
-                       r"""<(?:void|object)\s+(?:[^>]{0,80}\s)?class\s*=\s*["']java\.lang\.(?:runtime|processbuilder)\b|"""
-                       r"""<void\s+(?:[^>]{0,80}\s)?method\s*=\s*["'](?:exec|start)["']|objectdataprovider|system\.diagnostics\.process|"""
-                       r"""!!python/|!!javax?\.|!!com\.sun\.|!!org\.(?:apache|springframework)\.|!ruby/(?:object|hash)|"""
-                       r"""tag:yaml\.org,2002:(?:python|java|ruby)"""),
-)
-_DOCUMENT_TYPE = re.compile(r"[/+](xml|yaml|x-yaml)\b", re.IGNORECASE)
-_XML_START = re.compile(rb"\s*(?:\xef\xbb\xbf)?\s*<(?:\?xml\b|!doctype\b)", re.IGNORECASE)
-
-
-def document_kind(content_type: str, body: bytes) -> str | None:
-    """``xml`` or ``yaml`` for a body a parser of that language reads (its type, or an XML document's start), else None."""
-    m = _DOCUMENT_TYPE.search(content_type)
-    if m is not None:
-        return m.group(1).lower().removeprefix("x-")
-    if body[:2] in (b"\xff\xfe", b"\xfe\xff") or _XML_START.match(body) is not None:
-        return "xml"
-    return None
-
-
-def document_text(body: bytes) -> str:
-    """A document's text as its parser decodes it: UTF-16 where it starts with a byte-order mark, else UTF-8."""
-    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return body.decode("utf-16", "replace")
-    return body.decode("utf-8", "replace")
 # A signature that matched only a name (document.cookie, information_schema, <iframe> with no attribute) in a value of
 # words mentions the thing, as a question or a tutorial does ("what is document.cookie"); using it needs syntax around
 # the name, which another signature or libinjection then finds. A name on its own, or inside code, stays evidence.
@@ -223,6 +188,7 @@ class PayloadInspector:
         self.sqli = "libinjection-sqli" in p.detectors and not fallback
         self.xss = "libinjection-xss" in p.detectors and not fallback
         self.signatures = tuple(signatures) if "signatures" in p.detectors or fallback else ()
+        self._kinds = frozenset(sig.kind for sig in self.signatures)  # the kinds whose rules are enabled (documents read by them)
         self._joined = (re2.compile("|".join(f"(?:{s.regex.pattern})" for s in self.signatures), _options())
                         if self.signatures else None)
         self.pass_cookie = cfg.challenge.cookie_name
@@ -230,7 +196,7 @@ class PayloadInspector:
         self.header_prefixes = tuple(h[:-1] for h in p.headers if h.endswith("*"))
         self.every_header = self.whole_body = fallback
         # short values repeat from request to request (user agents, referers, paths, cookies): their answer is kept
-        self._known: dict[tuple[str, bool, bool, str], tuple[str, str, str, str] | None] = {}
+        self._known: dict[tuple[str, bool, bool, str, bool], tuple[str, str, str, str] | None] = {}
 
     # ------------------------------------------------------------------ values
 
@@ -246,10 +212,10 @@ class PayloadInspector:
                 TRUNCATED.inc()
             ctype = f.header_map.get("content-type", "")
             yield from body_values(ctype, body[:self.max_body], whole=self.whole_body)
-            kind = document_kind(ctype, body) if not self.whole_body else None
-            if kind is not None:
+            document = documents.kind_of(ctype, body[:self.max_body]) if not self.whole_body else None
+            if document is not None:
                 # what an XML or YAML parser acts on: entity declarations, XInclude, the objects a deserialiser builds
-                yield kind, document_text(body[:self.max_body]), False, True, "raw"
+                yield document[0], document[1], False, True, "raw"
         cookie = f.header_map.get("cookie")
         if cookie:
             for part in cookie.split(";"):
@@ -282,7 +248,7 @@ class PayloadInspector:
             if seen > self.max_values:
                 CAPPED.inc()
                 continue
-            if location in DOCUMENTS:
+            if location in documents.DOCUMENTS:
                 # a document is read whole (to payload.max_body_bytes), by the document signatures alone: its answer is
                 # never kept for a value of the same text, which the value detectors read otherwise
                 hit = self._document(location, value)
@@ -316,7 +282,7 @@ class PayloadInspector:
 
     def _known_value(self, location: str, value: str, plus: bool, body: bool, base: str) -> PayloadHit | None:
         """``_value`` for a short value, answered from the values seen before when it is one of them."""
-        key = (value, plus, body, base)
+        key = (value, plus, body, base, location == "path")  # the path is read as sent too (_decodings)
         known = self._known.get(key, _UNKNOWN)
         if known is _UNKNOWN:
             hit = self._value(location, value, plus, body, base)
@@ -375,22 +341,13 @@ class PayloadInspector:
         return None
 
     def _document(self, location: str, text: str) -> PayloadHit | None:
-        """An XML or YAML body read whole by :data:`DOCUMENT_SIGNATURES` (what its parser or deserialiser acts on), as
-        sent, with its character references expanded (a parser expands them in attribute values) and its percent
-        escapes undone (a YAML tag is a URI): its text is data for the application, read by the model and its witness,
-        not by the signatures for values."""
-        if not self.signatures:
+        """An XML or YAML body read whole for what its parser or deserialiser acts on (``gateway.payload.documents``), by
+        the kinds whose rules are enabled."""
+        found = documents.search(location, text, self._kinds)
+        if found is None:
             return None
-        low = text.lower()
-        for reading, decoding in ((low, "raw"), (html.unescape(low) if "&" in low else low, "html"),
-                                  (unquote(low) if "%" in low else low, "percent")):
-            if reading is low and decoding != "raw":
-                continue
-            for kind, regex in _document_signatures():
-                m = regex.search(reading)
-                if m is not None:
-                    return PayloadHit("signatures", kind, location, fragment(reading, m.start(), m.end()), decoding)
-        return None
+        kind, reading, start, end, decoding = found
+        return PayloadHit("signatures", kind, location, fragment(reading, start, end), decoding)
 
     def _signed(self, text: str, body: bool, prose: bool) -> Iterator[tuple[Signature, str, int, int]]:
         """Each signature that matches ``text`` as the signatures read it, in order, with that reading and the match's
@@ -472,12 +429,6 @@ def _breaks_out(text: str) -> bool:
         return True  # a string context libinjection assumed: the whole value is the string (1 or 1=1)
     before = text[:m.start()]
     return len(before) <= SQLI_BREAKOUT_CHARS and len(before.split()) <= SQLI_BREAKOUT_WORDS
-
-
-@functools.cache
-def _document_signatures() -> tuple[tuple[str, Any], ...]:
-    """:data:`DOCUMENT_SIGNATURES` compiled (RE2, once)."""
-    return tuple((kind, re2.compile(pattern, _options())) for kind, pattern in DOCUMENT_SIGNATURES)
 
 
 def _options() -> re2.Options:

