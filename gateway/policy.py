@@ -33,10 +33,10 @@ For a scored request it answers with a ``Verdict``:
   that earned a block is blocked all the same (:meth:`Policy.escalate`). Counted in
   ``clefgate_policy_syntaxless_total``; a fallback rule that agrees still blocks;
 * ``forward`` likewise where the request carries nothing but its path (no query, body, cookie or header value
-  that can hold a payload), a path free of attack syntax, and the site serves that page (``clients.served_pages``, ``gateway.served``: it answered a
-  forwarded GET or HEAD for it with a 2xx or 304): a path the site serves to anyone is a page, not a probe for
-  something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a block is blocked all
-  the same;
+  that can hold a payload), a path free of attack syntax, and the site serves that page (``clients.served_pages``,
+  ``gateway.served``: it answered a forwarded GET or HEAD for it with a 2xx or 304): a path the site serves is a
+  page, not a probe for something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a
+  block is blocked all the same;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk`` (the single-class view's: for a model that answers
   the two questions apart, P(attack) + P(benign) x P(client = bad_bot), :func:`risk_of`), with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to

@@ -13,11 +13,12 @@ judged as before; a page the site stopped serving is forgotten after ``ttl_s``.
 Only a forwarded request teaches: a probe the gateway challenged or blocked never reached the site, so it teaches
 nothing, whatever the site would have answered; nor does a request forwarded because its page was known (a scanner
 asking again keeps no page alive), one with credentials (``Authorization``: what the site serves to its holder, not
-to anyone), or one naming a host longer than DNS allows. A path that holds attack syntax (``/.env``, ``/.git/config``,
-a backup's name: ``gateway.witness.syntax_free``) is judged as before whoever was served it. A site that answers every path with a 200 (a single-page app's
-catch-all, a soft 404) teaches every path forwarded to it; the page such a site serves is the same whatever the path,
-so a bare request to it reads nothing a person would not. Each worker keeps its own pages (not shared through Redis),
-at most ``max_pages`` of them: the least recently served goes first.
+to anyone), or one naming a host longer than DNS allows. A path that holds attack syntax (``/.env``,
+``/.git/config``, a backup's name: ``gateway.witness.syntax_free``) is judged as before whoever was served it. A site
+that answers every path with a 200 (a single-page app's catch-all, a soft 404) teaches every path forwarded to it;
+the page such a site serves is the same whatever the path, so a bare request to it reads nothing a person would not.
+Each worker keeps its own pages (not shared through Redis), at most ``max_pages`` of them: the least recently served
+goes first.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ detectors on its own:
   and the model.
   A name or key made of word characters and dots is read when it walks the application's object graph
   (``__proto__``, ``constructor.prototype``, ``class.module.classLoader``: ``locations.GRAPH_NAME``), and a JSON key
-  that starts with ``$`` is read with its quotes and colon (``"$ne":``), as a query operator is written.
+  that starts with ``$`` is read as a query operator is written, after the key it applies to
+  (``"password": {"$ne":``).
 - **decodings**: the value as sent; percent-decoded once, and twice when once left
   ``%XX`` escapes (``+`` is a space in query strings and forms); HTML character
   references; JSON escapes (the JSON parser undoes them); base64 only where a value is
