@@ -74,7 +74,7 @@ from gateway.features import Features
 from gateway.payload import documents
 from gateway.payload.decoding import FRAGMENT_CHARS, fragment, variants
 from gateway.payload.locations import INERT, Value, body_values, is_address, name_of, pairs
-from gateway.rules.inputs import STRUCTURAL_HEADERS, PatternError, compile_inputs
+from gateway.rules.inputs import STRUCTURAL_HEADERS, PatternError, compile_inputs, re2_options
 from gateway.rules.loader import inputs_signatures
 from gateway.verdict import PayloadHit
 
@@ -190,7 +190,7 @@ class PayloadInspector:
         self.xss = "libinjection-xss" in p.detectors and not fallback
         self.signatures = tuple(signatures) if "signatures" in p.detectors or fallback else ()
         self._kinds = frozenset(sig.kind for sig in self.signatures)  # the kinds whose rules are enabled (documents read by them)
-        self._joined = (re2.compile("|".join(f"(?:{s.regex.pattern})" for s in self.signatures), _options())
+        self._joined = (re2.compile("|".join(f"(?:{s.regex.pattern})" for s in self.signatures), re2_options())
                         if self.signatures else None)
         self.pass_cookie = cfg.challenge.cookie_name
         self.header_names = frozenset(h for h in p.headers if not h.endswith("*"))
@@ -431,13 +431,6 @@ def _breaks_out(text: str) -> bool:
     before = text[:m.start()]
     return len(before) <= SQLI_BREAKOUT_CHARS and len(before.split()) <= SQLI_BREAKOUT_WORDS
 
-
-def _options() -> re2.Options:
-    opts = re2.Options()
-    opts.log_errors = False
-    opts.never_capture = True
-    opts.max_mem = 64 << 20
-    return opts
 
 
 __all__ = ["CAPPED", "CLIPPED", "FRAGMENT_CHARS", "HITS", "TRUNCATED", "PayloadInspector", "Signature", "compile_signatures", "fragment",

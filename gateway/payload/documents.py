@@ -34,6 +34,8 @@ from urllib.parse import unquote
 
 import re2
 
+from gateway.rules.inputs import re2_options
+
 DOCUMENTS = frozenset({"xml", "yaml"})
 
 # an entity or root name: any characters but space and markup (XML names are not ASCII only)
@@ -128,8 +130,4 @@ def search(kind: str, text: str, enabled: frozenset[str]) -> tuple[str, str, int
 
 @functools.cache
 def _compiled(kind: str) -> tuple[tuple[str, Any], ...]:
-    options = re2.Options()
-    options.log_errors = False
-    options.never_capture = True
-    options.max_mem = 64 << 20
-    return tuple((rule_kind, re2.compile(pattern, options)) for rule_kind, applies, pattern in SIGNATURES if applies == kind)
+    return tuple((rule_kind, re2.compile(pattern, re2_options())) for rule_kind, applies, pattern in SIGNATURES if applies == kind)

@@ -126,7 +126,8 @@ class PatternError(ValueError):
     """An ``inputs`` pattern RE2 cannot compile (the message says why)."""
 
 
-def _options() -> re2.Options:
+def re2_options() -> re2.Options:
+    """How every signature is compiled: no logging, no capture groups (spans only), a bounded automaton."""
     opts = re2.Options()
     opts.log_errors = False
     opts.never_capture = True
@@ -140,7 +141,7 @@ def compile_inputs(patterns: list[str]) -> re2._Regexp:
         if not p.isascii() and not _is_unicode(p):
             raise PatternError(f"bad regex {p!r}: it holds a lone UTF-16 surrogate (RE2 reads valid Unicode only)")
         try:
-            re2.compile(p, _options())
+            re2.compile(p, re2_options())
         except re2.error as exc:
             msg = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
             raise PatternError(f"bad regex {p!r}: {msg} (inputs patterns are RE2: no lookaround or backreferences)") from None
@@ -157,7 +158,7 @@ def _is_unicode(text: str) -> bool:
 
 def _joined(patterns: list[str]) -> re2._Regexp:
     """One RE2 regex for any of ``patterns``, already checked one by one."""
-    return re2.compile("|".join(f"(?:{p})" for p in patterns), _options())
+    return re2.compile("|".join(f"(?:{p})" for p in patterns), re2_options())
 
 
 class InputsScan:
