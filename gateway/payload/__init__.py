@@ -212,8 +212,9 @@ class PayloadInspector:
             if len(body) > self.max_body or (f.content_length or 0) > self.max_body or (f.chunked and len(body) >= self.max_body):
                 TRUNCATED.inc()
             ctype = f.header_map.get("content-type", "")
-            yield from body_values(ctype, body[:self.max_body], whole=self.whole_body)
-            document = documents.kind_of(ctype, body[:self.max_body]) if not self.whole_body else None
+            read = body[:self.max_body] if len(body) > self.max_body else body
+            yield from body_values(ctype, read, whole=self.whole_body)
+            document = documents.kind_of(ctype, read) if not self.whole_body else None
             if document is not None:
                 # what an XML or YAML parser acts on: entity declarations, XInclude, the objects a deserialiser builds
                 yield document[0], document[1], False, True, "raw"
