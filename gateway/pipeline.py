@@ -288,34 +288,37 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
 
         inspected = p.rules.inspected
 
-        # a score rule's request with its look counted again, one per rule (the policy memoises by the request's identity)
-        counted: dict[int, tuple[ScoreRequest, ScoreRequest]] = {}
-        # a rule's challenge of a request with a payload, as a question for the model (rules.score_challenged), one per verdict
-        rescored: dict[int, tuple[Verdict, ScoreRequest]] = {}
+        # the score requests a rule's outcome turns into, one per outcome (the policy memoises by the request's identity):
+        # a score rule's request with its look counted again, and a rule's challenge of a request with a payload as a
+        # question for the model (rules.score_challenged)
+        counted: dict[int, tuple[object, ScoreRequest]] = {}
+        rescored: dict[int, tuple[object, ScoreRequest]] = {}
         rescore = p.scorer is not None and p.score_challenged
 
-        def scored(outcome: Verdict) -> ScoreRequest:
-            hit = rescored.get(id(outcome))
+        def derived(made: dict[int, tuple[object, ScoreRequest]], outcome: Verdict | ScoreRequest,
+                    make: Callable[[], ScoreRequest]) -> ScoreRequest:
+            hit = made.get(id(outcome))
             if hit is None or hit[0] is not outcome:
-                if len(rescored) >= 1024:
-                    rescored.clear()
-                rule = outcome.rule or "?"
-                hit = rescored[id(outcome)] = (outcome, ScoreRequest(
-                    rule=outcome.rule, policy=outcome.policy, backend=outcome.backend, reason=f"challenged by rule {rule}; payload scored",
-                    note=f"rule {rule} challenged it, and its payload was scored (rules.score_challenged)", challenge=outcome))
+                if len(made) >= 1024:
+                    made.clear()
+                hit = made[id(outcome)] = (outcome, make())
             return hit[1]
+
+        def scored(outcome: Verdict) -> ScoreRequest:
+            rule = outcome.rule or "?"
+            return derived(rescored, outcome, lambda: ScoreRequest(
+                rule=outcome.rule, policy=outcome.policy, backend=outcome.backend, reason=f"challenged by rule {rule}; payload scored",
+                note=f"rule {rule} challenged it, and its payload was scored (rules.score_challenged)", challenge=outcome))
 
         def ruled(features: Features, outcome: Verdict | ScoreRequest | None) -> Verdict | ScoreRequest | None:
             if not isinstance(outcome, Verdict):
                 if outcome is not None and outcome.ignore_bot_likeness and state is not None \
                         and state.history.paged_within(state.key(features), PAGED_FOR_S):
                     # the client claimed to ask for data and was answered pages: its look counts again
-                    hit = counted.get(id(outcome))
-                    if hit is None or hit[0] is not outcome:
-                        hit = counted[id(outcome)] = (outcome, dataclasses.replace(
-                            outcome, ignore_bot_likeness=False,
-                            note=f"its look counts under rule {outcome.rule or '?'}: the site answered it pages where it asked for data"))
-                    return hit[1]
+                    asked = outcome
+                    return derived(counted, asked, lambda: dataclasses.replace(
+                        asked, ignore_bot_likeness=False,
+                        note=f"its look counts under rule {asked.rule or '?'}: the site answered it pages where it asked for data"))
                 return outcome
             # a rule that challenges the client (a crawler's name, its rate), or lets it through on a claim anyone can
             # make (inspect: true: a feed's path, a credentials header), does not shield what it sends: attack

@@ -189,7 +189,8 @@ class Exchange(Reply):
             return False
         text = head.step_up.decode("latin-1").strip().removeprefix("difficulty=") if head.step_up else ""
         # bits as asked, at most 32; empty or unreadable: challenge.difficulty
-        difficulty = min(int(text), 32) if text.isdigit() and int(text) >= 1 else passes.cfg.difficulty
+        asked = int(text) if text.isdigit() else 0
+        difficulty = min(asked, 32) if asked >= 1 else passes.cfg.difficulty
         if self._held() >= difficulty:
             STEP_UPS.inc("passed")
             return False
