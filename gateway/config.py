@@ -356,7 +356,9 @@ class PolicyConfig:
                                            "of any attack (gateway.witness.syntax_free, which gives up on whatever it cannot read "
                                            "as an application might), the client's look alone decides. A person posting code, a "
                                            "question about SQL or shell, or a password the model finds unusual is not challenged "
-                                           "for it. Payload detectors, fallback-rule corroboration and a client's earned block apply "
+                                           "for it. So at a block's height: P(attack) >= block_attack with a payload none of whose values "
+                                           "holds attack syntax is not counted either (the look alone decides, a challenge where it "
+                                           "would challenge). Payload detectors, fallback-rule corroboration and a client's earned block apply "
                                            "as everywhere. Counted in clefgate_policy_syntaxless_total; false, or "
                                            "block_needs_syntax false, counts P(attack) whatever the request holds.")
     challenge_risk: float = setting(0.5, "Challenge when P(bad_bot) + P(attack) >= this; below it the request is forwarded (0.5: the value Clef-flash 2.1.0 and its 1.7.0 rollback were evaluated with, see models/README.md).", check=fraction)

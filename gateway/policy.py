@@ -30,7 +30,9 @@ For a scored request it answers with a ``Verdict``:
   question about SQL or shell, or rich text the model finds unusual is not challenged for it;
   a probe's bare path keeps its P(attack), a policy that blocks without the syntax
   (``block_needs_syntax: false``) counts P(attack) whatever the request holds, and a client
-  that earned a block is blocked all the same (:meth:`Policy.escalate`). Counted in
+  that earned a block is blocked all the same (:meth:`Policy.escalate`). So too at a block's height: P(attack) >=
+  ``block_attack`` with a payload none of whose values holds attack syntax is the model's suspicion of words, names and
+  ids (what the look alone says decides: a challenge only when it would challenge). Counted in
   ``clefgate_policy_syntaxless_total``; a fallback rule that agrees still blocks;
 * ``forward`` likewise where the request carries nothing but its path (no query, body, cookie or header value
   that can hold a payload), a path free of attack syntax, and the site serves that page (``clients.served_pages``,
@@ -115,9 +117,10 @@ ABSTAINED = metrics.counter("clefgate_model_abstained_total",
                             "training rows than its manifest's familiarity threshold), challenged instead (policy.abstain_unfamiliar), by "
                             "policy; a fallback rule that then agrees still blocks (clefgate_corroborated_blocks_total).", ("policy",))
 SYNTAX_FREE = metrics.counter("clefgate_policy_syntaxless_total",
-                              "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
-                              "request was known free of attack syntax (gateway.witness.syntax_free): P(attack) not counted "
-                              "(policy.suspicion_needs_syntax), by policy. A client that earned a block is blocked all the same.",
+                              "Requests whose P(attack) would have raised the risk to a challenge (short of a block) or held a block's "
+                              "height (with a payload) while the request was known free of attack syntax (gateway.witness.syntax_free): "
+                              "P(attack) not counted, the look alone decided (policy.suspicion_needs_syntax), by policy. A client that "
+                              "earned a block is blocked all the same.",
                               ("policy",))
 SERVED_PAGES = metrics.counter("clefgate_policy_served_pages_total",
                                "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
@@ -292,15 +295,19 @@ class Policy:
         # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages)
         # (and whose path holds no syntax: a secret's or a backup's name is a probe whoever was served it)
         served = gated and not carriers and self.serves is not None and self.serves(features) and syntax_free(features)
+        if attack >= t.block_attack:
+            # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
+            memo = False
+            carriers = payload_carriers(features)
+            # and a P(attack) at a block's height with a payload that holds no attack syntax anywhere is the model's
+            # suspicion of words, names and ids, as it is short of one: not counted, the look alone decides
+            syntaxless = bool(carriers) and t.suspicion_needs_syntax and t.block_needs_syntax and syntax_free(features)
         counted = 0.0 if syntaxless or served else attack
         risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if attack >= t.block_attack:
-            # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
-            memo = False
-            carriers = payload_carriers(features)
+        if attack >= t.block_attack and not syntaxless:
             kind = _top(probabilities.get("attack_kind"))
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
@@ -340,18 +347,18 @@ class Policy:
                 NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = (f"{_risk_name(ignored)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
+            reason = (f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
                       f"(policy.block_risk{'' if ignored else ': blocks on look alone'})")
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"{_risk_name(ignored)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
             reason = f"{_risk_name(ignored, syntaxless or served)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
             spared = ignored and risk_of(counted, bot, apart) >= t.challenge_risk
         if syntaxless:
-            # always a forward: the look alone is under challenge_risk, or the gate would not have been asked
+            # a forward, or at a block's height a challenge on the look alone
             reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
             SYNTAX_FREE.inc(t.name)
         elif served:
@@ -483,6 +490,7 @@ class Policy:
         if t.block_needs_syntax:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
         if t.suspicion_needs_syntax and t.block_needs_syntax:
+            rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {SERVED_PAGE}",
                          "P(attack) not counted: the look alone decides"))
@@ -562,8 +570,8 @@ def risk_of(attack: float, look: float, apart: bool) -> float:
 
 
 def spared_p_attack(verdict: Verdict) -> bool:
-    """True for a model verdict whose P(attack), short of a block, was not counted: no attack syntax in any value, or
-    nothing but the path of a page the site serves (a client that earned a block is blocked all the same)."""
+    """True for a model verdict whose P(attack) was not counted: no attack syntax in any value, or nothing but the path
+    of a page the site serves (a client that earned a block is blocked all the same)."""
     reason = verdict.reason
     return SYNTAXLESS in reason or SERVED_PAGE in reason
 

@@ -401,6 +401,19 @@ _LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|
                     r"""php|sftp|tftp|smb)://|^\s*(?:['"]\s*)?https?:[/\\]|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
 _BLOBS = re.compile(r"""\bAAEAAAD|\bgASV[\w+/]{8}|\bBAh[\w+/]{8}|\bY29z[\w+/]{4}|c(?:os|posix|nt|subprocess|builtins|__builtin__)\n"""
                     r"""(?:system|popen|check_output|getoutput|eval|exec)\b|\x80[\x02-\x05]""")
+# code of the languages an application hands a value to besides SQL, shell and markup, which the block witness leaves to the
+# model: a template or expression delimiter around more than a name (``{{ range }}`` asked about in a search is free,
+# ``{{7*7}}`` and ``{% load log %}`` are not), edge and server-side includes, terminal control characters, a spreadsheet
+# formula (a call or a DDE link), GraphQL's introspection and a selection nested past what a page asks, a search
+# engine's query object or local parameters, MongoDB's aggregation stages as keys, a graph database's clauses, a
+# substring of a Windows variable, and a backquoted command glued to a word (quoted code in prose is free)
+_CODE = re.compile(r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w+\s+\w)|\{!\w|<\s*/?\s*esi:|<!--\s*(?:esi|#)|"""
+                   r"""\x1b|^\s*['"]?[=@+-][^\n]{0,40}?(?:[a-z_][\w.]*\(|\w\s*\|\s*['"]?\s*/?\w|![a-z$]{1,3}\$?\d)|"""
+                   r"""\b__(?:schema|type)\b|\{[^{}]*\{[^{}]*\{[^{}]*\{[^{}]*\{|\*:\*|"""
+                   r"""["'](?:query|bool|match_all|query_string|simple_query_string|wildcard|regexp|script|aggs|aggregations)["']\s*:\s*[\[{]|"""
+                   r"""["']\$(?:match|lookup|graphlookup|out|merge|group|project|unionwith|unwind|facet|addfields|replaceroot|function|accumulator)["']\s*:|"""
+                   r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\(|\bDETACH\s+DELETE\b|\bCALL\s+(?:db|dbms|apoc)\.)|"""
+                   r"""%\w+:~-?\d|[\w.;|&]`[a-z/$][^`\n]{0,199}`""", re.IGNORECASE)
 # names and keys that address an object's prototype
 _PROTOTYPE = re.compile(r"__proto__|\bconstructor\b|\bprototype\b", re.IGNORECASE)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -579,7 +592,8 @@ def syntax_free(features: Features) -> bool:
             budget -= len(variant) * len(_KINDS) * (2 if "&" in variant or "\\" in variant else 1)
             if budget < 0:
                 return False
-            if probe.search(variant) is not None or _LOOSE.search(variant) is not None or _BLOBS.search(variant) is not None:
+            if probe.search(variant) is not None or _LOOSE.search(variant) is not None or _BLOBS.search(variant) is not None \
+                    or _CODE.search(variant) is not None:
                 return False
             if short and len(variant) <= SHORT_VALUE and len(variant.split()) <= SHORT_WORDS \
                     and (_SHORT_CODE.search(variant) or _ARITHMETIC.fullmatch(variant)):

@@ -605,7 +605,8 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
         out = p.decide(make_features(target=target))
         return out if isinstance(out, Verdict) else await out
 
-    beacon = "/collect?v=2&tid=G-XXXX&orderby=price-desc"
+    # a beacon whose filter a search engine would read (match all): syntax, but of no injection a detector knows
+    beacon = "/collect?v=2&tid=G-XXXX&orderby=price-desc&filter=*:*"
     detected = build(cfg_of(challenge={"keys": [KEY]}, payload={"enabled": True}), UnfamiliarScorer)
     v = await decided(detected, SQLI)
     assert (v.action, v.source) == (Action.BLOCK, Source.DETECTOR) and "unfamiliar" not in v.reason  # a detector's block stands
@@ -621,6 +622,9 @@ async def test_the_model_abstains_only_where_no_detector_or_rule_witnessed_the_a
     assert v.action is Action.CHALLENGE and "no value holds the syntax" in v.reason
     blocking = build(cfg_of(challenge={"keys": [KEY]}, policy={"abstain_unfamiliar": False, "block_needs_syntax": False}), UnfamiliarScorer)
     assert (await decided(blocking, beacon)).action is Action.BLOCK
+    # and without the filter nothing in it could be an attack: P(attack) is not counted, the look alone forwards it
+    v = await decided(detected, beacon.removesuffix("&filter=*:*"))
+    assert v.action is Action.FORWARD and "not counted: no attack syntax in any value" in v.reason, v.reason
 
 
 # an HTTP library calling a public JSON API without credentials: no Mozilla/ user agent, no pass, nothing to solve a challenge with

