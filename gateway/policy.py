@@ -37,8 +37,10 @@ For a scored request it answers with a ``Verdict``:
 * ``forward`` likewise where the request carries nothing but its path (no query, body, cookie or header value
   that can hold a payload), a path free of attack syntax, and the site serves that page (``clients.served_pages``,
   ``gateway.served``: it answered a forwarded GET or HEAD for it with a 2xx or 304): a path the site serves is a
-  page, not a probe for something absent. Counted in ``clefgate_policy_served_pages_total``; a client that earned a
-  block is blocked all the same;
+  page, not a probe for something absent; counted in ``clefgate_policy_served_pages_total``. So too where such a
+  path names a file of the kind pages load (an image, a font, a style sheet, a script or a page:
+  ``gateway.served.static_file``), which reads what any visitor reads; counted in
+  ``clefgate_policy_static_files_total``. A client that earned a block is blocked all the same;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk`` (the single-class view's: for a model that answers
   the two questions apart, P(attack) + P(benign) x P(client = bad_bot), :func:`risk_of`), with a proof-of-work
   difficulty rising linearly from ``difficulty_min`` at the threshold to
@@ -83,7 +85,7 @@ from gateway.carriers import payload_carriers
 from gateway.clients import ClientState, address_of
 from gateway.config import PolicyConfig, RoutePolicyConfig
 from gateway.features import Features
-from gateway.served import SERVED_PAGE
+from gateway.served import SERVED_PAGE, STATIC_FILE, static_file
 from gateway.verdict import (
     Action,
     PayloadHit,
@@ -126,6 +128,11 @@ SERVED_PAGES = metrics.counter("clefgate_policy_served_pages_total",
                                "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
                                "request carried nothing but its path, to a page the site serves (gateway.served): P(attack) not counted "
                                "(clients.served_pages), by policy. A client that earned a block is blocked all the same.", ("policy",))
+STATIC_FILES = metrics.counter("clefgate_policy_static_files_total",
+                               "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
+                               "request carried nothing but its path, to a file of the kind pages load (an image, font, style, script or "
+                               "page; gateway.served.static_file): P(attack) not counted (policy.suspicion_needs_syntax), by policy. A "
+                               "client that earned a block is blocked all the same.", ("policy",))
 UNWITNESSED = metrics.counter("clefgate_model_unwitnessed_total",
                               "Requests the model would have blocked on P(attack) alone in which no value holds the syntax of the attack "
                               "kind it names (gateway.witness), challenged instead (policy.block_needs_syntax), by policy and kind; a "
@@ -292,9 +299,15 @@ class Policy:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
         carriers = payload_carriers(features) if gated else ()
         syntaxless = bool(carriers) and syntax_free(features)
-        # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages)
-        # (and whose path holds no syntax: a secret's or a backup's name is a probe whoever was served it)
-        served = gated and not carriers and self.serves is not None and self.serves(features) and syntax_free(features)
+        # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages);
+        # or a path to a file of the kind pages load (an image, a font, a style, a script, a page): it reads what any visitor
+        # reads (and in both, a path that holds no syntax: a secret's or a backup's name is a probe whoever was served it)
+        served = static = False
+        if gated and not carriers:
+            served = self.serves is not None and self.serves(features)
+            static = not served and static_file(features)
+            if (served or static) and not syntax_free(features):
+                served = static = False
         if attack >= t.block_attack:
             # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
             memo = False
@@ -302,7 +315,7 @@ class Policy:
             # and a P(attack) at a block's height with a payload that holds no attack syntax anywhere is the model's
             # suspicion of words, names and ids, as it is short of one: not counted, the look alone decides
             syntaxless = bool(carriers) and t.suspicion_needs_syntax and t.block_needs_syntax and syntax_free(features)
-        counted = 0.0 if syntaxless or served else attack
+        counted = 0.0 if syntaxless or served or static else attack
         risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
@@ -355,7 +368,7 @@ class Policy:
             reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"{_risk_name(ignored, syntaxless or served)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, syntaxless or served or static)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
             spared = ignored and risk_of(counted, bot, apart) >= t.challenge_risk
         if syntaxless:
             # a forward, or at a block's height a challenge on the look alone
@@ -364,6 +377,9 @@ class Policy:
         elif served:
             reason += f"; P(attack)={attack:.2f} not counted: it carries nothing but its path, {SERVED_PAGE} (clients.served_pages)"
             SERVED_PAGES.inc(t.name)
+        elif static:
+            reason += f"; P(attack)={attack:.2f} not counted: it carries nothing but its path, to {STATIC_FILE} (policy.suspicion_needs_syntax)"
+            STATIC_FILES.inc(t.name)
         if request.note:
             reason += f"; {request.note}"
         if ignored:
@@ -494,6 +510,8 @@ class Policy:
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {SERVED_PAGE}",
                          "P(attack) not counted: the look alone decides"))
+            rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {STATIC_FILE}",
+                         "P(attack) not counted: the look alone decides"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),
@@ -571,9 +589,9 @@ def risk_of(attack: float, look: float, apart: bool) -> float:
 
 def spared_p_attack(verdict: Verdict) -> bool:
     """True for a model verdict whose P(attack) was not counted: no attack syntax in any value, or nothing but the path
-    of a page the site serves (a client that earned a block is blocked all the same)."""
+    of a page the site serves or of a file pages load (a client that earned a block is blocked all the same)."""
     reason = verdict.reason
-    return SYNTAXLESS in reason or SERVED_PAGE in reason
+    return SYNTAXLESS in reason or SERVED_PAGE in reason or STATIC_FILE in reason
 
 
 def _risk_name(ignored: bool, syntaxless: bool = False) -> str:

@@ -37,6 +37,11 @@ PAGES = metrics.gauge("clefgate_served_pages", "Pages (host and path) the site a
 _METHODS = frozenset({"GET", "HEAD"})
 # the words of a verdict's reason when a request's P(attack) was not counted since the site serves its page (gateway.policy)
 SERVED_PAGE = "a page the site serves"
+# ... and when a request's P(attack) was not counted since it asks for a file of the kind pages load
+STATIC_FILE = "a file of the kind pages load"
+# what pages load, by the extension of the path's last segment: images, fonts, styles, scripts and pages themselves
+STATIC_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "webp", "avif", "svg", "ico", "bmp", "woff", "woff2", "ttf", "otf", "eot",
+                               "css", "js", "mjs", "html", "htm"})
 # the longest path remembered: a longer one is no page a person types or a site links to often enough to matter
 MAX_PATH = 512
 # the longest host name DNS allows: a longer Host names no site
@@ -50,6 +55,18 @@ def site_host(features: Features) -> str:
     if end > host.rfind("]"):  # a port (an IPv6 literal's colons are inside its brackets)
         host = host[:end]
     return host.rstrip(".")
+
+
+def static_file(features: Features) -> bool:
+    """True for a GET or HEAD whose path names a file of the kind pages load (:data:`STATIC_EXTENSIONS`): an image, a
+    font, a style sheet, a script or a page. A bare request for one reads what any page's visitor reads, so a probe for
+    one learns at most that the file exists. A last segment with a path parameter or an escape (``x.jsp;.png``,
+    ``x.jsp%3B.png``) names whatever the server makes of it, not a file of that kind."""
+    if features.method not in _METHODS:
+        return False
+    name = features.path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return dot > 0 and ";" not in name and "%" not in name and name[dot + 1:].lower() in STATIC_EXTENSIONS
 
 
 class ServedPages:

@@ -10,7 +10,7 @@ from gateway import policy as policymod
 from gateway.config import PolicyConfig, ServedPagesConfig
 from gateway.pipeline import build
 from gateway.policy import Policy
-from gateway.served import ServedPages, site_host
+from gateway.served import STATIC_FILE, ServedPages, site_host
 from gateway.verdict import Action, ScoreRequest, Source, Verdict
 from tests.conftest import make_features
 from tests.gateway.test_pipeline import KEY, FakeScorer, cfg_of, rules_file
@@ -179,3 +179,32 @@ def test_a_path_that_holds_attack_syntax_is_judged_as_before_whoever_was_served_
         assert pages.serves(page(path))
         v = pol.verdict(page(path), two_questions(0.7), ScoreRequest())
         assert v.action is Action.CHALLENGE and SERVED not in v.reason, (path, v.reason)
+
+
+STATIC = f"not counted: it carries nothing but its path, to {STATIC_FILE} (policy.suspicion_needs_syntax)"
+
+
+@pytest.mark.parametrize("target,method,spared", [
+    ("/build/assets/app-bM1pw56v.js", "GET", True),
+    ("/user_avatar/kim/96/8386_2.png", "HEAD", True),
+    ("/assets/fonts/merriweather-v28-latin-600.WOFF2", "GET", True),
+    ("/index.html", "GET", True),
+    ("/products/12", "GET", False),                # no extension: a page or a probe, as before
+    ("/build/app.js", "POST", False),              # a file is read, not posted to
+    ("/webshell.jsp;.png", "GET", False),          # a path parameter: the server runs the jsp
+    ("/exports/users.csv", "GET", False),          # a file pages do not load
+    ("/.git/config.js", "GET", False),             # a name that holds a probe's syntax
+])
+def test_p_attack_is_not_counted_on_a_bare_request_for_a_file_of_the_kind_pages_load(target: str, method: str, spared: bool) -> None:
+    pol = Policy(PolicyConfig())
+    before = policymod.STATIC_FILES.get("default")
+    v = pol.verdict(page(target, method=method), two_questions(0.7), ScoreRequest())
+    assert (v.action is Action.FORWARD) is spared, v.reason
+    assert (v.reason == f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.70 {STATIC}") is spared
+    assert policymod.STATIC_FILES.get("default") == before + spared
+    if spared:
+        # the look still counts, and a P(attack) that would block still challenges (no payload to block)
+        assert pol.verdict(page(target, method=method), two_questions(0.7, bad=0.6), ScoreRequest()).action is Action.CHALLENGE
+        assert pol.verdict(page(target, method=method), two_questions(0.99), ScoreRequest()).action is Action.CHALLENGE
+        assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(
+            page(target, method=method), two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
