@@ -248,7 +248,8 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
     def honoured(verdict: Verdict, features: Features) -> Verdict:
         """A challenge becomes a forward for a client holding a valid pass, and a block for a client that earned one
         (``Policy.escalate``), as does a forward that P(attack) would have challenged but for want of attack syntax
-        (``policy.suspicion_needs_syntax``) or since the site serves its page (``clients.served_pages``); other verdicts stand."""
+        (``policy.suspicion_needs_syntax``), since the site serves its page (``clients.served_pages``) or since it asks for a
+        file of the kind pages load; other verdicts stand."""
         if verdict.action is challenge:
             if honour is not None:
                 verdict = honour(verdict, features)

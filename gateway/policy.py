@@ -439,8 +439,9 @@ class Policy:
 
     def escalate(self, features: Features, verdict: Verdict, state: ClientState) -> Verdict:
         """A CHALLENGE for a client that earned a block, as a block (source ``client``), and so a FORWARD whose P(attack)
-        would have challenged it but for want of attack syntax (``suspicion_needs_syntax``) or since the site serves its
-        page (``clients.served_pages``): :func:`spared_p_attack`; any other verdict as it is.
+        would have challenged it but for want of attack syntax (``suspicion_needs_syntax``), since the site serves its
+        page (``clients.served_pages``) or since it asks for a file of the kind pages load: :func:`spared_p_attack`; any
+        other verdict as it is.
 
         Earned: the client (address + fingerprint) was served ``block_ignored_challenges`` challenges within
         ``ignored_challenges_window_s`` without solving one, or showed attack evidence within

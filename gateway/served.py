@@ -57,16 +57,27 @@ def site_host(features: Features) -> str:
     return host.rstrip(".")
 
 
+# extensions a server runs rather than serves: a folder or an inner extension named so makes the path a script's
+# (``/index.php/x.png`` is PATH_INFO to index.php, Apache runs ``shell.php.png``)
+_RUN = frozenset({"php", "php3", "php4", "php5", "php7", "phtml", "phar", "pht", "jsp", "jspx", "jsf", "asp", "aspx", "ashx", "asmx",
+                  "axd", "cfm", "cgi", "pl", "py", "rb", "do", "action", "shtml", "dll", "exe"})
+
+
 def static_file(features: Features) -> bool:
     """True for a GET or HEAD whose path names a file of the kind pages load (:data:`STATIC_EXTENSIONS`): an image, a
     font, a style sheet, a script or a page. A bare request for one reads what any page's visitor reads, so a probe for
-    one learns at most that the file exists. A last segment with a path parameter or an escape (``x.jsp;.png``,
-    ``x.jsp%3B.png``) names whatever the server makes of it, not a file of that kind."""
-    if features.method not in _METHODS:
+    one learns at most that the file exists. A path with a parameter or an escape anywhere (``x.jsp;.png``,
+    ``/admin;x=1/a.js``, ``x.jsp%3B.png``), or with a segment or an inner extension a server runs (``/index.php/x.png``,
+    ``shell.php.png``), names whatever the server makes of it, not a file of that kind."""
+    path = features.path
+    if features.method not in _METHODS or ";" in path or "%" in path:
         return False
-    name = features.path.rpartition("/")[2]
-    dot = name.rfind(".")
-    return dot > 0 and ";" not in name and "%" not in name and name[dot + 1:].lower() in STATIC_EXTENSIONS
+    *folders, name = path.split("/")
+    parts = name.split(".")
+    if len(parts) < 2 or not parts[0] or parts[-1].lower() not in STATIC_EXTENSIONS:
+        return False
+    return not any(part.lower() in _RUN for part in parts[1:-1]) and \
+        not any(folder.rpartition(".")[2].lower() in _RUN for folder in folders if "." in folder)
 
 
 class ServedPages:

@@ -151,8 +151,8 @@ _HANDLER = r"""on[a-z]{3,}\s*="""
 # a script URL's scheme, with the blanks and NULs a browser skips inside it (``java\tscript:``)
 _SCRIPT_SCHEME = (r"""(?:j[\s\x00]*a[\s\x00]*v[\s\x00]*a|v[\s\x00]*b|l[\s\x00]*i[\s\x00]*v[\s\x00]*e)[\s\x00]*s[\s\x00]*c[\s\x00]*r[\s\x00]*i"""
                   r"""[\s\x00]*p[\s\x00]*t[\s\x00]*:""")
-_XSS = (r"""<\s*/?\s*(?:script|svg|iframe|frame|frameset|object|embed|applet|math|base|xss|import|portal|isindex|vmlframe|i?layer|bgsound|"""
-        r"""handler|listener|animate|set)\b|<\s*[a-z][\w:-]*\b(?:[^<>]|<(?![a-z]))*?[\s/"']""" + _HANDLER + r"""|['"]\s*(?:/\s*)?""" + _HANDLER + r"""|"""
+_XSS = (r"""<\s*(?:/\s*)?(?:script|svg|iframe|frame|frameset|object|embed|applet|math|base|xss|import|portal|isindex|vmlframe|i?layer|bgsound|"""
+        r"""handler|listener|animate|set)\b|<\s*[a-z][\w:-]*\b(?:[^<>]|<(?![a-z\s]))*?[\s/"']""" + _HANDLER + r"""|['"]\s*(?:/\s*)?""" + _HANDLER + r"""|"""
         r"""<\s*meta\b[^<>]*(?:http-equiv|charset\s*=\s*(?:['"]\s*)?(?:x-|utf-7))|<\s*(?:xml|link)\b|<\?\s*xml-stylesheet|<\s*xsl:|\bdatasrc\s*=|<\s*form\b[^<>]*\baction\s*=|<\s*link\b[^<>]*\brel\s*=\s*(?:['"]\s*)?import|"""
         r"""<\s*(?:button|input)\b[^<>]*\bformaction\s*=|<\s*style\b[^<>]*>[^<]*(?:@import|expression|javascript|behavior|-moz-binding)|"""
         r"""\b""" + _SCRIPT_SCHEME + r"""(?:\S|\s*[\w$.]+\s*[(`=])|=\s*(?:['"]\s*)?""" + _SCRIPT_SCHEME + r"""|\bmocha:\S|\bdata\s*:\s*(?:text/(?:html|javascript|xml)|application/"""
@@ -398,22 +398,27 @@ _LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|
                     # an open redirect through a control character
                     r"""^\s*[/\\][\t\r\n]+[/\\]|"""
                     r"""__proto__|constructor\W{1,4}prototype|\b(?:gopher|dict|file|ftp|ldap|ldaps|rmi|jar|netdoc|phar|expect|glob|zip|"""
-                    r"""php|sftp|tftp|smb)://|^\s*(?:['"]\s*)?https?:[/\\]|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*=?\s*(?:https?:)?//""", re.IGNORECASE)
+                    r"""php|sftp|tftp|smb)://|^\s*(?:['"]\s*)?https?:[/\\]|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*(?:=\s*)?(?:https?:)?//""", re.IGNORECASE)
 _BLOBS = re.compile(r"""\bAAEAAAD|\bgASV[\w+/]{8}|\bBAh[\w+/]{8}|\bY29z[\w+/]{4}|c(?:os|posix|nt|subprocess|builtins|__builtin__)\n"""
                     r"""(?:system|popen|check_output|getoutput|eval|exec)\b|\x80[\x02-\x05]""")
 # code of the languages an application hands a value to besides SQL, shell and markup, which the block witness leaves to the
 # model: a template or expression delimiter around more than a name (``{{ range }}`` asked about in a search is free,
-# ``{{7*7}}`` and ``{% load log %}`` are not), edge and server-side includes, terminal control characters, a spreadsheet
-# formula (a call or a DDE link), GraphQL's introspection and a selection nested past what a page asks, a search
+# ``{{7*7}}`` and ``{% load log %}`` are not), edge and server-side includes, a terminal escape, a spreadsheet formula at
+# the start of a value or a cell (a capitalised function's call, a DDE link, a quoted sheet reference), GraphQL's
+# introspection and a selection nested past what a page asks (a store's Relay query nests five or six deep), a search
 # engine's query object or local parameters, MongoDB's aggregation stages as keys, a graph database's clauses, a
 # substring of a Windows variable, and a backquoted command glued to a word (quoted code in prose is free)
-_CODE = re.compile(r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w+\s+\w)|\{!\w|<\s*/?\s*esi:|<!--\s*(?:esi|#)|"""
-                   r"""\x1b|^\s*['"]?[=@+-][^\n]{0,40}?(?:[a-z_][\w.]*\(|\w\s*\|\s*['"]?\s*/?\w|![a-z$]{1,3}\$?\d)|"""
-                   r"""\b__(?:schema|type)\b|\{[^{}]*\{[^{}]*\{[^{}]*\{[^{}]*\{|\*:\*|"""
+_AGGREGATION = r"""\$(?:match|lookup|graphlookup|out|merge|group|project|unionwith|unwind|facet|addfields|replaceroot|function|accumulator)"""
+_CODE = re.compile(r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w+\s+\w)|\{!\w|<\s*(?:/\s*)?esi:|<!--\s*(?:esi|#)|\x1b|"""
+                   r"""(?:^|[,;\t])[ \t]{0,8}['"]?[=@+-][^\n]{0,40}?(?:(?-i:\b[A-Z][A-Z0-9.]{1,30})\(|\w\|\s*'|'![a-z]{1,3}\$?\d)|"""
+                   r"""\b__(?:schema|type)\b|\{(?:[^{}]*\{){7}|\*:\*|"""
                    r"""["'](?:query|bool|match_all|query_string|simple_query_string|wildcard|regexp|script|aggs|aggregations)["']\s*:\s*[\[{]|"""
-                   r"""["']\$(?:match|lookup|graphlookup|out|merge|group|project|unionwith|unwind|facet|addfields|replaceroot|function|accumulator)["']\s*:|"""
-                   r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\(|\bDETACH\s+DELETE\b|\bCALL\s+(?:db|dbms|apoc)\.)|"""
-                   r"""%\w+:~-?\d|[\w.;|&]`[a-z/$][^`\n]{0,199}`""", re.IGNORECASE)
+                   r"""["']""" + _AGGREGATION + r"""["']\s*:|"""
+                   r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\()|\bdetach\s+delete\b|\bcall\s+(?:db|dbms|apoc)\.\w|"""
+                   r"""\bmatch\s*\(\s*\w*\s*(?::\s*\w+\s*)?\)\s*(?:-|<|,|where\b|return\b|delete\b|set\b|with\b)|"""
+                   r"""[%!]\w+:~-?\d|[\w;|&]`[a-z/$][^`\n]{0,199}`(?=$|[\s'";|&)}\]])""", re.IGNORECASE)
+# ... and the names among them that are keys of a JSON body (a search engine's query object, an aggregation pipeline)
+_CODE_NAME = re.compile(_AGGREGATION + r"""|query_string|simple_query_string|match_all|script_fields|__schema|__type""", re.IGNORECASE)
 # names and keys that address an object's prototype
 _PROTOTYPE = re.compile(r"__proto__|\bconstructor\b|\bprototype\b", re.IGNORECASE)
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -653,7 +658,7 @@ def _name_read(name: str, out: list[tuple[str, bool, bool]], plus: bool) -> bool
     if _PROTOTYPE.search(name):
         return False
     if _IDENTIFIER.fullmatch(name):
-        return _LOOSE.search(name) is None
+        return _LOOSE.search(name) is None and _CODE_NAME.fullmatch(name) is None
     if name:
         out.append((name, plus, True))
     return True

@@ -192,6 +192,10 @@ STATIC = f"not counted: it carries nothing but its path, to {STATIC_FILE} (polic
     ("/products/12", "GET", False),                # no extension: a page or a probe, as before
     ("/build/app.js", "POST", False),              # a file is read, not posted to
     ("/webshell.jsp;.png", "GET", False),          # a path parameter: the server runs the jsp
+    ("/admin;x=1/app.js", "GET", False),           # a parameter in a folder
+    ("/index.php/x.png", "GET", False),            # PATH_INFO: the server runs index.php
+    ("/uploads/shell.php.png", "GET", False),      # an inner extension a server runs
+    ("/npm/bootstrap@5.3.0/dist/css/bootstrap.min.css", "GET", True),  # a version's dots in a folder are no script
     ("/exports/users.csv", "GET", False),          # a file pages do not load
     ("/.git/config.js", "GET", False),             # a name that holds a probe's syntax
 ])

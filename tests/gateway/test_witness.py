@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -416,7 +417,7 @@ NOT_FREE = {
     "a spreadsheet formula with a DDE link": _post("/signup", "application/x-www-form-urlencoded", b"name=%3Dcmd%7C%27+%2Fc+calc%27%21A1"),
     "a spreadsheet formula that calls": _post("/api/contacts", "application/json", b'{"company": "@SUM(1+9)*cmd|\' /C calc\'!A0"}'),
     "GraphQL introspection in a value": _post("/api/feedback", "application/json", b'{"note": "{__schema{types{name}}}"}'),
-    "a selection nested five deep": make_features(target="/t/1?path=query%7Ba%7Bb%7Bc%7Bd%7Be%7D%7D%7D%7D%7D"),
+    "a selection nested eight deep": make_features(target="/t/1?path=query%7Ba%7Bb%7Bc%7Bd%7Be%7Bf%7Bg%7Bh%7D%7D%7D%7D%7D%7D%7D%7D"),
     "a search engine's query object": _post("/s", "application/x-www-form-urlencoded",
                                             b"filter=%7B%22query_string%22%3A%7B%22query%22%3A%22secret%22%7D%7D"),
     "a search engine's match-all": make_features(target="/s?filter=*:*"),
@@ -424,6 +425,13 @@ NOT_FREE = {
     "a MongoDB aggregation stage": make_features(target="/s?view=%5B%7B%22%24lookup%22%3A%7B%22from%22%3A%22users%22%7D%7D%5D"),
     "a graph database's clause": _post("/api/tags", "application/json", b'{"name": "x) MATCH (n) DETACH DELETE n //"}'),
     "a Windows variable's substring": make_features(target="/s?c=%25COMSPEC%3A~-7%2C3%25+%2Fc+ver"),
+    "a graph database's clauses in lower case": _post("/api/tags", "application/json", b'{"name": "x\' match (n) detach delete n //"}'),
+    "a graph database's procedure": _post("/api/tags", "application/json", b'{"name": "\' call db.labels() yield label return label //"}'),
+    "a search engine's query object as the body": _post("/api/search", "application/json",
+                                                        b'{"query": {"query_string": {"query": "password:*"}}}'),
+    "an aggregation pipeline as the body": _post("/api/report", "application/json", b'{"pipeline": [{"$lookup": {"from": "users"}}]}'),
+    "a formula in a later cell": _post("/api/contacts", "application/json", b'{"name": "Ana,=cmd|\' /C calc\'!A0"}'),
+    "a delayed variable's substring": make_features(target="/s?c=%21COMSPEC%3A~0%2C1%21"),
     "a backquoted command glued to a word": _post("/api/files", "application/json", b'{"name": "report.pdf`gcloud auth print-access-token`"}'),
 }
 
@@ -459,6 +467,15 @@ FREE = {
     "a phone number": _post("/checkout", "application/x-www-form-urlencoded", b"phone=%2B1+(555)+010-2000"),
     "a reply with inline code": _post("/t/9/reply", "application/x-www-form-urlencoded",
                                       b"reply=Rename+%60tmp%60+to+%60pending%60%2C+then+%60Len%60%2C+%60MinLen%60+and+%60Len()%60+apply."),
+    "passwords that start like a formula": _post("/api/users", "application/json",
+                                                 b'{"a": "@Summer(2024)", "b": "+Winter|2024", "c": "-Secret!Ab1", "d": "=Kx9|pass"}'),
+    "replies that start like a formula": _post("/api/comments", "application/json",
+                                               b'{"a": "@ana see parse() again", "b": "- Use len() not count", "c": "@ana | designer"}'),
+    "a store's Relay query": _post("/api/graphql", "application/json",
+                                   b'{"query": "query Cart { cart { lines { edges { node { quantity } } } } }"}'),
+    "prose with inline code glued to words": _post("/t/9/reply", "application/x-www-form-urlencoded",
+                                                   b"reply=All+%60Promise%60s+resolve+before+%60await%60+returns."),
+    "a match in words": make_features(target="/search?q=the+match+(football)+was+great"),
     "analytics properties": _post("/e/", "application/json", b'{"event": "$pageview", "properties": {"$os": "Linux", "$browser": "Firefox"}}'),
 }
 
@@ -466,6 +483,22 @@ FREE = {
 @pytest.mark.parametrize("name", sorted(FREE))
 def test_peoples_values_without_attack_syntax_are_known_free(name: str) -> None:
     assert syntax_free(FREE[name])
+
+
+@pytest.mark.parametrize("head,run", [("<", " "), ("?", " "), ("", "\t"), ("", ",="), ("", "a< "), ("", "{"), ("", "`a"), ("", "<")])
+def test_runs_of_one_character_are_searched_in_time_proportional_to_their_length(head: str, run: str) -> None:
+    """Ten times the run costs about ten times the search (a pattern that backtracks over the run costs a hundred times)."""
+    def cost(repeat: int) -> float:
+        features = make_features("POST", "/api", [("Host", "h"), ("Content-Type", "application/json")],
+                                 body=json.dumps({"m": head + run * repeat}).encode())
+        best = float("inf")
+        for _ in range(5):
+            started = time.process_time()
+            syntax_free(features)
+            best = min(best, time.process_time() - started)
+        return best
+
+    assert cost(3000 // len(run)) < 40 * max(cost(300 // len(run)), 1e-4)
 
 
 @pytest.mark.timeout(30)  # a guard against backtracking that grows with the cube of a run's length (minutes), not a timing
