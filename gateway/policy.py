@@ -39,7 +39,7 @@ For a scored request it answers with a ``Verdict``:
   ``gateway.served``: it answered a forwarded GET or HEAD for it with a 2xx or 304): a path the site serves is a
   page, not a probe for something absent; counted in ``clefgate_policy_served_pages_total``. So too where such a
   path names a file of the kind pages load (an image, a font, a style sheet, a script or a page:
-  ``gateway.served.static_file``), which reads what any visitor reads; counted in
+  ``gateway.served.static_file``), which reads what any visitor reads, at any P(attack); counted in
   ``clefgate_policy_static_files_total``. A client that earned a block is blocked all the same;
 * ``challenge`` when P(bad_bot)+P(attack) >= ``challenge_risk`` (the single-class view's: for a model that answers
   the two questions apart, P(attack) + P(benign) x P(client = bad_bot), :func:`risk_of`), with a proof-of-work
@@ -129,7 +129,7 @@ SERVED_PAGES = metrics.counter("clefgate_policy_served_pages_total",
                                "request carried nothing but its path, to a page the site serves (gateway.served): P(attack) not counted "
                                "(clients.served_pages), by policy. A client that earned a block is blocked all the same.", ("policy",))
 STATIC_FILES = metrics.counter("clefgate_policy_static_files_total",
-                               "Requests forwarded whose P(attack), short of a block, would have raised the risk to a challenge while the "
+                               "Requests whose P(attack) would have raised the risk to a challenge (or held a block's height) while the "
                                "request carried nothing but its path, to a file of the kind pages load (an image, font, style, script or "
                                "page; gateway.served.static_file): P(attack) not counted (policy.suspicion_needs_syntax), by policy. A "
                                "client that earned a block is blocked all the same.", ("policy",))
@@ -315,12 +315,14 @@ class Policy:
             # and a P(attack) at a block's height with a payload that holds no attack syntax anywhere is the model's
             # suspicion of words, names and ids, as it is short of one: not counted, the look alone decides
             syntaxless = bool(carriers) and t.suspicion_needs_syntax and t.block_needs_syntax and syntax_free(features)
+            # as is a bare request for a file of the kind pages load, however sure the model is of a probe
+            static = not carriers and t.suspicion_needs_syntax and t.block_needs_syntax and static_file(features) and syntax_free(features)
         counted = 0.0 if syntaxless or served or static else attack
         risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if attack >= t.block_attack and not syntaxless:
+        if attack >= t.block_attack and not (syntaxless or static):
             kind = _top(probabilities.get("attack_kind"))
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
@@ -502,17 +504,17 @@ class Policy:
                          "block what would be challenged"))
         if t.block_risk is not None:
             rows.append((f"P(bad_bot) + P(attack) >= {t.block_risk:g} (opt-in block_risk)", "block on look alone"))
+        if t.suspicion_needs_syntax and t.block_needs_syntax:
+            rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
         if t.abstain_unfamiliar:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but the request is {UNFAMILIAR}", "challenge (the model abstains)"))
         if t.block_needs_syntax:
             rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {NO_SYNTAX} of the kind named", "challenge (suspicion only)"))
         if t.suspicion_needs_syntax and t.block_needs_syntax:
-            rows.append((f"P(attack) >= {t.block_attack:g} with a payload, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but {SYNTAXLESS}", "P(attack) not counted: the look alone decides"))
             rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {SERVED_PAGE}",
                          "P(attack) not counted: the look alone decides"))
-            rows.append((f"P(attack) < {t.block_attack:g} raising the risk, but a bare path to {STATIC_FILE}",
-                         "P(attack) not counted: the look alone decides"))
+            rows.append((f"any P(attack) raising the risk, but a bare path to {STATIC_FILE}", "P(attack) not counted: the look alone decides"))
         rows += [(f"P(attack) >= {t.block_attack:g}, no payload in the request", "challenge"),
                  (f"P(bad_bot) + P(attack) >= {t.challenge_risk:g} (bot-likeness, client statistics)",
                   f"challenge, difficulty {t.difficulty_min}-{t.difficulty_max} bits rising with risk"),

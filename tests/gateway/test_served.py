@@ -204,11 +204,14 @@ def test_p_attack_is_not_counted_on_a_bare_request_for_a_file_of_the_kind_pages_
     before = policymod.STATIC_FILES.get("default")
     v = pol.verdict(page(target, method=method), two_questions(0.7), ScoreRequest())
     assert (v.action is Action.FORWARD) is spared, v.reason
+    if not spared:  # a probe the model is sure of is challenged, as any bare path is
+        assert pol.verdict(page(target, method=method), two_questions(0.99), ScoreRequest()).action is Action.CHALLENGE
     assert (v.reason == f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.70 {STATIC}") is spared
     assert policymod.STATIC_FILES.get("default") == before + spared
     if spared:
-        # the look still counts, and a P(attack) that would block still challenges (no payload to block)
+        # the look still counts, and so does nothing else however sure the model is of a probe
         assert pol.verdict(page(target, method=method), two_questions(0.7, bad=0.6), ScoreRequest()).action is Action.CHALLENGE
-        assert pol.verdict(page(target, method=method), two_questions(0.99), ScoreRequest()).action is Action.CHALLENGE
+        sure = pol.verdict(page(target, method=method), two_questions(0.99), ScoreRequest())
+        assert (sure.action, sure.reason) == (Action.FORWARD, f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.99 {STATIC}")
         assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(
             page(target, method=method), two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
