@@ -293,36 +293,33 @@ class Policy:
         # a score rule's bot_likeness: ignore: the client's look is no suspicion here, P(attack) alone is the risk
         ignored = request.ignore_bot_likeness
         look = 0.0 if ignored else bot
-        # P(attack) raises the risk only with a breakout somewhere in the request (policy.suspicion_needs_syntax)
-        gated = t.suspicion_needs_syntax and t.block_needs_syntax and attack < t.block_attack and look < t.challenge_risk <= risk_of(attack, look, apart)
-        if gated:
+        # P(attack) raises the risk only with a breakout somewhere in the request (policy.suspicion_needs_syntax): asked
+        # where P(attack) short of a block is what would challenge the request, and at a block's height
+        asks = t.suspicion_needs_syntax and t.block_needs_syntax
+        high = attack >= t.block_attack
+        gated = asks and not high and look < t.challenge_risk <= risk_of(attack, look, apart)
+        if gated or high:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
-        carriers = payload_carriers(features) if gated else ()
-        syntaxless = bool(carriers) and syntax_free(features)
-        # a request carrying nothing but its path, which the site serves: its path is a page, not a probe (clients.served_pages);
-        # or a path to a file of the kind pages load (an image, a font, a style, a script, a page): it reads what any visitor
-        # reads (and in both, a path that holds no syntax: a secret's or a backup's name is a probe whoever was served it)
+        carriers = payload_carriers(features) if gated or high else ()
+        # a payload none of whose values holds attack syntax: the model's suspicion of words, names and ids, not counted
+        syntaxless = bool(carriers) and asks and syntax_free(features)
+        # a request carrying nothing but its path, which the site serves (short of a block): its path is a page, not a probe
+        # (clients.served_pages); or a path to a file of the kind pages load (an image, a font, a style, a script, a page),
+        # at any P(attack): it reads what any visitor reads (and in both, a path that holds no syntax: a secret's or a
+        # backup's name is a probe whoever was served it)
         served = static = False
-        if gated and not carriers:
-            served = self.serves is not None and self.serves(features)
+        if not carriers and (gated or (high and asks)):
+            served = gated and self.serves is not None and self.serves(features)
             static = not served and static_file(features)
             if (served or static) and not syntax_free(features):
                 served = static = False
-        if attack >= t.block_attack:
-            # evidence needs a payload to point at: the outcome depends on the request, so it is never memoised
-            memo = False
-            carriers = payload_carriers(features)
-            # and a P(attack) at a block's height with a payload that holds no attack syntax anywhere is the model's
-            # suspicion of words, names and ids, as it is short of one: not counted, the look alone decides
-            syntaxless = bool(carriers) and t.suspicion_needs_syntax and t.block_needs_syntax and syntax_free(features)
-            # as is a bare request for a file of the kind pages load, however sure the model is of a probe
-            static = not carriers and t.suspicion_needs_syntax and t.block_needs_syntax and static_file(features) and syntax_free(features)
         counted = 0.0 if syntaxless or served or static else attack
         risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if attack >= t.block_attack and not (syntaxless or static):
+        if high and not (syntaxless or static):
+            # evidence needs a payload to point at
             kind = _top(probabilities.get("attack_kind"))
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
             shown = _shown(attack, (t.block_attack,), ())
