@@ -215,3 +215,17 @@ def test_p_attack_is_not_counted_on_a_bare_request_for_a_file_of_the_kind_pages_
         assert (sure.action, sure.reason) == (Action.FORWARD, f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.99 {STATIC}")
         assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(
             page(target, method=method), two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
+
+
+def test_a_live_gateway_forwards_a_file_pages_load_to_the_real_origin_and_challenges_a_bare_path(tmp_path: Path) -> None:
+    """Through the proxy, to a real origin, with the model in the challenge band on P(attack) alone for everything."""
+    from tests.proxy_support import gateway, get, make_config, request, shared_origin
+
+    origin = shared_origin("a")
+    p = build(cfg_of(challenge={"keys": [KEY]}), PathScorer)
+    with gateway(make_config([origin.url], tmp_path), p) as g:
+        for path in ("/build/assets/app-bM1pw56v.js", "/user_avatar/kim/96/8386_2.png", "/index.html"):
+            answer = request(g.port, get(path, host="www.example.com"))
+            assert answer.status == 200 and b"challenge" not in answer.body.lower(), (path, answer.status)
+        for path in ("/guides/rewiring-a-lamp", "/index.php/x.png", "/uploads/shell.php.png"):
+            assert request(g.port, get(path, host="www.example.com")).status == 403, path
