@@ -399,10 +399,16 @@ def _compile(p: Pipeline) -> tuple[tuple[Stage, ...], Stage]:
                    if policy is not None and fallback_rules is not None else None)
 
     def ruled_challenge(features: Features, verdict: Verdict, challenged: Verdict) -> Verdict:
-        """A rule's challenge of a scored request: the model's block, else the rule's challenge, honoured."""
+        """A rule's challenge of a scored request: the model's block, else the rule's challenge, honoured; the challenge
+        carries what the model said of the payload (its probabilities, version, input and reason), so that the decision
+        log and the console show the scores and the retraining feed keeps the example."""
         if verdict.action is Action.BLOCK:
             RULE_CHALLENGES_BLOCKED.inc(challenged.rule or "?")
             return verdict
+        if verdict.probabilities is not None:
+            challenged = dataclasses.replace(challenged, probabilities=verdict.probabilities, model=verdict.model,
+                                             decision_ms=verdict.decision_ms, model_input=verdict.model_input,
+                                             explanation=(*challenged.explanation, f"the model, short of a block: {verdict.reason}"))
         return honoured(challenged, features)
 
     async def score(features: Features, request: ScoreRequest) -> Verdict:

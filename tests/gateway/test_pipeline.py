@@ -918,6 +918,8 @@ async def test_a_rules_challenge_shields_no_payload_from_the_model(tmp_path: Pat
     # a payload the model does not find an attack (P(attack) 0.7, no syntax): the rule's own challenge, as before
     plain = await decided(p, make_features(target="/search?q=red+shoes", headers=EXAMPLE_BOT, client_ip="198.51.100.3"))
     assert (plain.action, plain.source, plain.rule, plain.difficulty) == (Action.CHALLENGE, Source.RULE, "example-bot", 4), plain.reason
+    # ... carrying what the model said of the payload, for the decision log and the console
+    assert plain.probabilities is not None and plain.explanation[-1].startswith("the model, short of a block: "), plain.explanation
     # nothing but a path: the model is not asked, and the rule decides at once
     asked = len(scorer.seen)
     bare = p.decide(make_features(target="/guides/lamps", headers=EXAMPLE_BOT, client_ip="198.51.100.4"))
