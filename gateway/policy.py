@@ -96,6 +96,7 @@ from gateway.verdict import (
     attack_probability,
     bot_probability,
     distance_ratio,
+    risk_of,
 )
 from gateway.witness import named_kinds, syntax_free, syntax_witness
 
@@ -301,24 +302,30 @@ class Policy:
         if gated or high:
             memo = False  # the outcome depends on the request's values, not on the probabilities alone
         carriers = payload_carriers(features) if gated or high else ()
-        # a payload none of whose values holds attack syntax: the model's suspicion of words, names and ids, not counted
-        syntaxless = bool(carriers) and asks and syntax_free(features)
-        # a request carrying nothing but its path, which the site serves (short of a block): its path is a page, not a probe
-        # (clients.served_pages); or a path to a file of the kind pages load (an image, a font, a style, a script, a page),
-        # at any P(attack): it reads what any visitor reads (and in both, a path that holds no syntax: a secret's or a
-        # backup's name is a probe whoever was served it)
-        served = static = False
-        if not carriers and (gated or (high and asks)):
-            served = gated and self.serves is not None and self.serves(features)
-            static = not served and static_file(features)
-            if (served or static) and not syntax_free(features):
-                served = static = False
-        counted = 0.0 if syntaxless or served or static else attack
+        # why P(attack) is not counted, the reason's words and the counter that counts it; None where it is counted
+        uncounted: tuple[str, metrics.Counter] | None = None
+        if carriers:
+            # a payload none of whose values holds attack syntax: the model's suspicion of words, names and ids
+            if asks and syntax_free(features):
+                uncounted = f"{SYNTAXLESS} (policy.suspicion_needs_syntax)", SYNTAX_FREE
+        elif gated or (high and asks):
+            # a request carrying nothing but its path, which the site serves (short of a block): its path is a page, not a
+            # probe (clients.served_pages); or a path to a file of the kind pages load (an image, a font, a style, a script,
+            # a page), at any P(attack): it reads what any visitor reads (and in both, a path that holds no syntax: a
+            # secret's or a backup's name is a probe whoever was served it)
+            if gated and self.serves is not None and self.serves(features):
+                uncounted = f"it carries nothing but its path, {SERVED_PAGE} (clients.served_pages)", SERVED_PAGES
+            elif static_file(features):
+                uncounted = f"it carries nothing but its path, to {STATIC_FILE} (policy.suspicion_needs_syntax)", STATIC_FILES
+            if uncounted is not None and not syntax_free(features):
+                uncounted = None
+        discounted = uncounted is not None
+        counted = 0.0 if discounted else attack
         risk = risk_of(counted, look, apart)
         spared = False
         difficulty: int | None = None
         payload: tuple[PayloadHit, ...] = ()
-        if high and not (syntaxless or static):
+        if high and not discounted:
             # evidence needs a payload to point at
             kind = _top(probabilities.get("attack_kind"))
             named = f" ({kind[0]} {kind[1]:.2f})" if kind else ""
@@ -359,26 +366,20 @@ class Policy:
                 NO_PAYLOAD.inc(t.name)
         elif t.block_risk is not None and risk >= t.block_risk:
             action = Action.BLOCK
-            reason = (f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
+            reason = (f"{_risk_name(ignored, discounted)}={_shown(risk, (t.block_risk,), ())} >= {t.block_risk:g} "
                       f"(policy.block_risk{'' if ignored else ': blocks on look alone'})")
         elif risk >= t.challenge_risk:
             action = Action.CHALLENGE
             difficulty = t.difficulty(risk)
-            reason = f"{_risk_name(ignored, syntaxless)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, discounted)}={_shown(risk, (t.challenge_risk,), _above(t))} >= {t.challenge_risk:g}"
         else:
             action = Action.FORWARD
-            reason = f"{_risk_name(ignored, syntaxless or served or static)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
+            reason = f"{_risk_name(ignored, discounted)}={_shown(risk, (), (t.challenge_risk, *_above(t)))} < {t.challenge_risk:g}"
             spared = ignored and risk_of(counted, bot, apart) >= t.challenge_risk
-        if syntaxless:
-            # a forward, or at a block's height a challenge on the look alone
-            reason += f"; P(attack)={attack:.2f} not counted: {SYNTAXLESS} (policy.suspicion_needs_syntax)"
-            SYNTAX_FREE.inc(t.name)
-        elif served:
-            reason += f"; P(attack)={attack:.2f} not counted: it carries nothing but its path, {SERVED_PAGE} (clients.served_pages)"
-            SERVED_PAGES.inc(t.name)
-        elif static:
-            reason += f"; P(attack)={attack:.2f} not counted: it carries nothing but its path, to {STATIC_FILE} (policy.suspicion_needs_syntax)"
-            STATIC_FILES.inc(t.name)
+        if uncounted is not None:
+            # a forward, or a challenge on the look alone
+            reason += f"; P(attack)={attack:.2f} not counted: {uncounted[0]}"
+            uncounted[1].inc(t.name)
         if request.note:
             reason += f"; {request.note}"
         if ignored:
@@ -579,14 +580,6 @@ class Policy:
                        difficulty=verdict.difficulty, explanation=verdict.explanation, policy=verdict.policy, shadow_action=action)
 
 
-def risk_of(attack: float, look: float, apart: bool) -> float:
-    """P(bad_bot) + P(attack) of the single-class view (``gateway.verdict.class_probabilities``): for a model that answers
-    the payload and client questions apart, a request is an attack, or a benign request from a bad bot, so the risk is
-    P(attack) + (1 - P(attack)) x P(client = bad_bot), the chance that either holds; for one that answers a single class
-    question, the two are exclusive classes and add up."""
-    return attack + (1.0 - attack) * look if apart else attack + look
-
-
 def spared_p_attack(verdict: Verdict) -> bool:
     """True for a model verdict whose P(attack) was not counted: no attack syntax in any value, or nothing but the path
     of a page the site serves or of a file pages load (a client that earned a block is blocked all the same)."""
@@ -594,10 +587,11 @@ def spared_p_attack(verdict: Verdict) -> bool:
     return SYNTAXLESS in reason or SERVED_PAGE in reason or STATIC_FILE in reason
 
 
-def _risk_name(ignored: bool, syntaxless: bool = False) -> str:
+def _risk_name(ignored: bool, discounted: bool = False) -> str:
     """What the risk compared with the thresholds is: the payload question alone under bot_likeness: ignore, the client
-    question alone (or nothing) when P(attack) is not counted (policy.suspicion_needs_syntax)."""
-    if syntaxless:
+    question alone (or nothing) when P(attack) is not counted (no attack syntax, a page the site serves, a file pages
+    load)."""
+    if discounted:
         return "risk" if ignored else "P(bad_bot)"
     return "P(attack)" if ignored else "P(bad_bot)+P(attack)"
 

@@ -61,6 +61,14 @@ def bot_probability(probabilities: Probabilities | None) -> float:
     return float(probabilities.get("class", {}).get("bad_bot", 0.0))
 
 
+def risk_of(attack: float, look: float, apart: bool) -> float:
+    """P(bad_bot) + P(attack) of the single-class view (:func:`class_probabilities`): for a model that answers the
+    payload and client questions apart, a request is an attack, or a benign request from a bad bot, so the risk is
+    P(attack) + (1 - P(attack)) x P(client = bad_bot), the chance that either holds; for one that answers a single class
+    question, the two are exclusive classes and add up."""
+    return attack + (1.0 - attack) * look if apart else attack + look
+
+
 # A model whose manifest carries familiarity statistics answers beside its questions how familiar the request's payload
 # is: {"familiar": 1 - u, "unfamiliar": u} with u = d / (d + threshold), d the Mahalanobis distance of the payload head's
 # input to the training rows' (gateway.decider.onnx). u > 0.5 when d exceeds the threshold; d / threshold = u / (1 - u).
@@ -159,10 +167,7 @@ class Verdict:
         """P(bad_bot) + P(attack) of the single-class view when the model decided (the policy's risk), else None."""
         if not self.probabilities or not ({"class", "payload", "client"} & self.probabilities.keys()):
             return None
-        attack = attack_probability(self.probabilities)
-        bot = bot_probability(self.probabilities)
-        # two questions: P(bad_bot) of the class view is P(benign) x P(client = bad_bot) (gateway.policy.risk_of)
-        return attack + ((1.0 - attack) * bot if "client" in self.probabilities else bot)
+        return risk_of(attack_probability(self.probabilities), bot_probability(self.probabilities), "client" in self.probabilities)
 
 
 ALLOW_ALL = Verdict(Action.FORWARD, Source.DEFAULT, "no rule matched; default allow")

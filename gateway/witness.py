@@ -417,6 +417,8 @@ _CODE = re.compile(r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w
                    r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\()|\bdetach\s+delete\b|\bcall\s+(?:db|dbms|apoc)\.\w|"""
                    r"""\bmatch\s*\(\s*\w*\s*(?::\s*\w+\s*)?\)\s*(?:-|<|,|where\b|return\b|delete\b|set\b|with\b)|"""
                    r"""[%!]\w+:~-?\d|[\w;|&]`[a-z/$][^`\n]{0,199}`(?=$|[\s'";|&)}\]])""", re.IGNORECASE)
+# what syntax_free searches each text for besides the probe's syntax and the blobs, in one scan
+_LOOSE_OR_CODE = re.compile(f"(?:{_LOOSE.pattern})|(?:{_CODE.pattern})", re.IGNORECASE)
 # ... and the names among them that are keys of a JSON body (a search engine's query object, an aggregation pipeline)
 _CODE_NAME = re.compile(_AGGREGATION + r"""|query_string|simple_query_string|match_all|script_fields|__schema|__type""", re.IGNORECASE)
 # names and keys that address an object's prototype
@@ -597,8 +599,7 @@ def syntax_free(features: Features) -> bool:
             budget -= len(variant) * len(_KINDS) * (2 if "&" in variant or "\\" in variant else 1)
             if budget < 0:
                 return False
-            if probe.search(variant) is not None or _LOOSE.search(variant) is not None or _BLOBS.search(variant) is not None \
-                    or _CODE.search(variant) is not None:
+            if probe.search(variant) is not None or _LOOSE_OR_CODE.search(variant) is not None or _BLOBS.search(variant) is not None:
                 return False
             if short and len(variant) <= SHORT_VALUE and len(variant.split()) <= SHORT_WORDS \
                     and (_SHORT_CODE.search(variant) or _ARITHMETIC.fullmatch(variant)):

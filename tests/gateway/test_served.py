@@ -213,6 +213,8 @@ def test_p_attack_is_not_counted_on_a_bare_request_for_a_file_of_the_kind_pages_
         assert pol.verdict(page(target, method=method), two_questions(0.7, bad=0.6), ScoreRequest()).action is Action.CHALLENGE
         sure = pol.verdict(page(target, method=method), two_questions(0.99), ScoreRequest())
         assert (sure.action, sure.reason) == (Action.FORWARD, f"default policy: P(bad_bot)=0.10 < 0.5; P(attack)=0.99 {STATIC}")
+        looked = pol.verdict(page(target, method=method), two_questions(0.99, bad=0.6), ScoreRequest())
+        assert (looked.action, looked.reason) == (Action.CHALLENGE, f"default policy: P(bad_bot)=0.60 >= 0.5; P(attack)=0.99 {STATIC}")
         assert Policy(PolicyConfig(suspicion_needs_syntax=False)).verdict(
             page(target, method=method), two_questions(0.7), ScoreRequest()).action is Action.CHALLENGE
 
