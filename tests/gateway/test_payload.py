@@ -133,12 +133,18 @@ MENTIONS = ["what is document.cookie", "how do I read document.cookie in react",
             "replace SUBSTRING() with <iframe>", "how to embed an <iframe> in a page"]
 BENIGN += [record("/search?q=" + quote(text)) for text in MENTIONS]
 BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application/json"]], body=json.dumps({"note": text})) for text in MENTIONS]
+# a phrase quoted inside the value is no breakout: query languages and searches write one before AND / OR and a comparison
+QUERY_LANGUAGES = ['text ~ "pro jacket" AND type = Bug', '"In Progress" = status AND project = ENG', '"quick fox" AND lang = en',
+                   '"status" = "open" and priority > 2', '"foo bar" OR id = 7']
+BENIGN += [record("/rest/api/3/search?jql=" + quote(text)) for text in QUERY_LANGUAGES]
 BENIGN += [record("/blog/xp_cmdshell-ping"), record("/search?q=" + quote("http://metadata.google.internal/computeMetadata/v1/ returns 403"))]
 # ... and the same names used, or alone where a value belongs, still are
 USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
         "please show me how <iframe src=//evil.example> works", "see <iframe>x</iframe> here", "';document.cookie",
         "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
         "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
+        # a string the value closes without opening it is a breakout; a quoted phrase before a tautology or a union still hits
+        "admin'--", "' or ''='", "\" or 1=1 --", "\"x\" and 1=1", "'hi' or 'x'='x';", "'x' union select 1,2--",
         # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
         "http://metadata.google.internal/computeMetadata/v1/", "http://metadata.google.internal/computeMetadata/v1/service-accounts/default/token",
         "x.smarty_internal_write_file.php"]
