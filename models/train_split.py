@@ -216,6 +216,11 @@ def encode(records: list[dict[str, Any]]) -> Encoded:
     return Encoded(inputs, labels[:, 0], labels[:, 1], labels[:, 2], records)
 
 
+def validation_hash(seed: int, rows: int) -> list[float]:
+    """A stable draw in [0, 1] per training row: rows under the validation share are validation."""
+    return [int(hashlib.sha256(f"{seed}/{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF for i in range(rows)]
+
+
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], str]:
     data = path.read_bytes()
     rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
@@ -603,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data[side] = {"path": getattr(args, side).name, "rows": len(rows), "sha256": digest,
                       "sources": sorted({str(r.get("source", "-")) for r in rows})[:40]}
     t0 = time.time()
-    h = [int(hashlib.sha256(f"{cfg.seed}/{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF for i in range(len(sides["train"]))]
+    h = validation_hash(cfg.seed, len(sides["train"]))
     train_rows, swapped = swap_paths(sides["train"], cfg.train.path_swap, cfg.seed)
     data["train"]["path_swap"] = {"share": cfg.train.path_swap, "rows": swapped}
     tr_all = encode(train_rows)
