@@ -109,10 +109,13 @@ SQLI_BREAKOUT_WORDS = 3
 SQLI_BREAKOUT_CHARS = 32
 _QUOTE = re.compile(r"['\"`]")
 # libinjection XSS flags any tag of its list (<iframe>, <svg>, <meta>), which people also search for by name; it is
-# evidence together with something that runs or loads: an event handler, a script element, a script URL, a source or
-# a call
-_ACTIVE = re.compile(r"\bon[a-z]{3,}\s*=|(?:java|vb)script\s*:|<\s*script|\b(?:src|srcdoc|href|action|formaction|data)\s*=|"
-                     r"\bdata:|expression\s*\(|[(`]", re.IGNORECASE)
+# evidence together with something that runs or loads: an event handler, a script element, a script URL, a source
+# (datasrc too) or a call (a parenthesis, or a template literal whose opening backquote is glued to what it calls:
+# alert`1`, :func:`_tagged_template`). A backquote opening after a space or at the start is Markdown's inline code,
+# as people quote a tag (I put `<link rel="preconnect">` first).
+_ACTIVE = re.compile(r"\bon[a-z]{3,}\s*=|(?:java|vb)script\s*:|<\s*script|\b(?:src|srcdoc|datasrc|href|action|formaction|data)\s*=|"
+                     r"\bdata:|expression\s*\(|\(", re.IGNORECASE)
+_CALLABLE_END = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$)]")
 _ATTRIBUTE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_:"
 # A value is prose when it holds a line break in a body field (a textarea) or at least PROSE_WORDS words: a post, a
 # review, a pasted snippet. HTML, shell lines, file paths, URLs and code are ordinary there on a developer forum, so
@@ -335,7 +338,8 @@ class PayloadInspector:
             start = min(i for i in (text.find("<"), text.find("=")) if i >= 0)
             if text[start] == "=":
                 start = len(text[:start].rstrip().rstrip(_ATTRIBUTE_CHARS))  # from the attribute's name (onerror=)
-            if _ACTIVE.search(text, start) and not _tag_mentioned(text) and libinjection.is_xss(text)["is_xss"]:
+            if (_ACTIVE.search(text, start) or _tagged_template(text, start)) and not _tag_mentioned(text) \
+                    and libinjection.is_xss(text)["is_xss"]:
                 return PayloadHit("libinjection", "xss", location, fragment(text, start, start + 48), decoding)
         if self._joined is not None:
             for sig, low, start, end in self._signed(text, body, prose):
@@ -424,6 +428,19 @@ def _tag_mentioned(text: str) -> bool:
     if m.group(1).lower() in _RUNS_CONTENT and any(c in after for c in "()`'\";{}+@:"):
         return False
     return _among_words(text[:m.start()], after)
+
+
+def _tagged_template(text: str, start: int) -> bool:
+    """A template literal called at or after ``start``: an opening backquote (the first, third, ... of the value) right
+    after a name or a closing bracket (alert`1`, x.y`z`, f()`a`), not after a space or a tag as inline code opens."""
+    at = text.find("`")
+    opening = True
+    while at >= 0:
+        if opening and at >= start and at > 0 and text[at - 1] in _CALLABLE_END:
+            return True
+        opening = not opening
+        at = text.find("`", at + 1)
+    return False
 
 
 def _breaks_out(text: str) -> bool:

@@ -137,6 +137,9 @@ BENIGN += [record("/api", method="PATCH", headers=[["Content-Type", "application
 QUERY_LANGUAGES = ['text ~ "pro jacket" AND type = Bug', '"In Progress" = status AND project = ENG', '"quick fox" AND lang = en',
                    '"status" = "open" and priority > 2', '"foo bar" OR id = 7']
 BENIGN += [record("/rest/api/3/search?jql=" + quote(text)) for text in QUERY_LANGUAGES]
+# a tag quoted as Markdown's inline code in a post is shown, not run; a template literal glued to a call still runs
+INLINE_CODE = ['Adding `<link rel="preload">` before the fonts fixed it', 'Wrap it in `<meta name="robots">` and `noindex`']
+BENIGN += [record("/p", method="POST", headers=[["Content-Type", FORM]], body="comment=" + quote(text)) for text in INLINE_CODE]
 BENIGN += [record("/blog/xp_cmdshell-ping"), record("/search?q=" + quote("http://metadata.google.internal/computeMetadata/v1/ returns 403"))]
 # ... and the same names used, or alone where a value belongs, still are
 USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x=document.cookie how are you today",
@@ -144,6 +147,7 @@ USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x
         "1 union select table_name from information_schema.tables--", "what is it' union select * from information_schema.tables--",
         "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
         # a string the value closes without opening it is a breakout; a quoted phrase before a tautology or a union still hits
+        "<iframe>alert`1`</iframe>", "<SPAN DATASRC=#I DATAFLD=C DATAFORMATAS=HTML></SPAN>",
         "admin'--", "' or ''='", "\" or 1=1 --", "\"x\" and 1=1", "'hi' or 'x'='x';", "'x' union select 1,2--",
         # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
         "http://metadata.google.internal/computeMetadata/v1/", "http://metadata.google.internal/computeMetadata/v1/service-accounts/default/token",
