@@ -43,6 +43,9 @@ says so): the question is what turning it on would do. Labels are the model's ``
 The right action is forward for humans and good bots, challenge or block for bad bots,
 block for attacks; "accuracy" is the share of requests that got the right action.
 ECE (15 bins) and Brier are the model's ``class`` probabilities against the labels.
+People are also counted by the browser family their user agent names (:func:`browser_family`: Chrome, Edge,
+Opera, Samsung Internet, Firefox, Safari on macOS and on iOS or iPadOS, other), each family's share blocked and
+challenged beside Chrome's: a family that a person's browser is judged by must not cost its people more.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ import numpy as np
 
 from gateway import config as config_mod
 from gateway import features as feat
+from gateway.clients import user_agent_family
 from gateway.features.split import CLIENT_NUMERIC_NAMES
 from gateway.policy import NO_SYNTAX, SYNTAXLESS, UNFAMILIAR
 from gateway.rdns import without_lookups
@@ -424,6 +428,7 @@ def evaluate(rows: Sequence[Row], cfg: config_mod.Config, scorer: Any) -> dict[s
                           "corroborating_rules": dict(sorted(corroborating.items(), key=lambda kv: -kv[1]))},
         "errors_by_source": _errors_by_source(rows, actions["rules_model"]),
         "humans_blocked_by_source": _blocked_people(rows, actions["rules_model"]),
+        "people_by_family": people_by_family(rows, actions["rules_model"]),
         "by_client_context": contexts,
     }
     out["targets"] = {k: {"op": op, "target": t, "value": out.get(k) if k != "verified_good_bots_passed" else main[k],
@@ -459,6 +464,33 @@ CONTEXT_ROWS = (("humans blocked", "humans_blocked"), ("humans challenged", "hum
                 ("attacks blocked", "attacks_blocked"), ("bad bots challenged or blocked", "bad_bots_stopped"))
 CONTEXT_KEYS = frozenset(key for _, key in CONTEXT_ROWS)
 CONTEXT_TITLES = {"first_request": "first request", "with_history": "client with history"}
+
+
+FAMILIES = ("chrome", "edge", "opera", "samsung", "firefox", "safari-mac", "safari-ios", "other")
+_IOS = ("iPhone", "iPad", "iPod")
+
+
+def browser_family(user_agent: str) -> str:
+    """The browser family a person's user agent names (one of ``FAMILIES``): Safari split by platform (iOS and iPadOS
+    against macOS; Chrome and Firefox on iOS are WebKit but name themselves, CriOS and FxiOS, and count as theirs)."""
+    name = user_agent_family(user_agent).split(" ", 1)[0]
+    if name == "safari":
+        return "safari-ios" if any(device in user_agent for device in _IOS) else "safari-mac"
+    return name if name in FAMILIES else "other"
+
+
+def people_by_family(rows: Sequence[Row], actions: np.ndarray) -> dict[str, dict[str, float | int]]:
+    """For each browser family with people (label human) among the rows: how many, the share blocked and challenged."""
+    counts: dict[str, list[int]] = {}
+    for row, action in zip(rows, actions, strict=True):
+        if row.label != 0:
+            continue
+        c = counts.setdefault(browser_family(row.features.user_agent), [0, 0, 0])  # people, challenged, blocked
+        c[0] += 1
+        if action:  # ACTIONS: forward, challenge, block
+            c[action] += 1
+    return {fam: {"n": n, "challenged": round(challenged / n, 6), "blocked": round(blocked / n, 6)}
+            for fam in FAMILIES if fam in counts for n, challenged, blocked in (counts[fam],)}
 
 
 def _blocked_people(rows: Sequence[Row], actions: np.ndarray, top: int = 8) -> dict[str, int]:
@@ -535,6 +567,7 @@ def render(result: Mapping[str, Any], data: str) -> str:
     if any(syntaxless.values()):
         lines += [f"{SYSTEM_TITLES['rules_model']}: P(attack) not counted, {SYNTAXLESS}: "
                   + ", ".join(f"{label} {n}" for label, n in syntaxless.items())]
+    lines += _family_lines(result.get("people_by_family") or {})
     if result["rule_hits"]:
         lines += ["", "rules that decided: " + ", ".join(f"{k} {v}" for k, v in list(result["rule_hits"].items())[:10])]
     if result.get("payload_hits"):
@@ -544,6 +577,21 @@ def render(result: Mapping[str, Any], data: str) -> str:
     missed = [k for k, t in result["targets"].items() if t["met"] is False]
     lines += ["", "targets: all met" if not missed else f"targets missed: {', '.join(missed)}"]
     return "\n".join(lines)
+
+
+def _family_lines(families: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """People by browser family: each family's shares, and its distance from Chrome's in points."""
+    if not families:
+        return []
+    chrome = families.get("chrome")
+    lines = ["", f"{SYSTEM_TITLES['rules_model']}: people by browser family" + (" (points from Chrome)" if chrome else ""),
+             f"{'':14}{'people':>8}{'blocked':>10}{'challenged':>12}" + (f"{'blocked':>10}{'challenged':>12}" if chrome else "")]
+    for fam, m in families.items():
+        line = f"{fam:14}{m['n']:>8}{_pct(m['blocked']):>10}{_pct(m['challenged']):>12}"
+        if chrome:
+            line += "".join(f"{100 * (m[k] - chrome[k]):>+{w}.2f}" for k, w in (("blocked", 10), ("challenged", 12)))
+        lines.append(line)
+    return lines
 
 
 COMPARED = (("humans blocked", "humans_blocked"), ("humans challenged", "humans_challenged"), ("attacks blocked", "attacks_blocked"),

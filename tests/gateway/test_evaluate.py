@@ -368,3 +368,51 @@ def test_a_rules_challenge_the_model_scored_counts_as_the_rules_unless_the_model
     assert result["systems"]["rules_only"]["matrix"]["attack"] == {"forward": 0, "challenge": 1, "block": 0}
     assert result["rule_hits"] == {"challenge-crawler": 2}
     assert result["policy_blocks"]["corroborated"] == 0 and result["policy_blocks"]["p_attack"] == 1
+
+
+AGENTS = {
+    "chrome": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+    "edge": "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+    "samsung": "Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/26.0 Chrome/122.0.0.0 "
+               "Mobile Safari/537.36",
+    "firefox": "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+    "safari-mac": "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15",
+    "safari-ios": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 "
+                  "Mobile/15E148 Safari/604.1",
+    # Chrome on iOS is WebKit underneath, and names itself
+    "chrome-ios": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 "
+                  "Mobile/15E148 Safari/604.1",
+    "other": "Mozilla/5.0 (Linux; Android 14; K) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.0.0 Mobile Safari/537.36 "
+             "[FBAN/EMA;FBLC/en_US]",
+}
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_a_persons_browser_family_is_read_from_the_user_agent(name: str) -> None:
+    want = {"chrome-ios": "chrome", "other": "chrome"}.get(name, name)
+    assert ev.browser_family(AGENTS[name]) == want
+    assert ev.browser_family("curl/8.5.0") == "other" and ev.browser_family("") == "other"
+
+
+def test_people_are_counted_by_browser_family_beside_chrome(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def person(path: str, agent: str) -> dict[str, Any]:
+        return {**record(path, "human"), "headers": [["Host", "a.example"], ["User-Agent", agent]]}
+
+    rows = ([person("/page/1", AGENTS["chrome"])] * 4 + [person("/page/1", AGENTS["safari-ios"])] * 3
+            + [person("/odd/1", AGENTS["safari-ios"])] + [person("/inject?q=0x61646d696e", AGENTS["firefox"])] + [person("/page/2", AGENTS["firefox"])]
+            + [record("/odd/2", "bad_bot")])
+    data = tmp_path / "people.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = tmp_path / "clefgate.yaml"
+    cfg.write_text("rules:\n  files: []\n  default: score\npolicy:\n  block_attack: 0.95\n  challenge_risk: 0.6\n")
+    result = ev.evaluate(ev.read_rows(data, ev.Skipped()), ev.load_config(cfg), FakeScorer())
+    # only people count, in FAMILIES order; the bad bot's challenge is nobody's
+    assert result["people_by_family"] == {
+        "chrome": {"n": 4, "challenged": 0.0, "blocked": 0.0},
+        "firefox": {"n": 2, "challenged": 0.0, "blocked": 0.5},
+        "safari-ios": {"n": 4, "challenged": 0.25, "blocked": 0.0}}
+    table = ev.render(result, str(data))
+    assert "people by browser family (points from Chrome)" in table
+    assert [line.split()[:4] for line in table.splitlines() if line.startswith(("chrome ", "firefox ", "safari-ios "))] == [
+        ["chrome", "4", "0.00%", "0.00%"], ["firefox", "2", "50.00%", "0.00%"], ["safari-ios", "4", "0.00%", "25.00%"]]
+    assert "+25.00" in table and "+50.00" in table
