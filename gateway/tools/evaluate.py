@@ -471,8 +471,9 @@ _IOS = ("iPhone", "iPad", "iPod")
 
 
 def browser_family(user_agent: str) -> str:
-    """The browser family a person's user agent names (one of ``FAMILIES``): Safari split by platform (iOS and iPadOS
-    against macOS; Chrome and Firefox on iOS are WebKit but name themselves, CriOS and FxiOS, and count as theirs)."""
+    """The browser family a person's user agent names (one of ``FAMILIES``): Safari split by platform, iOS against macOS
+    (an iPad asking for desktop sites names a Mac and counts as one); Chrome and Firefox on iOS are WebKit but name
+    themselves (CriOS, FxiOS) and count as theirs, as an Android web view naming Chrome counts as Chrome."""
     name = user_agent_family(user_agent).split(" ", 1)[0]
     if name == "safari":
         return "safari-ios" if any(device in user_agent for device in _IOS) else "safari-mac"
@@ -585,11 +586,11 @@ def _family_lines(families: Mapping[str, Mapping[str, float]]) -> list[str]:
         return []
     chrome = families.get("chrome")
     lines = ["", f"{SYSTEM_TITLES['rules_model']}: people by browser family" + (" (points from Chrome)" if chrome else ""),
-             f"{'':14}{'people':>8}{'blocked':>10}{'challenged':>12}" + (f"{'blocked':>10}{'challenged':>12}" if chrome else "")]
+             f"{'':14}{'people':>8}{'blocked':>10}{'challenged':>12}" + (f"{'± blocked':>12}{'± challenged':>14}" if chrome else "")]
     for fam, m in families.items():
         line = f"{fam:14}{m['n']:>8}{_pct(m['blocked']):>10}{_pct(m['challenged']):>12}"
         if chrome:
-            line += "".join(f"{100 * (m[k] - chrome[k]):>+{w}.2f}" for k, w in (("blocked", 10), ("challenged", 12)))
+            line += "".join(f"{100 * (m[k] - chrome[k]):>+{w}.2f}" for k, w in (("blocked", 12), ("challenged", 14)))
         lines.append(line)
     return lines
 

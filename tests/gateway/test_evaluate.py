@@ -382,14 +382,15 @@ AGENTS = {
     # Chrome on iOS is WebKit underneath, and names itself
     "chrome-ios": "Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 "
                   "Mobile/15E148 Safari/604.1",
-    "other": "Mozilla/5.0 (Linux; Android 14; K) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.0.0 Mobile Safari/537.36 "
-             "[FBAN/EMA;FBLC/en_US]",
+    # an in-app web view on Android names the Chrome it runs
+    "webview": "Mozilla/5.0 (Linux; Android 14; K) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.0.0 Mobile Safari/537.36 "
+               "[FBAN/EMA;FBLC/en_US]",
 }
 
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_a_persons_browser_family_is_read_from_the_user_agent(name: str) -> None:
-    want = {"chrome-ios": "chrome", "other": "chrome"}.get(name, name)
+    want = {"chrome-ios": "chrome", "webview": "chrome"}.get(name, name)
     assert ev.browser_family(AGENTS[name]) == want
     assert ev.browser_family("curl/8.5.0") == "other" and ev.browser_family("") == "other"
 
