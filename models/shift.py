@@ -101,12 +101,7 @@ def render(shift: Shift, title: str) -> str:
 
 def run(config: Path, train: Path, calib: Path, other: Path, threshold: float, log: Callable[[str], None] = print) -> Shift:
     cfg = ts.load_config(config)
-    rows, _ = ts.read_jsonl(train)
-    train_rows, _ = ts.swap_paths(rows, cfg.train.path_swap, cfg.seed)
-    enc = ts.encode(train_rows)
-    h = ts.validation_hash(cfg.seed, len(enc))
-    tr = enc.subset([i for i in range(len(enc)) if h[i] >= cfg.train.validation_share])
-    val = enc.subset([i for i in range(len(enc)) if h[i] < cfg.train.validation_share])
+    tr, val, _ = ts.training_sides(ts.read_jsonl(train)[0], cfg)
     net, _ = ts.train(cfg, tr, val, log)
     logits: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
     for side, path in (("own", calib), ("other", other)):

@@ -216,9 +216,14 @@ def encode(records: list[dict[str, Any]]) -> Encoded:
     return Encoded(inputs, labels[:, 0], labels[:, 1], labels[:, 2], records)
 
 
-def validation_hash(seed: int, rows: int) -> list[float]:
-    """A stable draw in [0, 1] per training row: rows under the validation share are validation."""
-    return [int(hashlib.sha256(f"{seed}/{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF for i in range(rows)]
+def training_sides(records: list[dict[str, Any]], cfg: RunConfig) -> tuple[Encoded, Encoded, int]:
+    """The training records encoded as (train, validation, rows given another row's path): the path swap first, then
+    a stable draw per row (its index and the run's seed) puts the validation share aside."""
+    h = [int(hashlib.sha256(f"{cfg.seed}/{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF for i in range(len(records))]
+    swapped_rows, swapped = swap_paths(records, cfg.train.path_swap, cfg.seed)
+    enc = encode(swapped_rows)
+    return (enc.subset([i for i in range(len(enc)) if h[i] >= cfg.train.validation_share]),
+            enc.subset([i for i in range(len(enc)) if h[i] < cfg.train.validation_share]), swapped)
 
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], str]:
@@ -608,15 +613,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         data[side] = {"path": getattr(args, side).name, "rows": len(rows), "sha256": digest,
                       "sources": sorted({str(r.get("source", "-")) for r in rows})[:40]}
     t0 = time.time()
-    h = validation_hash(cfg.seed, len(sides["train"]))
-    train_rows, swapped = swap_paths(sides["train"], cfg.train.path_swap, cfg.seed)
+    tr, val, swapped = training_sides(sides["train"], cfg)
     data["train"]["path_swap"] = {"share": cfg.train.path_swap, "rows": swapped}
-    tr_all = encode(train_rows)
-    tr = tr_all.subset([i for i in range(len(tr_all)) if h[i] >= cfg.train.validation_share])
-    val = tr_all.subset([i for i in range(len(tr_all)) if h[i] < cfg.train.validation_share])
     cal = encode(sides["calib"])
     ev = encode(sides["eval"])
-    log(f"data: encoded {len(tr_all) + len(cal) + len(ev)} rows in {time.time() - t0:.0f}s (train {len(tr)}, validation {len(val)}, "
+    log(f"data: encoded {len(tr) + len(val) + len(cal) + len(ev)} rows in {time.time() - t0:.0f}s (train {len(tr)}, validation {len(val)}, "
         f"calibration {len(cal)}, eval {len(ev)}); payload attacks in train {int(tr.payload.sum())}")
     net, history = train(cfg, tr, val, log)
     p, k, c = predict(net, cal)
