@@ -101,10 +101,13 @@ _FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 SQLI_STARTS = ("s", "1", "X")
 SQLI_TEXT_FINGERPRINTS = re.compile(r"[n1v&ok]*")
 # libinjection also reads a value as if it sat inside a quoted string, so "s" (a string closed) starts the fingerprint
-# of any text with a quote in it. A breakout closes a string the value did not open (1', admin', an empty one): a
-# string opened and closed inside the value is a quoted phrase, as query languages and searches write one
-# (text ~ "pro jacket" AND type = Bug, "quick fox" AND lang = en). What precedes the first quote of a breakout is a
-# value, not a sentence ("the equivalent of calling 'field(name)'").
+# of any text with a quote in it. A breakout closes a string the value did not open (admin'--, an empty one); what
+# precedes its first quote is a value, not a sentence ("the equivalent of calling 'field(name)'"). A string opened
+# and closed inside the value is a quoted phrase, as query languages and searches write one (text ~ "pro jacket" AND
+# type = Bug, "quick fox" AND lang = en), when only logic, comparisons, names, numbers and more strings follow it
+# (SQLI_PHRASE_FINGERPRINTS); a function, a keyword, a comment or a statement after it ('' rlike sleep(5)--, 'x' into
+# outfile '/tmp/x'--, '';select 1--) is SQL where the value sits unquoted, and stays evidence.
+SQLI_PHRASE_FINGERPRINTS = re.compile(r"s[&o1nvs]*")
 SQLI_BREAKOUT_WORDS = 3
 SQLI_BREAKOUT_CHARS = 32
 _QUOTE = re.compile(r"['\"`]")
@@ -328,7 +331,8 @@ class PayloadInspector:
             if found["is_sqli"]:
                 shape = found["fingerprint"]
                 if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
-                        and (shape[0] != "s" or (not found["token_vector"][0]["str_open"] and _breaks_out(text))):
+                        and (shape[0] != "s" or (_breaks_out(text) if not found["token_vector"][0]["str_open"]
+                                                 else not SQLI_PHRASE_FINGERPRINTS.fullmatch(shape))):
                     return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
         prose = _prose(text, body)
         # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and

@@ -148,7 +148,10 @@ USES = ["document.cookie", "<iframe>", "alert(document.cookie) what is this", "x
         "\" onmouseover=\"alert(1)", "x onfocus=alert`1`",
         # a string the value closes without opening it is a breakout; a quoted phrase before a tautology or a union still hits
         "<iframe>alert`1`</iframe>", "<SPAN DATASRC=#I DATAFLD=C DATAFORMATAS=HTML></SPAN>",
-        "admin'--", "' or ''='", "\" or 1=1 --", "\"x\" and 1=1", "'hi' or 'x'='x';", "'x' union select 1,2--",
+        "admin'--", "' or ''='",
+        # where the value sits unquoted, a quoted start followed by a function, keyword, comment or statement is SQL
+        "'' rlike sleep(5)--", "'1' having 1=1--", "'x' into outfile '/var/www/html/s.php'--", "'';select 1--", "'x' div 0--",
+        "('x') order by sleep(5)--", "\" or 1=1 --", "\"x\" and 1=1", "'hi' or 'x'='x';", "'x' union select 1,2--",
         # what joins a name into one token is part of it, not words around it: a URL's scheme and path, an identifier's rest
         "http://metadata.google.internal/computeMetadata/v1/", "http://metadata.google.internal/computeMetadata/v1/service-accounts/default/token",
         "x.smarty_internal_write_file.php"]
