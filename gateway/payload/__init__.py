@@ -331,8 +331,8 @@ class PayloadInspector:
             if found["is_sqli"]:
                 shape = found["fingerprint"]
                 if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
-                        and (shape[0] != "s" or (_breaks_out(text) if not found["token_vector"][0]["str_open"]
-                                                 else not SQLI_PHRASE_FINGERPRINTS.fullmatch(shape))):
+                        and (shape[0] != "s" or (_breaks_out(text) and not (found["token_vector"][0]["str_open"]
+                                                                            and SQLI_PHRASE_FINGERPRINTS.fullmatch(shape)))):
                     return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
         prose = _prose(text, body)
         # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
