@@ -401,24 +401,25 @@ _LOOSE = re.compile(r"""\$(?:ne|eq|gt|gte|lt|lte|in|nin|regex|where|exists|expr|
                     r"""php|sftp|tftp|smb)://|^\s*(?:['"]\s*)?https?:[/\\]|\bjndi\s*:|[\w'")]--[=&]|\bdata:[\w.+-]+/[\w.+-]+[;,]|[?&;]\s*[\w.\[\]-]*(?:=\s*)?(?:https?:)?//""", re.IGNORECASE)
 _BLOBS = re.compile(r"""\bAAEAAAD|\bgASV[\w+/]{8}|\bBAh[\w+/]{8}|\bY29z[\w+/]{4}|c(?:os|posix|nt|subprocess|builtins|__builtin__)\n"""
                     r"""(?:system|popen|check_output|getoutput|eval|exec)\b|\x80[\x02-\x05]""")
-# code of the languages an application hands a value to besides SQL, shell and markup, which the block witness leaves to the
-# model: a template or expression delimiter around more than a name (``{{ range }}`` asked about in a search is free,
-# ``{{7*7}}`` and ``{% load log %}`` are not), edge and server-side includes, a terminal escape, a spreadsheet formula at
-# the start of a value or a cell (a capitalised function's call, a DDE link, a quoted sheet reference), GraphQL's
-# introspection and a selection nested past what a page asks (a store's Relay query nests five or six deep), a search
-# engine's query object or local parameters, MongoDB's aggregation stages as keys, a graph database's clauses, a
-# substring of a Windows variable, and a backquoted command glued to a word (quoted code in prose is free)
+# code of the languages an application hands a value to besides SQL, shell and markup, which the block witness leaves to
+# the model (a pattern, scanned together with _LOOSE): a template or expression delimiter around more than a name
+# (``{{ range }}`` asked about in a search is free, ``{{7*7}}`` and ``{% load log %}`` are not), edge and server-side
+# includes, a terminal escape, a spreadsheet formula at the start of a value or a cell (a capitalised function's call, a
+# DDE link, a quoted sheet reference), GraphQL's introspection and a selection nested past what a page asks (a store's
+# Relay query nests five or six deep), a search engine's query object or local parameters, MongoDB's aggregation stages
+# as keys, a graph database's clauses, a substring of a Windows variable, and a backquoted command glued to a word
+# (quoted code in prose is free)
 _AGGREGATION = r"""\$(?:match|lookup|graphlookup|out|merge|group|project|unionwith|unwind|facet|addfields|replaceroot|function|accumulator)"""
-_CODE = re.compile(r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w+\s+\w)|\{!\w|<\s*(?:/\s*)?esi:|<!--\s*(?:esi|#)|\x1b|"""
-                   r"""(?:^|[,;\t])[ \t]{0,8}['"]?[=@+-][^\n]{0,40}?(?:(?-i:\b[A-Z][A-Z0-9.]{1,30})\(|\w\|\s*'|'![a-z]{1,3}\$?\d)|"""
-                   r"""\b__(?:schema|type)\b|\{(?:[^{}]*\{){7}|\*:\*|"""
-                   r"""["'](?:query|bool|match_all|query_string|simple_query_string|wildcard|regexp|script|aggs|aggregations)["']\s*:\s*[\[{]|"""
-                   r"""["']""" + _AGGREGATION + r"""["']\s*:|"""
-                   r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\()|\bdetach\s+delete\b|\bcall\s+(?:db|dbms|apoc)\.\w|"""
-                   r"""\bmatch\s*\(\s*\w*\s*(?::\s*\w+\s*)?\)\s*(?:-|<|,|where\b|return\b|delete\b|set\b|with\b)|"""
-                   r"""[%!]\w+:~-?\d|[\w;|&]`[a-z/$][^`\n]{0,199}`(?=$|[\s'";|&)}\]])""", re.IGNORECASE)
+_CODE = (r"""(?:\{\{|\{%|<%|[$#*@~]\{)(?:[^{}%]{0,80}?[^\w\s{}%]|\s*\w+\s+\w)|\{!\w|<\s*(?:/\s*)?esi:|<!--\s*(?:esi|#)|\x1b|"""
+         r"""(?:^|[,;\t])[ \t]{0,8}['"]?[=@+-][^\n]{0,40}?(?:(?-i:\b[A-Z][A-Z0-9.]{1,30})\(|\w\|\s*'|'![a-z]{1,3}\$?\d)|"""
+         r"""\b__(?:schema|type)\b|\{(?:[^{}]*\{){7}|\*:\*|"""
+         r"""["'](?:query|bool|match_all|query_string|simple_query_string|wildcard|regexp|script|aggs|aggregations)["']\s*:\s*[\[{]|"""
+         r"""["']""" + _AGGREGATION + r"""["']\s*:|"""
+         r"""(?-i:\b(?:OPTIONAL\s+MATCH|MATCH|MERGE)\s*\()|\bdetach\s+delete\b|\bcall\s+(?:db|dbms|apoc)\.\w|"""
+         r"""\bmatch\s*\(\s*\w*\s*(?::\s*\w+\s*)?\)\s*(?:-|<|,|where\b|return\b|delete\b|set\b|with\b)|"""
+         r"""[%!]\w+:~-?\d|[\w;|&]`[a-z/$][^`\n]{0,199}`(?=$|[\s'";|&)}\]])""")
 # what syntax_free searches each text for besides the probe's syntax and the blobs, in one scan
-_LOOSE_OR_CODE = re.compile(f"(?:{_LOOSE.pattern})|(?:{_CODE.pattern})", re.IGNORECASE)
+_LOOSE_OR_CODE = re.compile(f"(?:{_LOOSE.pattern})|(?:{_CODE})", re.IGNORECASE)
 # ... and the names among them that are keys of a JSON body (a search engine's query object, an aggregation pipeline)
 _CODE_NAME = re.compile(_AGGREGATION + r"""|query_string|simple_query_string|match_all|script_fields|__schema|__type""", re.IGNORECASE)
 # names and keys that address an object's prototype

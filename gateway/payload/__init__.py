@@ -328,12 +328,8 @@ class PayloadInspector:
     def _text(self, location: str, text: str, decoding: str, body: bool) -> PayloadHit | None:
         if self.sqli and not INERT.fullmatch(text):
             found = libinjection.is_sql_injection(text)
-            if found["is_sqli"]:
-                shape = found["fingerprint"]
-                if shape.startswith(SQLI_STARTS) and shape != "sos" and not (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)) \
-                        and (shape[0] != "s" or (_breaks_out(text) and not (found["token_vector"][0]["str_open"]
-                                                                            and SQLI_PHRASE_FINGERPRINTS.fullmatch(shape)))):
-                    return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
+            if found["is_sqli"] and _sqli_evidence(text, found):
+                return PayloadHit("libinjection", "sqli", location, fragment(text), decoding)
         prose = _prose(text, body)
         # markup written as character references is displayed, not run: libinjection XSS reads the value as sent and
         # percent-decoded, never HTML-decoded (the signatures still read that)
@@ -432,6 +428,18 @@ def _tag_mentioned(text: str) -> bool:
     if m.group(1).lower() in _RUNS_CONTENT and any(c in after for c in "()`'\";{}+@:"):
         return False
     return _among_words(text[:m.start()], after)
+
+
+def _sqli_evidence(text: str, found: dict[str, Any]) -> bool:
+    """Whether libinjection's SQL injection in ``text`` (its answer ``found``) is evidence: a fingerprint that breaks out
+    of a string or a number or is evil syntax (SQLI_STARTS), not "sos", not words and logic alone in a value with
+    spaces; from a string context, a breakout after at most a few words, and no quoted phrase of a query language."""
+    shape = found["fingerprint"]
+    if not shape.startswith(SQLI_STARTS) or shape == "sos" or (" " in text.strip() and SQLI_TEXT_FINGERPRINTS.fullmatch(shape)):
+        return False
+    if shape[0] != "s":
+        return True
+    return _breaks_out(text) and not (found["token_vector"][0]["str_open"] and SQLI_PHRASE_FINGERPRINTS.fullmatch(shape))
 
 
 def _tagged_template(text: str, start: int) -> bool:

@@ -490,8 +490,12 @@ def people_by_family(rows: Sequence[Row], actions: np.ndarray) -> dict[str, dict
         c[0] += 1
         if action:  # ACTIONS: forward, challenge, block
             c[action] += 1
-    return {fam: {"n": n, "challenged": round(challenged / n, 6), "blocked": round(blocked / n, 6)}
-            for fam in FAMILIES if fam in counts for n, challenged, blocked in (counts[fam],)}
+    out: dict[str, dict[str, float | int]] = {}
+    for fam in FAMILIES:
+        if fam in counts:
+            n, challenged, blocked = counts[fam]
+            out[fam] = {"n": n, "challenged": round(challenged / n, 6), "blocked": round(blocked / n, 6)}
+    return out
 
 
 def _blocked_people(rows: Sequence[Row], actions: np.ndarray, top: int = 8) -> dict[str, int]:
